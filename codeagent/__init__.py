@@ -1,0 +1,34 @@
+"""codeagent: agents that act by writing Python, run by the `executors` package.
+
+Public names only, imported lazily so that `import codeagent` stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_LAZY = {
+    "CodeAgent": ".agent",
+    "RunResult": ".agent",
+    "OpenAIModel": ".models",
+    "ScriptedModel": ".models",
+    "Model": ".models",
+    "ModelReply": ".models",
+    "Tool": ".tools",
+    "tool": ".tools",
+    "parse_code": ".parsing",
+    "CodeParseError": ".parsing",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'codeagent' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,3 @@
+from codeagent.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,56 @@
+"""executors: run untrusted, model-written Python in process, in a subprocess or in a container.
+
+Public names only; they are imported lazily so that `import executors` stays cheap.
+This package never imports `codeagent`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .base import (
+    DEFAULT_AUTHORIZED_IMPORTS,
+    ExecutionError,
+    ExecutionResult,
+    Executor,
+    ExecutorError,
+    FinalAnswer,
+    Limits,
+    ToolError,
+)
+
+_LAZY = {
+    "LocalExecutor": ".local",
+    "SubprocessExecutor": ".process",
+    "DockerExecutor": ".container",
+}
+
+__all__ = [
+    "DEFAULT_AUTHORIZED_IMPORTS",
+    "DockerExecutor",
+    "ExecutionError",
+    "ExecutionResult",
+    "Executor",
+    "ExecutorError",
+    "FinalAnswer",
+    "Limits",
+    "LocalExecutor",
+    "SubprocessExecutor",
+    "ToolError",
+]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .container import DockerExecutor
+    from .local import LocalExecutor
+    from .process import SubprocessExecutor
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'executors' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value

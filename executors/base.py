@@ -1,0 +1,214 @@
+"""The executor contract shared by every place code can run (in process, subprocess, container).
+
+`execute(code)` never raises for anything the code did: every failure comes back as
+`ExecutionResult.error`. It raises `ExecutorError` only when the executor itself is broken.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = [
+    "Limits",
+    "ExecutionError",
+    "ExecutionResult",
+    "ExecutorError",
+    "FinalAnswer",
+    "ToolError",
+    "Executor",
+    "ExecutorBase",
+    "DEFAULT_AUTHORIZED_IMPORTS",
+    "FINAL_ANSWER_NAME",
+]
+
+FINAL_ANSWER_NAME = "final_answer"
+
+# Modules model code may import by default. Each is handed over as a proxy that exposes only
+# public, non-module attributes, minus the members listed in policy.py as dangerous.
+DEFAULT_AUTHORIZED_IMPORTS: tuple[str, ...] = (
+    "math", "cmath", "statistics", "re", "json", "random", "collections", "collections.abc",
+    "datetime", "itertools", "functools", "decimal", "fractions", "string", "textwrap", "heapq",
+    "bisect", "dataclasses", "enum", "typing", "operator", "copy", "unicodedata", "time", "csv",
+    "io", "numbers", "array", "calendar", "zoneinfo", "difflib", "pprint", "base64", "hashlib",
+    "uuid",
+)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one `execute()` call.
+
+    In process (`LocalExecutor`) time, operations, output and recursion are enforced exactly;
+    memory is enforced with size checks and a temporary address-space cap (best effort: hard
+    memory caps come from `SubprocessExecutor` and `DockerExecutor`). `None` disables a limit.
+    """
+
+    timeout_s: float = 5.0
+    max_operations: int | None = 10_000_000
+    max_output_chars: int = 20_000
+    max_memory_mb: int | None = 512
+    max_recursion_depth: int = 200
+
+    def __post_init__(self) -> None:
+        if self.timeout_s is not None and not self.timeout_s > 0:
+            raise ValueError(f"Limits.timeout_s must be > 0, got {self.timeout_s!r}")
+        for name in ("max_operations", "max_memory_mb"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value <= 0):
+                raise ValueError(f"Limits.{name} must be a positive int or None, got {value!r}")
+        if not isinstance(self.max_output_chars, int) or self.max_output_chars < 100:
+            raise ValueError(f"Limits.max_output_chars must be an int >= 100, got {self.max_output_chars!r}")
+        if not isinstance(self.max_recursion_depth, int) or self.max_recursion_depth < 10:
+            raise ValueError(
+                f"Limits.max_recursion_depth must be an int >= 10, got {self.max_recursion_depth!r}"
+            )
+
+    def replace(self, **changes: Any) -> Limits:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class ExecutionError:
+    """What went wrong in the model's code, written for the model.
+
+    `type` is the exception name (`NameError`, `SyntaxError`, ...) or one of ours:
+    `PolicyError` (the code does something the policy forbids), `TimeoutError`,
+    `OperationLimitError`, `MemoryError`, `RecursionError`, `ToolError`, `WorkerCrashed`.
+    """
+
+    type: str
+    message: str
+    lineno: int | None = None
+    line: str | None = None
+
+    def __str__(self) -> str:
+        where = f" (line {self.lineno}: {self.line.strip()})" if self.lineno and self.line else (
+            f" (line {self.lineno})" if self.lineno else ""
+        )
+        return f"{self.type}: {self.message}{where}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class ExecutionResult:
+    """The outcome of one `execute()`.
+
+    output: value of the last expression statement (or the final answer), else None.
+    output_repr: `repr(output)` computed inside the sandbox under its limits (never run model
+        code on the host to render a value); None when output is None.
+    logs: everything printed, truncated head+tail to `Limits.max_output_chars`.
+    state_lost: the executor had to restart (timeout kill, crash): variables are gone.
+    """
+
+    output: Any = None
+    logs: str = ""
+    is_final_answer: bool = False
+    error: ExecutionError | None = None
+    duration_s: float = 0.0
+    output_repr: str | None = None
+    state_lost: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class ExecutorError(RuntimeError):
+    """The executor itself is broken (cannot start, engine unreachable, ...): not the code's fault."""
+
+
+class FinalAnswer(BaseException):
+    """Raised by `final_answer(value)` to end the run.
+
+    A BaseException so that `except Exception:` in model code cannot swallow it; executors also
+    remember the call, so not even a bare `except:` can turn a final answer into a normal step.
+    """
+
+    def __init__(self, value: Any = None) -> None:
+        super().__init__(value)
+        self.value = value
+
+
+class ToolError(Exception):
+    """A tool called by model code failed; model code may catch it like any exception."""
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """What every executor offers. Tools are host callables the code can call by name."""
+
+    authorized_imports: tuple[str, ...]
+    limits: Limits
+
+    def execute(self, code: str) -> ExecutionResult: ...
+
+    def register_tools(self, tools: Mapping[str, Callable[..., Any]]) -> None: ...
+
+    def set_variables(self, values: Mapping[str, Any]) -> None: ...
+
+    def reset(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Executor: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+def normalize_tools(tools: Mapping[str, Callable[..., Any]] | Iterable[Any] | None) -> dict[str, Callable[..., Any]]:
+    """Accept {name: callable} or an iterable of objects with a `.name` (Tool objects) or functions."""
+    if tools is None:
+        return {}
+    if isinstance(tools, Mapping):
+        items = list(tools.items())
+    else:
+        items = []
+        for t in tools:
+            name = getattr(t, "name", None) or getattr(t, "__name__", None)
+            if not isinstance(name, str):
+                raise TypeError(f"cannot tell the name of tool {t!r}: pass a dict {{name: callable}}")
+            items.append((name, t))
+    out: dict[str, Callable[..., Any]] = {}
+    for name, fn in items:
+        if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+            raise ValueError(f"tool name {name!r} must be a public Python identifier")
+        if name == FINAL_ANSWER_NAME:
+            raise ValueError(f"'{FINAL_ANSWER_NAME}' is built in and cannot be registered as a tool")
+        if not callable(fn):
+            raise TypeError(f"tool {name!r} is not callable: {fn!r}")
+        out[name] = fn
+    return out
+
+
+def normalize_imports(extra: Iterable[str] | None, *, defaults: bool = True) -> tuple[str, ...]:
+    """The default safe modules plus the user's additions ("pkg" or "pkg.*"), deduplicated."""
+    names = list(DEFAULT_AUTHORIZED_IMPORTS) if defaults else []
+    if isinstance(extra, str):
+        raise TypeError("authorized_imports must be a list of module names, not a string")
+    for name in extra or ():
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"invalid module name in authorized_imports: {name!r}")
+        parts = name.split(".")
+        if not all(p.isidentifier() or (p == "*" and i == len(parts) - 1) for i, p in enumerate(parts)):
+            raise ValueError(f"invalid module name in authorized_imports: {name!r}")
+        if name not in names:
+            names.append(name)
+    return tuple(names)
+
+
+class ExecutorBase:
+    """Shared plumbing for executors: the context manager. Subclasses implement the contract."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:  # pragma: no cover - overridden
+        pass
