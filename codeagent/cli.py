@@ -1,0 +1,365 @@
+"""The `codeagent` command: `run` a task with a model, `exec` a file in an executor, `demo`, `fuzz`.
+
+Exit status: 0 success, 1 the run or the code failed, 2 usage or setup errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any, TextIO
+
+from executors.base import Limits
+
+from .events import (
+    NOT_JSON,
+    CodeAction,
+    ErrorEvent,
+    Event,
+    FinalAnswerEvent,
+    ModelReplyEvent,
+    Observation,
+    RunEnd,
+    RunStart,
+    plain_json,
+)
+
+EXECUTORS = ("local", "subprocess", "docker")
+
+
+class UsageError(Exception):
+    """A setup problem the user fixes with a flag or an environment variable (exit status 2)."""
+
+
+# -- building blocks ---------------------------------------------------------------------------
+
+
+def make_executor(name: str, *, tools: Any = None, authorized_imports: Sequence[str] | None = None,
+                  limits: Limits | None = None) -> Any:
+    """Create the executor named on the command line; the non-local ones are imported lazily."""
+    targets = {"local": ("executors.local", "LocalExecutor"),
+               "subprocess": ("executors.process", "SubprocessExecutor"),
+               "docker": ("executors.container", "DockerExecutor")}
+    if name not in targets:
+        raise UsageError(f"unknown executor {name!r}: choose one of {', '.join(EXECUTORS)}")
+    module_name, cls_name = targets[name]
+    try:
+        cls = getattr(importlib.import_module(module_name), cls_name)
+    except (ImportError, AttributeError) as exc:
+        raise UsageError(f"the {name} executor is not available in this installation: {exc}")
+    try:
+        return cls(tools=tools, authorized_imports=authorized_imports, limits=limits)
+    except Exception as exc:
+        raise UsageError(f"cannot start the {name} executor: {type(exc).__name__}: {exc}")
+
+
+def load_tools(specs: Iterable[str]) -> list[Any]:
+    """`module:attr` → the tools it names: a Tool or function, or a list/tuple/dict of them."""
+    tools: list[Any] = []
+    for spec in specs:
+        module_name, _, attr = spec.partition(":")
+        if not module_name or not attr:
+            raise UsageError(f"--tools expects module:attr (e.g. mytools:search), got {spec!r}")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise UsageError(f"--tools {spec}: cannot import {module_name!r}: {exc} (is it on PYTHONPATH?)")
+        obj: Any = module
+        for part in attr.split("."):
+            if not hasattr(obj, part):
+                raise UsageError(f"--tools {spec}: {module_name} has no attribute {attr!r}")
+            obj = getattr(obj, part)
+        if isinstance(obj, dict):
+            from .tools import Tool
+
+            tools.extend(v if isinstance(v, Tool) and v.name == k else Tool(v, name=k) for k, v in obj.items())
+        elif isinstance(obj, (list, tuple)):
+            tools.extend(obj)
+        elif callable(obj):
+            tools.append(obj)
+        else:
+            raise UsageError(f"--tools {spec}: {type(obj).__name__} is neither a tool nor a list of tools")
+    return tools
+
+
+def make_model(args: argparse.Namespace, *, default_model: str | None = None) -> Any:
+    from .models import OpenAIModel
+
+    model_id = args.model or os.environ.get("CODEAGENT_MODEL") or default_model
+    if not model_id:
+        raise UsageError("no model name: pass --model NAME (or set CODEAGENT_MODEL)")
+    api_key = None
+    if args.api_key_env:
+        api_key = os.environ.get(args.api_key_env)
+        if not api_key:
+            raise UsageError(f"--api-key-env {args.api_key_env}: that environment variable is not set")
+    options: dict[str, Any] = {}
+    if getattr(args, "temperature", None) is not None:
+        options["temperature"] = args.temperature
+    try:
+        return OpenAIModel(
+            model_id, base_url=args.base_url, api_key=api_key, system_role=not args.no_system_role,
+            supports_stop=not args.no_stop, request_options=options,
+        )
+    except Exception as exc:
+        raise UsageError(str(exc))
+
+
+def _limits(args: argparse.Namespace) -> Limits | None:
+    return Limits(timeout_s=args.timeout) if getattr(args, "timeout", None) else None
+
+
+# -- rendering -----------------------------------------------------------------------------------
+
+
+def _indent(text: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line if line else prefix.rstrip() for line in text.splitlines()) or prefix
+
+
+def show_answer(output: Any, output_repr: str | None) -> str:
+    """A final answer for humans: strings as they are, other values as the sandbox rendered them."""
+    if type(output) is str:
+        return output
+    if output_repr is not None:
+        return output_repr
+    safe = plain_json(output)
+    return "None" if safe is NOT_JSON else json.dumps(safe, ensure_ascii=False)
+
+
+class HumanPrinter:
+    """Shows each step as it happens: reply, code, observation, progress."""
+
+    def __init__(self, out: TextIO, *, scripted_note: str | None = None) -> None:
+        self.out = out
+        self.scripted_note = scripted_note
+        self.max_steps = 0
+        self.tokens = 0
+
+    def __call__(self, event: Event) -> None:
+        w = self.out.write
+        if isinstance(event, RunStart):
+            self.max_steps = event.max_steps
+            label = f"{event.model} (scripted)" if event.scripted else event.model
+            w(f"task: {event.task}\nmodel: {label} · executor: {event.executor} · tools: "
+              f"{', '.join(event.tools) or '(none)'} · max {event.max_steps} steps\n")
+            if event.scripted and self.scripted_note:
+                w(self.scripted_note + "\n")
+        elif isinstance(event, ModelReplyEvent):
+            self.tokens += event.usage.total_tokens
+            w(f"\n── step {event.step}/{self.max_steps} ── model {event.duration_s:.2f} s, "
+              f"{event.usage.total_tokens} tokens\n")
+            if event.reasoning:
+                w(f"  (reasoning: {len(event.reasoning)} characters, kept out of the code)\n")
+            thought = event.text.split("<code>", 1)[0].strip()
+            if thought:
+                w(_indent(thought[:600], "  ") + "\n")
+        elif isinstance(event, CodeAction):
+            w("  code:\n" + _indent(event.code, "  │ ") + "\n")
+        elif isinstance(event, Observation):
+            w(f"  observation ({event.duration_s * 1000:.1f} ms):\n" + _indent(event.observation[:2000], "  │ ") + "\n")
+        elif isinstance(event, ErrorEvent):
+            if event.kind != "execution":  # execution errors are already in the observation
+                w(f"  error ({event.kind}): {event.message}\n")
+        elif isinstance(event, FinalAnswerEvent):
+            w(f"  final_answer called at step {event.step}\n")
+        elif isinstance(event, RunEnd):
+            w("\n")
+            if event.status == "success":
+                w(f"✓ answer: {show_answer(event.output, event.output_repr)}\n")
+            else:
+                w(f"✗ {event.status}: {event.error}\n")
+            w(f"  {event.steps} step(s), {event.duration_s:.2f} s, {event.usage.total_tokens} tokens "
+              f"({event.usage.prompt_tokens} prompt + {event.usage.completion_tokens} completion)\n")
+        self.out.flush()
+
+
+def drive(agent: Any, task: str, *, as_json: bool, out: TextIO, scripted_note: str | None = None) -> Any:
+    """Stream the run to `out` (NDJSON or human) and return the RunResult."""
+    printer = HumanPrinter(out, scripted_note=scripted_note)
+    end: RunEnd | None = None
+    for event in agent.stream(task):
+        if as_json:
+            out.write(event.to_json() + "\n")
+            out.flush()
+        else:
+            printer(event)
+        if isinstance(event, RunEnd):
+            end = event
+    assert end is not None
+    return end.result
+
+
+# -- commands --------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .agent import CodeAgent
+
+    tools = load_tools(args.tools or ())
+    model = make_model(args)
+    executor = make_executor(args.executor, authorized_imports=args.imports, limits=_limits(args))
+    with executor, CodeAgent(model, tools=tools, executor=executor, max_steps=args.max_steps,
+                             max_context_tokens=args.context_tokens) as agent:
+        result = drive(agent, args.task, as_json=args.json, out=sys.stdout)
+    if args.save:
+        result.save(args.save)
+    return 0 if result.success else 1
+
+
+def cmd_exec(args: argparse.Namespace) -> int:
+    if args.file == "-":
+        code = sys.stdin.read()
+    else:
+        try:
+            with open(args.file, encoding="utf-8") as f:
+                code = f.read()
+        except OSError as exc:
+            raise UsageError(f"cannot read {args.file}: {exc}")
+    executor = make_executor(args.executor, authorized_imports=args.imports, limits=_limits(args))
+    with executor:
+        result = executor.execute(code)
+    if args.json:
+        safe = plain_json(result.output)
+        print(json.dumps({
+            "output": None if safe is NOT_JSON else safe,
+            "output_repr": result.output_repr, "logs": result.logs, "is_final_answer": result.is_final_answer,
+            "error": result.error.to_dict() if result.error else None, "duration_s": result.duration_s,
+            "state_lost": result.state_lost,
+        }))
+    else:
+        if result.logs:
+            sys.stdout.write(result.logs if result.logs.endswith("\n") else result.logs + "\n")
+        if result.is_final_answer:
+            print(f"final answer: {show_answer(result.output, result.output_repr)}")
+        elif result.output_repr is not None:
+            print(f"out: {result.output_repr}")
+        if result.error:
+            print(f"error: {result.error}", file=sys.stderr)
+        print(f"({args.executor} executor, {result.duration_s * 1000:.1f} ms)", file=sys.stderr)
+    return 1 if result.error else 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from . import demo
+    from .agent import CodeAgent
+    from .models import ScriptedModel
+
+    base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
+    if base_url:
+        args.base_url = base_url
+        model = make_model(args, default_model="gpt-4o-mini")
+        note = None
+    else:
+        model = ScriptedModel([demo.SCRIPTED_REPLY], model_id="scripted-demo")
+        note = ("note: SCRIPTED run — no model was called; the reply is bundled with codeagent. "
+                "Pass --base-url URL --model NAME (or set OPENAI_BASE_URL) to use a real model.")
+    executor = make_executor(args.executor)
+    demo.CALLS.clear()
+    t0 = time.perf_counter()
+    with executor, CodeAgent(model, tools=demo.demo_tools(), executor=executor, max_steps=args.max_steps) as agent:
+        result = drive(agent, demo.TASK, as_json=args.json, out=sys.stdout, scripted_note=note)
+    wall = time.perf_counter() - t0
+    expected = demo.expected_answer()
+    correct = plain_json(result.output) == expected
+    if not args.json:
+        executed = [s for s in result.steps if s.code is not None and s.error_kind != "repeated_action"]
+        exec_ms = sum(s.execution_duration_s for s in result.steps) * 1000
+        calls = ", ".join(f"{name} ×{n}" for name, n in sorted(demo.CALLS.items())) or "none"
+        print(f"  {len(executed)} code action(s) · {sum(demo.CALLS.values())} tool calls ({calls}) · "
+              f"executor {exec_ms:.1f} ms · wall {wall:.2f} s")
+        print(f"  answer {'matches' if correct else 'DOES NOT match'} the expected {json.dumps(expected)}")
+        if getattr(model, "scripted", False):
+            print("  (scripted model reply — see the note above)")
+    return 0 if result.success and correct else 1
+
+
+def cmd_fuzz(args: argparse.Namespace, extra: list[str]) -> int:
+    try:
+        fuzz = importlib.import_module("codeagent.fuzz")
+    except ImportError as exc:
+        print(f"codeagent fuzz: the fuzzing module is not available ({exc})", file=sys.stderr)
+        return 2
+    parser = argparse.ArgumentParser(prog="codeagent fuzz", description="Fuzz the executors.")
+    fuzz.add_fuzz_arguments(parser)
+    return int(fuzz.run_fuzz(parser.parse_args(extra)) or 0)
+
+
+# -- parser ----------------------------------------------------------------------------------
+
+
+def _model_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", help="model name on the server (default: $CODEAGENT_MODEL)")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 "
+                                      "(default: $OPENAI_BASE_URL, else OpenAI)")
+    p.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key "
+                                                        "(default: OPENAI_API_KEY; none needed for local servers)")
+    p.add_argument("--no-system-role", action="store_true", help="endpoint has no system role: merge the "
+                                                                 "system prompt into the first user message")
+    p.add_argument("--no-stop", action="store_true", help="endpoint rejects `stop`: cut replies client-side")
+    p.add_argument("--temperature", type=float, default=None)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="codeagent", description="Agents that act by writing Python, and executors that run it safely.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="solve a task with a model", description="Solve TASK with a CodeAgent.")
+    run.add_argument("task", metavar="TASK")
+    _model_options(run)
+    run.add_argument("--tools", nargs="+", metavar="MODULE:ATTR", default=[],
+                     help="tools to give the agent: a tool, a function, or a list/dict of them")
+    run.add_argument("--executor", choices=EXECUTORS, default="local")
+    run.add_argument("--import", dest="imports", action="append", metavar="MODULE",
+                     help="extra module the code may import (repeatable)")
+    run.add_argument("--max-steps", type=int, default=10)
+    run.add_argument("--context-tokens", type=int, default=16_000, help="history budget (estimated tokens)")
+    run.add_argument("--timeout", type=float, default=None, help="per-action time limit in seconds")
+    run.add_argument("--json", action="store_true", help="print NDJSON events instead of the human view")
+    run.add_argument("--save", metavar="PATH", help="save the RunResult as JSON")
+
+    ex = sub.add_parser("exec", help="run a Python file in an executor", description="Run FILE ('-' for stdin).")
+    ex.add_argument("file", metavar="FILE")
+    ex.add_argument("--executor", choices=EXECUTORS, default="local")
+    ex.add_argument("--import", dest="imports", action="append", metavar="MODULE")
+    ex.add_argument("--timeout", type=float, default=None)
+    ex.add_argument("--json", action="store_true")
+
+    demo = sub.add_parser("demo", help="a multi-tool data task solved in one code action",
+                          description="Sales/inventory analysis over three tools. Uses a real model when "
+                                      "--base-url or OPENAI_BASE_URL is set, else a bundled scripted reply.")
+    _model_options(demo)
+    demo.add_argument("--executor", choices=EXECUTORS, default="local")
+    demo.add_argument("--max-steps", type=int, default=6)
+    demo.add_argument("--json", action="store_true")
+
+    sub.add_parser("fuzz", help="fuzz the executors (options: codeagent fuzz --help)", add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if argv and argv[0] == "fuzz":
+        return cmd_fuzz(argparse.Namespace(), argv[1:])
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "run":
+            return cmd_run(args)
+        if args.command == "exec":
+            return cmd_exec(args)
+        if args.command == "demo":
+            return cmd_demo(args)
+    except UsageError as exc:
+        print(f"codeagent {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    parser.error(f"unknown command {args.command!r}")
+    return 2

@@ -1,0 +1,133 @@
+"""Typed events that `CodeAgent.stream()` yields; each serializes to one NDJSON line.
+
+Values made by model code (final answers, outputs) are never rendered on the host with their own
+`__repr__`: `plain_json` keeps only exact builtin JSON types, and anything else travels as the
+`output_repr` the executor computed inside its sandbox.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .models import Usage
+
+__all__ = [
+    "Event",
+    "RunStart",
+    "ModelReplyEvent",
+    "CodeAction",
+    "Observation",
+    "ErrorEvent",
+    "FinalAnswerEvent",
+    "RunEnd",
+    "plain_json",
+    "NOT_JSON",
+]
+
+NOT_JSON = object()
+
+
+def plain_json(value: Any, *, max_items: int = 10_000, _depth: int = 0) -> Any:
+    """`value` if it is made only of exact builtin JSON types (no subclasses), else NOT_JSON.
+
+    Checks `type(x) is ...` so no method defined by model code ever runs here.
+    """
+    kind = type(value)
+    if value is None or kind in (str, bool, int):
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else NOT_JSON
+    if _depth > 20:
+        return NOT_JSON
+    if kind in (list, tuple):
+        if len(value) > max_items:
+            return NOT_JSON
+        out = [plain_json(v, max_items=max_items, _depth=_depth + 1) for v in value]
+        return NOT_JSON if any(v is NOT_JSON for v in out) else out
+    if kind is dict:
+        if len(value) > max_items:
+            return NOT_JSON
+        result = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                return NOT_JSON
+            item = plain_json(v, max_items=max_items, _depth=_depth + 1)
+            if item is NOT_JSON:
+                return NOT_JSON
+            result[k] = item
+        return result
+    return NOT_JSON
+
+
+class Event(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    run_id: str
+    step: int | None = None
+    elapsed_s: float = 0.0
+
+    def to_json(self) -> str:
+        """One NDJSON line (no trailing newline)."""
+        return self.model_dump_json()
+
+
+class RunStart(Event):
+    type: Literal["run_start"] = "run_start"
+    task: str
+    model: str
+    scripted: bool = False
+    max_steps: int
+    tools: list[str] = []
+    executor: str = ""
+
+
+class ModelReplyEvent(Event):
+    type: Literal["model_reply"] = "model_reply"
+    text: str
+    reasoning: str | None = None
+    usage: Usage = Usage()
+    duration_s: float = 0.0
+
+
+class CodeAction(Event):
+    type: Literal["code_action"] = "code_action"
+    code: str
+
+
+class Observation(Event):
+    type: Literal["observation"] = "observation"
+    observation: str
+    logs: str = ""
+    output_repr: str | None = None
+    duration_s: float = 0.0
+
+
+class ErrorEvent(Event):
+    """kind: parse | execution | repeated_action | empty_reply | model | executor."""
+
+    type: Literal["error"] = "error"
+    kind: str
+    message: str
+
+
+class FinalAnswerEvent(Event):
+    type: Literal["final_answer"] = "final_answer"
+    output: Any = None
+    output_repr: str | None = None
+
+
+class RunEnd(Event):
+    type: Literal["run_end"] = "run_end"
+    status: str
+    output: Any = None
+    output_repr: str | None = None
+    error: str | None = None
+    steps: int = 0
+    usage: Usage = Usage()
+    duration_s: float = 0.0
+    # The full RunResult, for `run()`; not part of the NDJSON line.
+    result: Any = Field(default=None, exclude=True, repr=False)

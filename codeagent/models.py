@@ -1,0 +1,308 @@
+"""Models: anything with `complete(messages, stop) -> ModelReply`.
+
+`OpenAIModel` talks to OpenAI or any OpenAI-compatible server (vLLM, Ollama, llama.cpp, LM Studio)
+through the `openai` SDK, and copes with weak endpoints: no system role, no `stop` support,
+reasoning text (`reasoning_content` fields, `<think>` blocks) that must stay out of the code.
+`ScriptedModel` replays fixed replies for tests, examples and offline demos.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = [
+    "Usage",
+    "ModelReply",
+    "Model",
+    "ModelError",
+    "OpenAIModel",
+    "ScriptedModel",
+    "split_reasoning",
+    "cut_at_stop",
+    "merge_system_into_user",
+]
+
+Message = Mapping[str, Any]
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+
+class ModelReply(BaseModel):
+    """One completion: `text` is what the agent parses; `reasoning` never reaches the parser."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    usage: Usage = Usage()
+    reasoning: str | None = None
+    finish_reason: str | None = None
+
+
+class ModelError(RuntimeError):
+    """The model endpoint failed for good (after the SDK's retries); says which setting to check."""
+
+
+@runtime_checkable
+class Model(Protocol):
+    model_id: str
+
+    def complete(self, messages: Sequence[Message], stop: Sequence[str] | None = None) -> ModelReply: ...
+
+
+_THINK_OPEN = "<think>"
+_THINK_CLOSE = "</think>"
+_THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
+
+
+def split_reasoning(text: str) -> tuple[str, str | None]:
+    """Separate `<think>` reasoning from the reply.
+
+    Handles closed blocks, an unclosed `<think>` (the reply ran out mid-thought: all of it is
+    reasoning) and a lone `</think>` (chat templates that open the block themselves).
+    """
+    parts: list[str] = []
+    if _THINK_OPEN in text or _THINK_CLOSE in text:
+        def keep(m: re.Match[str]) -> str:
+            parts.append(m.group(1).strip())
+            return ""
+
+        text = _THINK_BLOCK.sub(keep, text)
+        if _THINK_CLOSE in text and _THINK_OPEN not in text.split(_THINK_CLOSE, 1)[0]:
+            head, text = text.split(_THINK_CLOSE, 1)
+            parts.insert(0, head.strip())
+        if _THINK_OPEN in text:
+            text, tail = text.split(_THINK_OPEN, 1)
+            parts.append(tail.strip())
+    reasoning = "\n\n".join(p for p in parts if p)
+    return text.strip("\n") if parts else text, reasoning or None
+
+
+def cut_at_stop(text: str, stop: Sequence[str] | None) -> str:
+    """What a server honoring `stop` would have returned: the text before the first stop sequence."""
+    if not stop:
+        return text
+    cut = len(text)
+    for s in stop:
+        if s:
+            i = text.find(s, 0, cut + len(s))
+            if i != -1 and i < cut:
+                cut = i
+    return text[:cut]
+
+
+def merge_system_into_user(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """For endpoints without a system role: prepend the system text to the first user message."""
+    system = [str(m.get("content") or "") for m in messages if m.get("role") == "system"]
+    rest = [dict(m) for m in messages if m.get("role") != "system"]
+    if not system:
+        return rest
+    preamble = "\n\n".join(system)
+    for m in rest:
+        if m.get("role") == "user":
+            m["content"] = f"{preamble}\n\n{m.get('content') or ''}"
+            return rest
+    return [{"role": "user", "content": preamble}, *rest]
+
+
+def _usage_from(raw: Any) -> Usage:
+    if raw is None:
+        return Usage()
+    p = int(getattr(raw, "prompt_tokens", 0) or 0)
+    c = int(getattr(raw, "completion_tokens", 0) or 0)
+    t = int(getattr(raw, "total_tokens", 0) or 0) or p + c
+    return Usage(prompt_tokens=p, completion_tokens=c, total_tokens=t)
+
+
+class OpenAIModel:
+    """A chat-completions model over the `openai` SDK.
+
+    model_id: the model name the server knows (`gpt-4o-mini`, `qwen2.5-coder:7b`, ...).
+    base_url: the server's `/v1` URL; default `$OPENAI_BASE_URL`, else OpenAI itself.
+    api_key: default `$OPENAI_API_KEY`; local servers that need none get a placeholder.
+    system_role=False: merge the system prompt into the first user message.
+    supports_stop=False: do not send `stop`; the reply is cut client-side instead.
+    request_options: extra request fields (`temperature`, `max_tokens`, or server-specific ones,
+        which are sent through `extra_body`).
+    max_retries / timeout: the SDK's retry (429, 5xx, connection errors) and per-request timeout.
+    """
+
+    scripted = False
+
+    def __init__(
+        self,
+        model_id: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        system_role: bool = True,
+        supports_stop: bool = True,
+        request_options: Mapping[str, Any] | None = None,
+        max_retries: int = 3,
+        timeout: float = 120.0,
+        client: Any = None,
+    ) -> None:
+        self.model_id = model_id
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self.system_role = system_role
+        self.supports_stop = supports_stop
+        self.request_options = dict(request_options or {})
+        if client is None:
+            import openai
+
+            key = api_key or os.environ.get("OPENAI_API_KEY")
+            if not key:
+                if not self.base_url:
+                    raise ModelError(
+                        "no API key: set OPENAI_API_KEY (or pass api_key=...), or point base_url "
+                        "at a local OpenAI-compatible server"
+                    )
+                key = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) accept any key
+            client = openai.OpenAI(base_url=self.base_url, api_key=key, max_retries=max_retries, timeout=timeout)
+        self.client = client
+
+    def _request(self, messages: Sequence[Message], stop: Sequence[str] | None) -> dict[str, Any]:
+        msgs = merge_system_into_user(messages) if not self.system_role else [dict(m) for m in messages]
+        known = _create_parameters(self.client)
+        request: dict[str, Any] = {"model": self.model_id, "messages": msgs}
+        extra: dict[str, Any] = {}
+        for key, value in self.request_options.items():
+            (request if key in known else extra)[key] = value
+        if extra:
+            request["extra_body"] = {**request.get("extra_body", {}), **extra}
+        if stop and self.supports_stop:
+            request["stop"] = list(stop)[:4]  # the API accepts at most 4
+        return request
+
+    def complete(self, messages: Sequence[Message], stop: Sequence[str] | None = None) -> ModelReply:
+        import openai
+
+        request = self._request(messages, stop)
+        where = self.base_url or "api.openai.com"
+        try:
+            response = self.client.chat.completions.create(**request)
+        except openai.APIStatusError as exc:
+            hint = {
+                401: " Check the API key (--api-key-env / OPENAI_API_KEY).",
+                403: " Check the API key's permissions.",
+                404: " Check the model name (--model) and the base URL (--base-url, it usually ends in /v1).",
+            }.get(exc.status_code, "")
+            if exc.status_code == 400 and "system" in str(exc).lower() and self.system_role:
+                hint = " If this server has no system role, use system_role=False (--no-system-role)."
+            raise ModelError(f"model endpoint {where} returned HTTP {exc.status_code}: {_short(exc.message)}.{hint}") from exc
+        except openai.APITimeoutError as exc:
+            raise ModelError(f"model endpoint {where} timed out; raise the timeout or check the server") from exc
+        except openai.APIConnectionError as exc:
+            raise ModelError(f"cannot reach the model endpoint {where}: {exc}. Check --base-url / OPENAI_BASE_URL.") from exc
+        if not getattr(response, "choices", None):
+            raise ModelError(f"model endpoint {where} returned no choices")
+        choice = response.choices[0]
+        message = choice.message
+        raw_text = (getattr(message, "content", None) or "") if message is not None else ""
+        field_reasoning = None
+        if message is not None:
+            field_reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
+        text, think = split_reasoning(raw_text)
+        text = cut_at_stop(text, stop)
+        reasoning = "\n\n".join(r for r in (field_reasoning, think) if isinstance(r, str) and r) or None
+        return ModelReply(
+            text=text, usage=_usage_from(getattr(response, "usage", None)), reasoning=reasoning,
+            finish_reason=getattr(choice, "finish_reason", None),
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenAIModel({self.model_id!r}, base_url={self.base_url!r})"
+
+
+_CREATE_PARAMS: dict[type, frozenset[str]] = {}
+
+
+def _create_parameters(client: Any) -> frozenset[str]:
+    """Keyword names `chat.completions.create` accepts natively (the rest go in extra_body)."""
+    completions = client.chat.completions
+    key = type(completions)
+    if key not in _CREATE_PARAMS:
+        try:
+            _CREATE_PARAMS[key] = frozenset(inspect.signature(completions.create).parameters)
+        except (TypeError, ValueError):
+            _CREATE_PARAMS[key] = frozenset({"temperature", "max_tokens", "top_p", "seed"})
+    return _CREATE_PARAMS[key]
+
+
+def _short(text: Any, limit: int = 300) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _estimate_tokens(text: str) -> int:
+    return (len(text) + 3) // 4
+
+
+class ScriptedModel:
+    """Replays fixed replies in order: for tests, examples and offline demos.
+
+    It behaves like a server that honors `stop` (each reply is cut at the first stop sequence) and
+    reports an estimated usage. `scripted = True` lets the agent and the CLI say so in their output.
+    """
+
+    scripted = True
+
+    def __init__(self, replies: Iterable[str | ModelReply], *, model_id: str = "scripted") -> None:
+        self.replies = [r if isinstance(r, ModelReply) else ModelReply(text=str(r)) for r in replies]
+        self.model_id = model_id
+        self.calls: list[list[dict[str, Any]]] = []
+        self.stops: list[list[str] | None] = []
+        self._next = 0
+
+    @classmethod
+    def from_run(cls, run: Any) -> ScriptedModel:
+        """Replay a saved `RunResult` (or its JSON path): the same replies, step by step."""
+        from .agent import RunResult
+
+        if isinstance(run, (str, os.PathLike)):
+            run = RunResult.load(run)
+        replies = [ModelReply(text=s.model_output, reasoning=s.reasoning, usage=s.usage) for s in run.steps]
+        return cls(replies, model_id=f"scripted (replay of {run.model})")
+
+    @property
+    def remaining(self) -> int:
+        return len(self.replies) - self._next
+
+    def complete(self, messages: Sequence[Message], stop: Sequence[str] | None = None) -> ModelReply:
+        self.calls.append([dict(m) for m in messages])
+        self.stops.append(list(stop) if stop else None)
+        if self._next >= len(self.replies):
+            raise ModelError(f"ScriptedModel ran out of replies after {len(self.replies)}")
+        reply = self.replies[self._next]
+        self._next += 1
+        text, think = split_reasoning(reply.text)
+        text = cut_at_stop(text, stop)
+        reasoning = "\n\n".join(r for r in (reply.reasoning, think) if r) or None
+        usage = reply.usage
+        if usage == Usage():
+            prompt = sum(_estimate_tokens(str(m.get("content") or "")) for m in messages)
+            completion = _estimate_tokens(reply.text)
+            usage = Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
+        return ModelReply(text=text, usage=usage, reasoning=reasoning, finish_reason="stop")
+
+    def __repr__(self) -> str:
+        return f"ScriptedModel({len(self.replies)} replies, {self.remaining} left)"
+
