@@ -63,7 +63,10 @@ class OpenAIStub:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="openai-stub", daemon=True)
+        # A short poll interval: shutdown() waits for the serving loop to notice.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="openai-stub", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -157,6 +160,9 @@ def _error(status: int, message: str) -> tuple[int, dict[str, Any], dict[str, st
 class _Handler(BaseHTTPRequestHandler):
     owner: OpenAIStub
     protocol_version = "HTTP/1.1"
+    # Headers and body leave in separate writes; with Nagle on, each response waits ~40 ms for
+    # the client's delayed ACK.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
         pass
