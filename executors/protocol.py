@@ -1,0 +1,199 @@
+"""Host <-> worker protocol: framing, the tagged-JSON value codec, and the message models.
+
+The codec and framing are stdlib-only and live in `executors.worker` (the worker must run with
+nothing but that one file); they are re-exported here so the host has one place to import from.
+The message models are pydantic and used only on the host, which validates every frame it reads
+and treats the worker as hostile. JSON only: no pickle in either direction.
+
+Frame: 4-byte big-endian length, then a UTF-8 JSON object with an "op" key (see `MAX_FRAME_BYTES`).
+
+  host -> worker                                    worker -> host
+  configure {id, policy, tools, authorized_imports,  ok {id} | error {id, type, message}
+             limits, max_frame_bytes, package_paths}
+  execute {id, code}                                 tool_call* {id, call, name, args, kwargs}
+    tool_result {call, value} | tool_error {call,    ... then result {id, output, output_repr,
+      type, message} answers each tool_call              logs, is_final_answer, error, duration_s}
+  set_variables {id, values}                         ok | error
+  register_tools {id, tools}                         ok
+  reset {id}                                         ok
+  ping {id}                                          pong {id, pid}
+  shutdown                                           (exits)
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from .worker import (
+    DEFAULT_MAX_FRAME_BYTES,
+    HEADER_BYTES,
+    TAG,
+    FrameBuffer,
+    FrameTooLarge,
+    ProtocolError,
+    Repr,
+    decode_value,
+    encode_value,
+    pack_frame,
+    unpack_message,
+)
+
+__all__ = [
+    "DEFAULT_MAX_FRAME_BYTES",
+    "HEADER_BYTES",
+    "MAX_FRAME_BYTES",
+    "TAG",
+    "FrameBuffer",
+    "FrameTooLarge",
+    "ProtocolError",
+    "Repr",
+    "decode_value",
+    "encode_value",
+    "pack_frame",
+    "unpack_message",
+    "parse_worker_message",
+    "Configure", "Execute", "ToolResult", "ToolErrorReply", "SetVariables", "RegisterTools",
+    "Reset", "Ping", "Shutdown", "Ok", "ErrorReply", "Pong", "Result", "ToolCall", "ErrorInfo",
+]
+
+MAX_FRAME_BYTES = DEFAULT_MAX_FRAME_BYTES
+
+# Values are tagged JSON (see encode_value); pydantic sees them as opaque JSON.
+Value = Any
+
+
+class _Msg(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def frame(self, max_frame_bytes: int = MAX_FRAME_BYTES) -> bytes:
+        # Host -> worker messages are flat (no nested models), so the field dict is the message.
+        message = dict(self.__dict__)
+        if any(isinstance(v, BaseModel) for v in message.values()):
+            message = self.model_dump()
+        return pack_frame(message, max_frame_bytes)
+
+
+# -- host -> worker -------------------------------------------------------------------------------
+
+
+class Configure(_Msg):
+    op: Literal["configure"] = "configure"
+    id: int
+    policy: Literal["open", "restricted"]
+    tools: list[str] = []
+    authorized_imports: list[str] = []
+    limits: dict[str, Any] = {}
+    max_frame_bytes: int = MAX_FRAME_BYTES
+    package_paths: list[str] = []
+
+
+class Execute(_Msg):
+    op: Literal["execute"] = "execute"
+    id: int
+    code: str
+
+
+class ToolResult(_Msg):
+    op: Literal["tool_result"] = "tool_result"
+    call: int
+    value: Value = None
+
+
+class ToolErrorReply(_Msg):
+    op: Literal["tool_error"] = "tool_error"
+    call: int
+    type: str
+    message: str
+
+
+class SetVariables(_Msg):
+    op: Literal["set_variables"] = "set_variables"
+    id: int
+    values: Value  # an encoded dict
+
+
+class RegisterTools(_Msg):
+    op: Literal["register_tools"] = "register_tools"
+    id: int
+    tools: list[str]
+
+
+class Reset(_Msg):
+    op: Literal["reset"] = "reset"
+    id: int
+
+
+class Ping(_Msg):
+    op: Literal["ping"] = "ping"
+    id: int
+
+
+class Shutdown(_Msg):
+    op: Literal["shutdown"] = "shutdown"
+
+
+# -- worker -> host (validated strictly: the worker is hostile) ----------------------------------
+
+
+class _Strict(_Msg):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class ErrorInfo(_Strict):
+    type: Annotated[str, Field(max_length=200)]
+    message: str
+    lineno: int | None = None
+    line: str | None = None
+
+
+class Ok(_Strict):
+    op: Literal["ok"]
+    id: int
+
+
+class ErrorReply(_Strict):
+    op: Literal["error"]
+    id: int
+    type: Annotated[str, Field(max_length=200)]
+    message: str
+
+
+class Pong(_Strict):
+    op: Literal["pong"]
+    id: int
+    pid: int
+
+
+class Result(_Strict):
+    op: Literal["result"]
+    id: int
+    output: Value = None
+    output_repr: str | None = None
+    logs: str = ""
+    is_final_answer: bool = False
+    error: ErrorInfo | None = None
+    duration_s: float = 0.0
+
+
+class ToolCall(_Strict):
+    op: Literal["tool_call"]
+    id: int
+    call: int
+    name: Annotated[str, Field(max_length=200)]
+    args: list[Value] = []
+    kwargs: dict[str, Value] = {}
+
+
+WorkerMessage = Annotated[Ok | ErrorReply | Pong | Result | ToolCall, Field(discriminator="op")]
+_worker_message = TypeAdapter(WorkerMessage)
+
+
+def parse_worker_message(body: bytes) -> Ok | ErrorReply | Pong | Result | ToolCall:
+    """Validate one frame body from a worker. Raises ProtocolError for anything off-contract."""
+    msg = unpack_message(body)
+    try:
+        return _worker_message.validate_python(msg)
+    except ValueError as exc:  # pydantic.ValidationError is a ValueError
+        raise ProtocolError(f"invalid {msg.get('op')!r} message from the worker: {str(exc)[:300]}") from None
