@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
-from executors.base import Limits
+from executors.base import ExecutorError, Limits
 
 from .events import (
     NOT_JSON,
@@ -357,6 +357,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_demo(args)
     except UsageError as exc:
         print(f"codeagent {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except ExecutorError as exc:
+        print(f"codeagent {args.command}: the {args.executor} executor failed: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -39,9 +39,11 @@ class Memory:
     task: str
     steps: list[tuple[str, str]] = field(default_factory=list)  # (assistant text, observation message)
     last_dropped: int = 0
+    _costs: list[int] = field(default_factory=list, repr=False)  # estimated tokens of each step
 
     def add_step(self, assistant_text: str, observation_message: str) -> None:
         self.steps.append((assistant_text, observation_message))
+        self._costs.append(estimate_tokens(assistant_text) + estimate_tokens(observation_message))
 
     def messages(self, budget_tokens: int | None = None, note: str | None = None) -> list[dict[str, str]]:
         """The messages for the next model call, trimmed to `budget_tokens` (None: no limit).
@@ -58,8 +60,10 @@ class Memory:
             available = budget_tokens - fixed
             used = 0
             start = len(self.steps)
+            if len(self._costs) != len(self.steps):  # steps appended directly, not via add_step
+                self._costs = [estimate_tokens(a) + estimate_tokens(o) for a, o in self.steps]
             for i in range(len(self.steps) - 1, -1, -1):
-                cost = estimate_tokens(self.steps[i][0]) + estimate_tokens(self.steps[i][1])
+                cost = self._costs[i]
                 if used + cost > available:
                     break
                 used += cost
