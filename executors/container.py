@@ -221,7 +221,32 @@ class DockerExecutor(RemoteExecutor):
                 "(Limits.max_memory_mb) and was killed; the sandbox was restarted and all variables "
                 "are lost. Work on smaller pieces of data, or free what you no longer need.",
             ), state_lost=True)
+        elif result.error is not None and not result.state_lost:
+            result = self._check_processes(result)
         return result
+
+    def _check_processes(self, result: ExecutionResult) -> ExecutionResult:
+        """After a failed step: a container filled with stray processes (a fork bomb's children
+        keep forking after the worker got its error) is useless, so replace it."""
+        handle = self._slot.handle
+        if handle is None:
+            return result
+        try:
+            count = len(handle.client.api.top(handle.id).get("Processes") or [])
+        except Exception:
+            return result
+        # init + worker is the normal count. A failed fork/thread start with stray processes
+        # around, or a process table half full, means a bomb: its children would keep running.
+        exhausted = result.error.type == "BlockingIOError" or "can't start new thread" in (
+            result.error.message or "")
+        if count <= 2 or (not exhausted and count < max(8, self.pids_limit // 2)):
+            return result
+        with self._lock:
+            self._restart()
+        return dataclasses.replace(result, state_lost=True, error=dataclasses.replace(
+            result.error, message=f"{result.error.message} [the sandbox ran out of processes "
+            f"(pids_limit={self.pids_limit}) and {count - 2} stray processes were still running; "
+            "it was restarted and all variables are lost]"))
 
     @property
     def container_id(self) -> str | None:
