@@ -372,6 +372,13 @@ class _Run:
             duration_s=round(model_time, 6),
         )
 
+        # The stop sequence ate the closing tag: put it back in the history, so the model keeps
+        # seeing its past replies in the exact format it is asked for.
+        history_text = reply.text
+        open_tag, close_tag = agent.code_tags
+        if history_text.rfind(open_tag) > history_text.rfind(close_tag):
+            history_text = history_text.rstrip() + "\n" + close_tag
+
         # 2. parse the code out of the reply
         parsing = _parsing()
         try:
@@ -380,7 +387,7 @@ class _Run:
             message = getattr(exc, "message", None) or str(exc)
             observation = f"Error: {message}"
             record.error, record.error_kind, record.observation = message, "parse", observation
-            memory.add_step(reply.text, "Observation:\n" + observation)
+            memory.add_step(history_text, "Observation:\n" + observation)
             self._finish_record(record, started, model_time, 0.0, usage)
             yield self._event(ErrorEvent, number, kind="parse", message=message)
             return
@@ -398,7 +405,7 @@ class _Run:
             )
             observation = f"Error: {message}"
             record.error, record.error_kind, record.observation = message, "repeated_action", observation
-            memory.add_step(reply.text, "Observation:\n" + observation)
+            memory.add_step(history_text, "Observation:\n" + observation)
             self._finish_record(record, started, model_time, 0.0, usage)
             yield self._event(CodeAction, number, code=code)
             yield self._event(ErrorEvent, number, kind="repeated_action", message=message)
@@ -439,7 +446,7 @@ class _Run:
         record.observation = observation
         if result.error is not None:
             record.error, record.error_kind = str(result.error), "execution"
-        memory.add_step(reply.text, "Observation:\n" + observation)
+        memory.add_step(history_text, "Observation:\n" + observation)
         self._finish_record(record, started, model_time, exec_time, usage)
         yield self._event(
             Observation, number, observation=observation, logs=result.logs, output_repr=result.output_repr,

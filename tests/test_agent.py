@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
@@ -77,6 +78,8 @@ def test_runtime_error_then_recovery():
     assert step.error_kind == "execution" and "ZeroDivisionError" in step.error
     observation = last_user_message(stub.requests[1])
     assert "ZeroDivisionError" in observation and "Variables assigned before the error still exist" in observation
+    # the server cut the reply at </code>; the history shows it closed, in the format asked for
+    assert stub.requests[1]["messages"][2]["content"] == code("x = add(2, 40)\ny = x / 0")
 
 
 def test_tool_argument_error_is_an_observation():
@@ -264,3 +267,20 @@ def test_custom_executor_gets_the_tools():
     with executor, CodeAgent(model, tools=[add], executor=executor) as agent:
         assert agent.run("sum").output == 42
         assert executor.execute("add(1, 1)").output == 2  # the agent does not close what it did not open
+
+
+@pytest.mark.parametrize("place", ["local", "subprocess"])
+def test_the_agent_hands_its_tools_to_any_executor(place):
+    from codeagent.cli import make_executor
+
+    needed = {"local": ["executors.local"], "subprocess": ["executors.process", "executors.restricted"]}[place]
+    missing = [m for m in needed if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"{place} executor not built yet: {missing} missing")
+    executor = make_executor(place)
+    replies = [code("add('x', 1)"), code("total = add(20, 22)\nprint(total)"), code("final_answer(total)")]
+    with executor, CodeAgent(ScriptedModel(replies), tools=[add], executor=executor) as agent:
+        result = agent.run("sum")
+    assert result.status == "success" and result.output == 42
+    assert "argument 'a' must be int" in result.steps[0].observation
+    assert result.steps[1].logs == "42\n"
