@@ -1,0 +1,260 @@
+"""Shared fixtures for the executor test suites.
+
+- `local_executor`: a fresh `LocalExecutor` with the host tools below.
+- `any_executor` / `any_executor_factory`: the same tests over every place code can run
+  ("local", "subprocess" when executors.process exists, "docker" when executors.container exists
+  and an engine answers; with CI=true a missing engine FAILS the docker params instead of skipping).
+- `canary` / `marker`: a secret planted in os.environ and a file path that attack code aims at;
+  `assert_refused(result, marker)` checks that an attempt failed and leaked nothing.
+
+The host tools are deliberately juicy: a module-level secret sits in their `__globals__`, a closure
+cell holds it, a partial's `.func` and a wrapper's `__wrapped__` lead to raw host functions, and a
+Tool-like object carries it as an attribute. An executor that lets model code see any of these
+leaks the canary, which the security tests detect.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import secrets
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from executors import ExecutionResult, Limits
+
+CANARY_ENV = "CODEAGENT_CANARY"
+# Planted once per test session; subprocess/container executors must not hand it to model code.
+CANARY = os.environ.setdefault(CANARY_ENV, "canary-" + secrets.token_hex(12))
+
+# A host global that ends up in every tool's __globals__: leaking those leaks the canary.
+HOST_SECRET = CANARY
+
+
+# ----------------------------------------------------------------------------- host tools
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def _make_lookup(secret: str) -> Callable[[str], str]:
+    def lookup(key: str) -> str:
+        """Look a key up (the closure cell holds a secret the model must never see)."""
+        return "value-of-" + key if secret else key
+
+    return lookup
+
+
+def _scale(factor: int, x: int) -> int:
+    # Writes nothing; reachable only through `scale.func`, with os in its __globals__.
+    return factor * x
+
+
+def _logged(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@_logged
+def shout(text: str) -> str:
+    """Upper-case a text (decorated: `__wrapped__` leads to the raw function)."""
+    return text.upper()
+
+
+class SearchTool:
+    """A Tool-like object: callable, with a name and a secret attribute."""
+
+    name = "search"
+    description = "Search the web."
+
+    def __init__(self, api_key: str) -> None:
+        self.api_key = api_key
+        self.calls: list[str] = []
+
+    def __call__(self, query: str) -> list[str]:
+        self.calls.append(query)
+        return [f"result for {query}"]
+
+
+def make_host_tools() -> dict[str, Callable[..., Any]]:
+    """Fresh tools for one executor (name -> callable)."""
+    return {
+        "add": add,
+        "lookup": _make_lookup(CANARY),
+        "scale": functools.partial(_scale, 2),
+        "shout": shout,
+        "search": SearchTool(api_key=CANARY),
+    }
+
+
+# ----------------------------------------------------------------------------- assertions
+def leaked(result: ExecutionResult, secret: str = CANARY) -> bool:
+    """Does anything model code sent back contain the secret?"""
+    parts = [result.logs or "", result.output_repr or ""]
+    try:
+        parts.append(str(result.output))
+    except Exception:  # model-defined __str__ may refuse to run on the host: that's fine
+        pass
+    if result.error is not None:
+        parts += [result.error.message or "", result.error.line or "", result.error.type or ""]
+    return any(secret in p for p in parts)
+
+
+def assert_refused(result: ExecutionResult, marker: Path | None = None, secret: str = CANARY) -> None:
+    """The attempt came back as an error, wrote no marker file and leaked no secret."""
+    assert result.error is not None, (
+        f"attempt was NOT refused: output={result.output_repr!r} logs={result.logs[:500]!r}"
+    )
+    assert result.error.type, "an ExecutionError must name its type"
+    assert result.error.message, "an ExecutionError must carry a message"
+    if marker is not None:
+        assert not marker.exists(), f"ESCAPE: model code wrote {marker} (error was {result.error})"
+    assert not leaked(result, secret), f"ESCAPE: the canary secret leaked: {result}"
+
+
+def assert_ok(result: ExecutionResult) -> None:
+    assert result.error is None, f"unexpected error: {result.error} (logs={result.logs[:500]!r})"
+
+
+# ----------------------------------------------------------------------------- fixtures
+@pytest.fixture
+def canary() -> str:
+    return CANARY
+
+
+@pytest.fixture
+def marker(tmp_path: Path) -> Path:
+    """A path attack code tries to create; it must never exist afterwards."""
+    return tmp_path / "ESCAPED-marker.txt"
+
+
+@pytest.fixture
+def host_tools() -> dict[str, Callable[..., Any]]:
+    return make_host_tools()
+
+
+@pytest.fixture
+def local_executor(host_tools: dict[str, Callable[..., Any]]) -> Iterator[Any]:
+    from executors.local import LocalExecutor
+
+    ex = LocalExecutor(tools=host_tools, limits=Limits(timeout_s=5))
+    try:
+        yield ex
+    finally:
+        ex.close()
+
+
+@pytest.fixture
+def local_executor_factory(host_tools: dict[str, Callable[..., Any]]) -> Iterator[Callable[..., Any]]:
+    """Build LocalExecutors with custom options; all are closed at teardown."""
+    from executors.local import LocalExecutor
+
+    made: list[Any] = []
+
+    def make(**kwargs: Any) -> Any:
+        kwargs.setdefault("tools", host_tools)
+        ex = LocalExecutor(**kwargs)
+        made.append(ex)
+        return ex
+
+    yield make
+    for ex in made:
+        ex.close()
+
+
+# ----------------------------------------------------------------------------- any executor
+EXECUTOR_KINDS = ("local", "subprocess", "docker")
+
+
+def _module_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:
+        return False
+
+
+@functools.lru_cache(maxsize=1)
+def docker_engine_problem() -> str | None:
+    """None when a Docker engine answers a ping, else why not."""
+    try:
+        import docker
+    except ImportError as e:
+        return f"the docker SDK is not installed ({e})"
+    try:
+        client = docker.from_env(timeout=10)
+        try:
+            client.ping()
+        finally:
+            client.close()
+    except Exception as e:  # any failure to reach the engine
+        return f"no Docker engine reachable via DOCKER_HOST={os.environ.get('DOCKER_HOST')!r}: {e}"
+    return None
+
+
+def executor_class(kind: str) -> type:
+    """The class for `kind`, or skip (fail for docker under CI) when it cannot run here."""
+    if kind == "local":
+        from executors.local import LocalExecutor
+
+        return LocalExecutor
+    if kind == "subprocess":
+        if not _module_exists("executors.process"):
+            pytest.skip("executors.process (SubprocessExecutor) does not exist yet")
+        from executors.process import SubprocessExecutor
+
+        return SubprocessExecutor
+    if kind == "docker":
+        if not _module_exists("executors.container"):
+            pytest.skip("executors.container (DockerExecutor) does not exist yet")
+        problem = docker_engine_problem()
+        if problem is not None:
+            if os.environ.get("CI") == "true":
+                pytest.fail(f"CI=true requires a Docker engine for the docker tests: {problem}")
+            pytest.skip(problem)
+        from executors.container import DockerExecutor
+
+        return DockerExecutor
+    raise ValueError(f"unknown executor kind {kind!r}")
+
+
+@pytest.fixture(params=EXECUTOR_KINDS)
+def executor_kind(request: pytest.FixtureRequest) -> str:
+    kind = request.param
+    if kind == "docker":
+        request.applymarker(pytest.mark.docker)
+    return kind
+
+
+@pytest.fixture
+def any_executor_factory(
+    executor_kind: str, host_tools: dict[str, Callable[..., Any]]
+) -> Iterator[Callable[..., Any]]:
+    """make(**kwargs) -> an executor of the parametrized kind (tools default to host_tools)."""
+    cls = executor_class(executor_kind)
+    made: list[Any] = []
+
+    def make(**kwargs: Any) -> Any:
+        kwargs.setdefault("tools", host_tools)
+        ex = cls(**kwargs)
+        made.append(ex)
+        return ex
+
+    yield make
+    for ex in made:
+        try:
+            ex.close()
+        except Exception:  # a broken executor must not hide the test's own failure
+            pass
+
+
+@pytest.fixture
+def any_executor(any_executor_factory: Callable[..., Any]) -> Any:
+    """An executor of each available kind, with the host tools and Limits(timeout_s=10)."""
+    return any_executor_factory(limits=Limits(timeout_s=10))

@@ -1,0 +1,344 @@
+"""Resource limits of the in-process executor (`LocalExecutor`) hold, and the host survives.
+
+Each case runs in a fresh child python acting as the host, because an in-process executor that
+fails to stop a C-level computation (a huge `**`, a C loop over `itertools.count()`) would freeze
+the test runner itself: the parent kills the child and the test fails with the phase that hung.
+
+For every case the child reports: how long `execute()` took, the error it returned, how much the
+host's peak RSS (VmHWM) grew, then whether the same executor still answers `1 + 1`. Cases with a
+`host` action then make the host touch a model-defined object after `execute()` returned (repr,
+==, hash, iteration, garbage collection of a generator with a `finally`, ...): model code must not
+run unbounded on the host, so that action must finish quickly.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+TIMEOUT_S = 2.0
+SLACK_S = 1.0  # the issue's bound: an error within timeout_s + 1 s
+MAX_HWM_GROWTH_MB = 500
+HOST_ACTION_MAX_S = 1.5
+LIMIT_ERRORS = {"TimeoutError", "OperationLimitError", "MemoryError", "RecursionError"}
+
+pytestmark = pytest.mark.timeout(90)
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    code: str
+    expect: str = "error"  # "error": must fail; "final": must be a final answer; "any": no demand
+    types: frozenset[str] | None = None  # allowed error types (None: any error type)
+    host: str | None = None  # python run on the host after execute() (names: r, ex, gc)
+    max_logs: int | None = None  # bound on len(result.logs)
+
+
+def C(id: str, code: str, **kw: Any) -> Case:
+    if "types" in kw and kw["types"] is not None:
+        kw["types"] = frozenset(kw["types"])
+    return Case(id, textwrap.dedent(code).strip("\n") + "\n", **kw)
+
+
+LOOPING_CLASS = """
+class Loop:
+    def __repr__(self):
+        while True:
+            pass
+    def __str__(self):
+        while True:
+            pass
+    def __eq__(self, other):
+        while True:
+            pass
+    def __hash__(self):
+        while True:
+            pass
+    def __len__(self):
+        while True:
+            pass
+    def __bool__(self):
+        while True:
+            pass
+    def __iter__(self):
+        while True:
+            yield 1
+    def __lt__(self, other):
+        while True:
+            pass
+    def spin(self):
+        while True:
+            pass
+"""
+
+CASES: list[Case] = [
+    # ------------------------------------------------------------ time
+    C("while_true", "while True:\n    pass", types=LIMIT_ERRORS),
+    C("for_itertools_count", "import itertools\nfor i in itertools.count():\n    pass", types=LIMIT_ERRORS),
+    C("nested_loops", "n = 0\nfor i in range(10**6):\n    for j in range(10**6):\n        n += 1", types=LIMIT_ERRORS),
+    C("while_loop_in_comprehension", "import itertools\n[i for i in itertools.count()]"),
+    C("generator_pipeline", "def gen():\n    i = 0\n    while True:\n        i += 1\n        yield i\nfor x in gen():\n    pass"),
+    C("deep_recursion", "def f(n):\n    return f(n + 1)\nf(0)", types={"RecursionError"}),
+    C("mutual_recursion", "def a(n):\n    return b(n + 1)\ndef b(n):\n    return a(n + 1)\na(0)", types={"RecursionError"}),
+    C("recursion_catch_and_retry", "def f():\n    try:\n        f()\n    except BaseException:\n        f()\nf()"),
+    C("lambda_recursion", "f = lambda n: f(n + 1)\nf(0)", types={"RecursionError"}),
+    C("sleep_forever", "import time\ntime.sleep(3600)", types=LIMIT_ERRORS),
+    C("sleep_from_import", "from time import sleep\nsleep(3600)", types=LIMIT_ERRORS),
+    C("try_except_base_in_loop", "while True:\n    try:\n        pass\n    except BaseException:\n        pass", types=LIMIT_ERRORS),
+    C("nested_try_except_loops", """
+        while True:
+            try:
+                while True:
+                    try:
+                        pass
+                    except BaseException:
+                        pass
+            except BaseException:
+                pass
+        """, types=LIMIT_ERRORS),
+    C("finally_loops_again", "try:\n    while True:\n        pass\nfinally:\n    while True:\n        pass", types=LIMIT_ERRORS),
+    C("catch_limit_and_recurse", "def spin():\n    try:\n        while True:\n            pass\n    except BaseException:\n        spin()\nspin()"),
+    C("catch_limit_then_finish", "try:\n    while True:\n        pass\nexcept BaseException:\n    pass\nprint('survived')"),
+    C("suppressing_context_manager", """
+        class Suppress:
+            def __enter__(self):
+                return self
+            def __exit__(self, *exc):
+                return True
+        def spin():
+            with Suppress():
+                while True:
+                    pass
+            spin()
+        spin()
+        """),
+    C("loop_in_user_str_during_print", LOOPING_CLASS + "print(Loop())"),
+    C("loop_in_exception_str", "class E(Exception):\n    def __str__(self):\n        while True:\n            pass\nraise E()"),
+    C("loop_in_tool_argument_str", LOOPING_CLASS + "search(Loop())"),
+    # C loops that no loop-head check sees
+    C("sum_huge_range", "sum(range(10**15))"),
+    C("deque_consumes_count", "import collections, itertools\ncollections.deque(itertools.count(), maxlen=0)"),
+    C("any_over_repeat", "import itertools\nany(itertools.repeat(0))"),
+    C("all_over_callable_iterator", "all(iter(int, 1))"),
+    C("membership_in_count", "import itertools\n-1 in itertools.count()"),
+    C("max_over_cycle", "import itertools\nmax(itertools.cycle([1, 2]))"),
+    C("factorial_huge", "import math\nmath.factorial(10**6)"),
+    C("comb_huge", "import math\nmath.comb(10**7, 5 * 10**6)"),
+    C("int_square_growth", "x = 3 ** 100000\nwhile True:\n    x = x * x"),
+    C("regex_catastrophic_backtracking", "import re\nre.match(r'(a+)+$', 'a' * 64 + 'b')"),
+    # ------------------------------------------------------------ memory and size
+    C("pow_tower", "10**10**10"),
+    C("pow_builtin", "pow(10, 10**9)"),
+    C("float_pow_overflow", "2.0 ** 10**10"),
+    C("left_shift_huge", "1 << 10**12"),
+    C("str_times_huge", "'a' * 10**11"),
+    C("huge_times_str", "10**11 * 'a'"),
+    C("str_augmented_times", "s = 'a'\ns *= 10**11"),
+    C("bytes_times_huge", "b'a' * 10**11"),
+    C("list_times_huge", "[0] * 10**11"),
+    C("tuple_times_huge", "(0,) * 10**11"),
+    C("list_of_range_huge", "list(range(10**11))"),
+    C("sorted_range_huge", "sorted(range(10**10))"),
+    C("bytearray_huge", "bytearray(10**11)"),
+    C("str_ljust_huge", "'a'.ljust(10**11)"),
+    C("str_join_huge", "'-'.join(['a' * 10**6] * 10**5)"),
+    C("format_width_huge", "'{:>100000000000}'.format(1)"),
+    C("fstring_width_huge", "w = 10**11\nf'{1:>{w}}'"),
+    C("percent_width_huge", "'%100000000000d' % 1"),
+    C("str_doubling", "s = 'a'\nwhile True:\n    s = s + s"),
+    C("list_extend_doubling", "x = [0]\nwhile True:\n    x.extend(x)"),
+    C("growing_list", "x = []\nwhile True:\n    x.append('a' * 10**6)"),
+    C("growing_dict", "d = {}\ni = 0\nwhile True:\n    d[i] = [i] * 1000\n    i += 1"),
+    C("set_of_count", "import itertools\nset(itertools.count())"),
+    C("decimal_huge_precision", "import decimal\ndecimal.getcontext().prec = 10**9\ndecimal.Decimal(1) / decimal.Decimal(7)"),
+    C("json_deep_nesting", "import json\njson.loads('[' * 10**6 + ']' * 10**6)"),
+    C("deep_nested_list_repr", "x = []\nfor i in range(10**5):\n    x = [x]\nrepr(x)"),
+    C("deep_nested_output", "x = []\nfor i in range(10**5):\n    x = [x]\nx", expect="any"),
+    # ------------------------------------------------------------ output
+    C("print_flood_forever", "while True:\n    print('x' * 1000)", max_logs=25_000),
+    C("print_flood_one_huge_line", "print('y' * 10**9)", expect="any", max_logs=25_000),
+    # ------------------------------------------------------------ pathological source
+    C("deep_unary_source", "x = " + "-" * 100_000 + "1", expect="any"),
+    C("long_binop_chain_source", "x = " + "+".join(["1"] * 100_000), expect="any"),
+    C("deep_parentheses_source", "x = " + "(" * 5000 + "1" + ")" * 5000),
+    # ------------------------------------------------------------ final answers
+    C("final_answer_in_try_except_base", "try:\n    final_answer(5)\nexcept BaseException:\n    pass\nprint('after')", expect="final"),
+    C("final_answer_in_bare_except", "try:\n    final_answer(6)\nexcept:\n    pass", expect="final"),
+    C("final_answer_looping_repr", LOOPING_CLASS + "final_answer(Loop())", expect="any"),
+    # ------------------------------------------------------------ model code on the host after execute()
+    C("host_repr_of_output", LOOPING_CLASS + "Loop()", expect="any", host="repr(r.output)"),
+    C("host_str_of_output", LOOPING_CLASS + "Loop()", expect="any", host="str(r.output)"),
+    C("host_eq_on_output", LOOPING_CLASS + "Loop()", expect="any", host="r.output == 1"),
+    C("host_hash_of_output", LOOPING_CLASS + "Loop()", expect="any", host="hash(r.output)"),
+    C("host_len_of_output", LOOPING_CLASS + "Loop()", expect="any", host="len(r.output)"),
+    C("host_bool_of_output", LOOPING_CLASS + "Loop()", expect="any", host="bool(r.output)"),
+    C("host_iterates_output", LOOPING_CLASS + "Loop()", expect="any", host="list(r.output)"),
+    C("host_sorts_outputs", LOOPING_CLASS + "[Loop(), Loop()]", expect="any", host="sorted(r.output)"),
+    C("host_calls_method", LOOPING_CLASS + "Loop()", expect="any", host="r.output.spin()"),
+    C("host_calls_returned_function", "def spin():\n    while True:\n        pass\nspin", expect="any", host="r.output()"),
+    C("host_resumes_returned_generator", "def g():\n    while True:\n        yield 1\ng()", expect="any", host="list(r.output)"),
+    C("host_collects_generator_with_finally", "def g():\n    try:\n        yield 1\n    finally:\n        while True:\n            pass\nx = g()\nnext(x)", expect="any", host="ex.reset(); gc.collect()"),
+    C("host_collects_dataclass_del", "import dataclasses\ndef spin(self):\n    while True:\n        pass\nX = dataclasses.make_dataclass('X', ['a'], namespace={'__del__': spin})\nx = X(1)", expect="any", host="ex.reset(); gc.collect()"),
+    C("host_collects_type_alias_del", "t = type\ndef spin(self):\n    while True:\n        pass\nX = t('X', (), {'__del__': spin})\nx = X()", expect="any", host="ex.reset(); gc.collect()"),
+    C("host_final_answer_repr", LOOPING_CLASS + "final_answer(Loop())", expect="any", host="repr(r.output)"),
+    C("host_calls_sleep_after", "import time\nnap = time.sleep\nnap", expect="any", host="r.output(3600)"),
+]
+
+
+# ----------------------------------------------------------------------------- child host
+_CHILD = r"""
+import gc, json, sys, time
+sys.path.insert(0, sys.argv[1])
+spec = json.loads(sys.stdin.read())
+import conftest
+from executors import Limits
+from executors.local import LocalExecutor
+
+def mb(key):
+    with open('/proc/self/status') as f:
+        for line in f:
+            if line.startswith(key + ':'):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+def emit(**kw):
+    sys.stdout.write(json.dumps(kw, default=repr) + '\n')
+    sys.stdout.flush()
+
+ex = LocalExecutor(tools=conftest.make_host_tools(), limits=Limits(**spec['limits']))
+warm = ex.execute('import itertools, collections, math, re, json, time, decimal, dataclasses\n1 + 1')
+assert warm.error is None and warm.output == 2, warm
+gc.collect()
+hwm0, rss0 = mb('VmHWM'), mb('VmRSS')
+emit(phase='execute-start')
+t0 = time.monotonic()
+r = ex.execute(spec['code'])
+elapsed = time.monotonic() - t0
+err = r.error
+emit(phase='execute', elapsed=elapsed,
+     error_type=err.type if err else None, error_message=(err.message or '')[:400] if err else None,
+     is_final=r.is_final_answer, output_repr=(r.output_repr or '')[:200],
+     logs_len=len(r.logs), logs_head=r.logs[:80], logs_tail=r.logs[-80:],
+     hwm_growth=mb('VmHWM') - hwm0, rss_growth=mb('VmRSS') - rss0)
+if spec.get('host'):
+    emit(phase='host-start', action=spec['host'])
+    t0 = time.monotonic()
+    try:
+        exec(spec['host'], {'r': r, 'ex': ex, 'gc': gc})
+        outcome = 'returned'
+    except BaseException as e:
+        outcome = type(e).__name__ + ': ' + str(e)[:200]
+    emit(phase='host', elapsed=time.monotonic() - t0, outcome=outcome)
+t0 = time.monotonic()
+f = ex.execute('1 + 1')
+emit(phase='followup', elapsed=time.monotonic() - t0, output=f.output, error=str(f.error) if f.error else None)
+ex.close()
+emit(phase='closed')
+"""
+
+
+def run_in_child_host(code: str, host: str | None = None, **limits: Any) -> tuple[dict[str, dict], str]:
+    limits.setdefault("timeout_s", TIMEOUT_S)
+    spec = {"code": code, "host": host, "limits": limits}
+    # Generous: startup + timeout + follow-up; the real bounds are asserted on measured times.
+    budget = 20 + 3 * limits["timeout_s"]
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(Path(__file__).parent)],
+            input=json.dumps(spec), capture_output=True, text=True, timeout=budget,
+        )
+        out, err, rc = proc.stdout, proc.stderr, proc.returncode
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err, rc = f"KILLED after {budget} s", -9
+    phases = {}
+    for line in out.splitlines():
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        phases[d["phase"]] = d
+    return phases, f"rc={rc} stderr={err[-1500:]!r}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_limit_holds(case: Case):
+    phases, diag = run_in_child_host(case.code, case.host)
+    assert "execute" in phases, f"execute() never returned (host frozen or crashed): {diag}"
+    ex = phases["execute"]
+    where = f"[{case.id}] {ex}"
+    assert ex["elapsed"] <= TIMEOUT_S + SLACK_S, f"execute() took {ex['elapsed']:.2f} s > timeout_s + 1: {where}"
+    assert ex["hwm_growth"] < MAX_HWM_GROWTH_MB, f"host peak RSS grew {ex['hwm_growth']:.0f} MB: {where}"
+    if case.expect == "error":
+        assert ex["error_type"] is not None, f"expected an error: {where}"
+        if case.types is not None:
+            assert ex["error_type"] in case.types, f"expected one of {sorted(case.types)}: {where}"
+    elif case.expect == "final":
+        assert ex["is_final"], f"expected a final answer: {where}"
+    if case.max_logs is not None:
+        assert ex["logs_len"] <= case.max_logs, f"logs not truncated: {ex['logs_len']} chars: {where}"
+    if case.host is not None and ex.get("error_type") is None:
+        assert "host" in phases, f"host action {case.host!r} never returned (model code ran unbounded on the host): {diag}"
+        h = phases["host"]
+        assert h["elapsed"] < HOST_ACTION_MAX_S, f"host action {case.host!r} took {h['elapsed']:.2f} s: {h}"
+    assert "followup" in phases, f"the executor did not answer after the case: {diag}"
+    f = phases["followup"]
+    assert f["error"] is None and f["output"] == 2, f"executor broken after the case: {f}"
+    assert "closed" in phases, f"close() failed: {diag}"
+
+
+def test_final_answer_value_survives_except(local_executor):
+    r = local_executor.execute("try:\n    final_answer(5)\nexcept BaseException:\n    pass\nprint('after')")
+    assert r.is_final_answer and r.output == 5
+    r = local_executor.execute("try:\n    final_answer([1, 2])\nexcept Exception:\n    print('swallowed')")
+    assert r.is_final_answer and r.output == [1, 2] and "swallowed" not in r.logs
+
+
+def test_print_flood_truncated_head_and_tail(local_executor_factory):
+    from executors import Limits
+
+    ex = local_executor_factory(limits=Limits(timeout_s=10, max_output_chars=1000))
+    r = ex.execute("for i in range(100000):\n    print(i)")
+    assert r.error is None, r.error
+    assert len(r.logs) <= 1000 + 200, len(r.logs)
+    assert r.logs.startswith("0\n1\n2\n"), r.logs[:50]
+    assert r.logs.rstrip().endswith("99998\n99999"), r.logs[-50:]
+
+
+def test_operation_budget_is_deterministic(local_executor_factory):
+    from executors import Limits
+
+    ex = local_executor_factory(limits=Limits(timeout_s=30, max_operations=10_000))
+    r = ex.execute("n = 0\nfor i in range(10**6):\n    n += 1")
+    assert r.error is not None and r.error.type == "OperationLimitError", r.error
+    ok = ex.execute("n = 0\nfor i in range(100):\n    n += 1\nn")
+    assert ok.error is None and ok.output == 100
+
+
+def test_recursion_limit_is_the_configured_depth(local_executor_factory):
+    from executors import Limits
+
+    ex = local_executor_factory(limits=Limits(max_recursion_depth=50))
+    r = ex.execute("def f(n):\n    return 0 if n == 0 else 1 + f(n - 1)\nf(30)")
+    assert r.error is None and r.output == 30, r.error
+    r = ex.execute("f(500)")
+    assert r.error is not None and r.error.type == "RecursionError"
+    assert ex.execute("f(30)").output == 30
+
+
+def test_timeout_error_says_which_setting(local_executor_factory):
+    from executors import Limits
+
+    ex = local_executor_factory(limits=Limits(timeout_s=0.5, max_operations=None))
+    r = ex.execute("while True:\n    pass")
+    assert r.error is not None and r.error.type == "TimeoutError"
+    assert "timeout" in r.error.message.lower()
+    assert r.error.lineno == 1
