@@ -206,9 +206,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     with executor, CodeAgent(model, tools=tools, executor=executor, max_steps=args.max_steps,
                              max_context_tokens=args.context_tokens) as agent:
         result = drive(agent, args.task, as_json=args.json, out=sys.stdout)
+    _report_adaptations(model)
     if args.save:
         result.save(args.save)
     return 0 if result.success else 1
+
+
+def _report_adaptations(model: Any) -> None:
+    for note in getattr(model, "adaptations", ()):
+        flag = "--no-stop" if "stop" in note else "--no-system-role"
+        print(f"note: {note} (pass {flag} to skip the failed first request)", file=sys.stderr)
 
 
 def cmd_exec(args: argparse.Namespace) -> int:
@@ -264,6 +271,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     with executor, CodeAgent(model, tools=demo.demo_tools(), executor=executor, max_steps=args.max_steps) as agent:
         result = drive(agent, demo.TASK, as_json=args.json, out=sys.stdout, scripted_note=note)
     wall = time.perf_counter() - t0
+    _report_adaptations(model)
     expected = demo.expected_answer()
     correct = plain_json(result.output) == expected
     if not args.json:

@@ -143,6 +143,8 @@ class OpenAIModel:
     request_options: extra request fields (`temperature`, `max_tokens`, or server-specific ones,
         which are sent through `extra_body`).
     max_retries / timeout: the SDK's retry (429, 5xx, connection errors) and per-request timeout.
+    adapt: when the server answers HTTP 400 about `stop` or the system role, switch that option
+        off and retry once (recorded in `.adaptations`), instead of failing the run.
     """
 
     scripted = False
@@ -158,9 +160,12 @@ class OpenAIModel:
         request_options: Mapping[str, Any] | None = None,
         max_retries: int = 3,
         timeout: float = 120.0,
+        adapt: bool = True,
         client: Any = None,
     ) -> None:
         self.model_id = model_id
+        self.adapt = adapt
+        self.adaptations: list[str] = []
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.system_role = system_role
         self.supports_stop = supports_stop
@@ -195,10 +200,16 @@ class OpenAIModel:
     def complete(self, messages: Sequence[Message], stop: Sequence[str] | None = None) -> ModelReply:
         import openai
 
-        request = self._request(messages, stop)
         where = self.base_url or "api.openai.com"
         try:
-            response = self.client.chat.completions.create(**request)
+            while True:
+                request = self._request(messages, stop)
+                try:
+                    response = self.client.chat.completions.create(**request)
+                    break
+                except openai.BadRequestError as exc:
+                    if not self._adapted_to(exc, request):
+                        raise
         except openai.APIStatusError as exc:
             hint = {
                 401: " Check the API key (--api-key-env / OPENAI_API_KEY).",
@@ -227,6 +238,21 @@ class OpenAIModel:
             text=text, usage=_usage_from(getattr(response, "usage", None)), reasoning=reasoning,
             finish_reason=getattr(choice, "finish_reason", None),
         )
+
+    def _adapted_to(self, exc: Any, request: Mapping[str, Any]) -> bool:
+        """Switch off what a weak endpoint rejected (`stop`, the system role); True to retry."""
+        if not self.adapt:
+            return False
+        message = str(getattr(exc, "message", exc)).lower()
+        if "stop" in request and "stop" in message:
+            self.supports_stop = False
+            self.adaptations.append("the endpoint rejected `stop`: replies are cut client-side")
+            return True
+        if self.system_role and "system" in message and any(m.get("role") == "system" for m in request["messages"]):
+            self.system_role = False
+            self.adaptations.append("the endpoint rejected the system role: it is merged into the first user message")
+            return True
+        return False
 
     def __repr__(self) -> str:
         return f"OpenAIModel({self.model_id!r}, base_url={self.base_url!r})"

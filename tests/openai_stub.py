@@ -169,6 +169,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
+        self.owner.responses.append(status)  # before sending: the client may assert right after
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -176,7 +177,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(data)
-        self.owner.responses.append(status)
 
     def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/models"):

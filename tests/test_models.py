@@ -34,23 +34,37 @@ def test_server_side_stop_is_honored_and_text_is_cut():
 
 
 def test_no_stop_support_cuts_client_side():
-    with OpenAIStub(["<code>\nprint(1)\n</code>\nObservation: made up"], reject_stop=True) as stub:
+    reply = "<code>\nprint(1)\n</code>\nObservation: made up"
+    with OpenAIStub([reply], reject_stop=True) as stub:
         with pytest.raises(ModelError, match="HTTP 400.*stop"):
-            model_for(stub, max_retries=0).complete(MESSAGES, stop=["</code>"])
-        stub.add("<code>\nprint(1)\n</code>\nObservation: made up")
-        reply = model_for(stub, supports_stop=False).complete(MESSAGES, stop=["</code>"])
+            model_for(stub, adapt=False).complete(MESSAGES, stop=["</code>"])
+        stub.add(reply)
+        cut = model_for(stub, supports_stop=False).complete(MESSAGES, stop=["</code>"])
     assert "stop" not in stub.requests[-1]
-    assert reply.text == "<code>\nprint(1)\n"
+    assert cut.text == "<code>\nprint(1)\n"
+
+
+def test_an_endpoint_rejecting_stop_is_adapted_to():
+    reply = "<code>\nprint(1)\n</code>\nObservation: made up"
+    with OpenAIStub([reply, reply], reject_stop=True) as stub:
+        model = model_for(stub)
+        assert model.complete(MESSAGES, stop=["</code>"]).text == "<code>\nprint(1)\n"
+        assert model.complete(MESSAGES, stop=["</code>"]).text == "<code>\nprint(1)\n"
+    assert stub.responses == [400, 200, 200] and "stop" in stub.requests[0]
+    assert all("stop" not in body for body in stub.requests[1:])
+    assert not model.supports_stop and "rejected `stop`" in model.adaptations[0]
 
 
 def test_endpoint_without_system_role():
-    with OpenAIStub(["ok", "ok"], system_role=False) as stub:
+    with OpenAIStub(["ok", "ok", "ok"], system_role=False) as stub:
         with pytest.raises(ModelError, match="system_role=False"):
-            model_for(stub).complete(MESSAGES)
+            model_for(stub, adapt=False).complete(MESSAGES)
         reply = model_for(stub, system_role=False).complete(MESSAGES)
-    assert reply.text == "ok"
-    sent = stub.requests[-1]["messages"]
-    assert sent == [{"role": "user", "content": "You write code.\n\nTask: say hi"}]
+        assert reply.text == "ok"
+        assert stub.requests[-1]["messages"] == [{"role": "user", "content": "You write code.\n\nTask: say hi"}]
+        adapting = model_for(stub)  # the default adapts after one HTTP 400
+        assert adapting.complete(MESSAGES).text == "ok" and not adapting.system_role
+    assert stub.responses == [400, 200, 400, 200]
 
 
 def test_reasoning_content_and_think_text_are_kept_out_of_the_text():
