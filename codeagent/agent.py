@@ -191,6 +191,11 @@ class CodeAgent:
     ) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+        if executor is not None and (authorized_imports is not None or limits is not None):
+            raise ValueError(
+                "authorized_imports and limits configure the default executor; when you pass "
+                "executor=..., give them to that executor's constructor instead"
+            )
         if max_observation_chars < 200:
             raise ValueError(f"max_observation_chars must be >= 200, got {max_observation_chars}")
         self.model = model

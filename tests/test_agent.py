@@ -6,6 +6,8 @@ import importlib.util
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openai_stub import OpenAIStub
 
 from codeagent import CodeAgent, OpenAIModel, RunResult, ScriptedModel, tool
@@ -284,3 +286,26 @@ def test_the_agent_hands_its_tools_to_any_executor(place):
     assert result.status == "success" and result.output == 42
     assert "argument 'a' must be int" in result.steps[0].observation
     assert result.steps[1].logs == "42\n"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    observations=st.lists(st.text(max_size=6_000), max_size=12),
+    budget=st.integers(min_value=800, max_value=6_000),
+    note=st.sampled_from([None, LAST_STEP_NOTE]),
+)
+def test_trimmed_history_fits_the_budget_and_keeps_its_shape(observations, budget, note):
+    memory = Memory("system " * 100, "Task:\n" + "do it " * 50)
+    for i, obs in enumerate(observations):
+        memory.add_step(code(f"print({i})"), "Observation:\n" + obs)
+    messages = memory.messages(budget, note=note)
+    assert sum(estimate_tokens(m["content"]) for m in messages) <= budget
+    assert messages[0]["content"] == "system " * 100 and messages[1]["content"].startswith("Task:\n" + "do it " * 50)
+    assert [m["role"] for m in messages[2:]] == ["assistant", "user"] * ((len(messages) - 2) // 2)
+    if observations:  # the latest step is always there, whole or cut head+tail
+        assert messages[-2]["content"] == code(f"print({len(observations) - 1})")
+    kept = (len(messages) - 2) // 2
+    assert memory.last_dropped == len(observations) - kept
+    assert ("were dropped" in messages[1]["content"]) == (memory.last_dropped > 0)
+    if note:
+        assert messages[-1]["content"].endswith(note)
