@@ -352,6 +352,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    for stream in (sys.stdout, sys.stderr):  # box-drawing characters must not crash a latin-1 terminal
+        if hasattr(stream, "reconfigure") and (stream.encoding or "").lower().replace("-", "") != "utf8":
+            stream.reconfigure(errors="replace")
     parser = build_parser()
     if argv and argv[0] == "fuzz":
         return cmd_fuzz(argparse.Namespace(), argv[1:])
