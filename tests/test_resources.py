@@ -38,7 +38,7 @@ class Case:
     code: str
     expect: str = "error"  # "error": must fail; "final": must be a final answer; "any": no demand
     types: frozenset[str] | None = None  # allowed error types (None: any error type)
-    host: str | None = None  # python run on the host after execute() (names: r, ex, gc)
+    host: str | None = None  # python run on the host after execute() (names: r, ex, gc, tools)
     max_logs: int | None = None  # bound on len(result.logs)
 
 
@@ -162,6 +162,39 @@ CASES: list[Case] = [
     C("json_deep_nesting", "import json\njson.loads('[' * 10**6 + ']' * 10**6)"),
     C("deep_nested_list_repr", "x = []\nfor i in range(10**5):\n    x = [x]\nrepr(x)"),
     C("deep_nested_output", "x = []\nfor i in range(10**5):\n    x = [x]\nx", expect="any"),
+    # size checks must not be fooled by objects that change their answer (check, then use)
+    C("index_toctou_str_times", """
+        class N:
+            def __init__(self):
+                self.calls = 0
+            def __index__(self):
+                self.calls += 1
+                return 1 if self.calls == 1 else 2 * 10**9
+        'a' * N()
+        """, expect="any"),
+    C("float_toctou_sleep", """
+        import time
+        class T:
+            def __init__(self):
+                self.calls = 0
+            def __float__(self):
+                self.calls += 1
+                return 0.01 if self.calls == 1 else 3600.0
+        time.sleep(T())
+        """, expect="any"),
+    # C-level amplifiers the size checks may not know
+    C("int_to_bytes_huge", "(0).to_bytes(10**11, 'big')"),
+    C("bytes_of_huge_int", "bytes(10**11)"),
+    C("str_replace_amplification", "('a' * 10**5).replace('a', 'a' * 10**5)"),
+    C("str_expandtabs_amplification", "('\\t' * 1000).expandtabs(10**8)"),
+    C("str_center_huge", "'a'.center(10**11)"),
+    C("dict_fromkeys_huge", "dict.fromkeys(range(10**10))"),
+    C("counter_of_huge_range", "import collections\ncollections.Counter(range(10**10))"),
+    # host (stdlib) Python code looping on the model's behalf: no inserted checks there
+    C("random_choices_huge_k", "import random\nrandom.choices('ab', k=10**10)"),
+    C("statistics_mean_huge_range", "import statistics\nstatistics.mean(range(10**12))"),
+    C("difflib_quadratic", "import difflib\ndifflib.SequenceMatcher(None, 'ab' * 20000, 'ba' * 20000).ratio()"),
+    C("textwrap_huge", "import textwrap\ntextwrap.fill('ab ' * 10**7, 10)"),
     # ------------------------------------------------------------ output
     C("print_flood_forever", "while True:\n    print('x' * 1000)", max_logs=25_000),
     C("print_flood_one_huge_line", "print('y' * 10**9)", expect="any", max_logs=25_000),
@@ -188,6 +221,12 @@ CASES: list[Case] = [
     C("host_collects_generator_with_finally", "def g():\n    try:\n        yield 1\n    finally:\n        while True:\n            pass\nx = g()\nnext(x)", expect="any", host="ex.reset(); gc.collect()"),
     C("host_collects_dataclass_del", "import dataclasses\ndef spin(self):\n    while True:\n        pass\nX = dataclasses.make_dataclass('X', ['a'], namespace={'__del__': spin})\nx = X(1)", expect="any", host="ex.reset(); gc.collect()"),
     C("host_collects_type_alias_del", "t = type\ndef spin(self):\n    while True:\n        pass\nX = t('X', (), {'__del__': spin})\nx = X()", expect="any", host="ex.reset(); gc.collect()"),
+    C("host_resumes_generator_after_yield", "def g():\n    yield 1\n    search('ran after execute')\n    yield 2\nx = g()\nnext(x)\nx", expect="any",
+      host="next(r.output, None)\nassert tools['search'].calls == [], 'model code ran on the host after execute(): ' + repr(tools['search'].calls)"),
+    C("host_collects_generator_finally_straight_line", "def g():\n    try:\n        yield 1\n    finally:\n        search('ran at gc')\nx = g()\nnext(x)", expect="any",
+      host="ex.reset(); gc.collect()\nassert tools['search'].calls == [], 'model code ran on the host after execute(): ' + repr(tools['search'].calls)"),
+    C("host_resumes_generator_heavy", "import random\ndef g():\n    yield 1\n    yield len(random.choices('ab', k=3 * 10**7))\nx = g()\nnext(x)\nx", expect="any", host="next(r.output, None)"),
+    C("list_appended_while_iterated", "lst = [0]\nfor x in lst:\n    lst.append(x)"),
     C("host_final_answer_repr", LOOPING_CLASS + "final_answer(Loop())", expect="any", host="repr(r.output)"),
     C("host_calls_sleep_after", "import time\nnap = time.sleep\nnap", expect="any", host="r.output(3600)"),
 ]
@@ -213,7 +252,8 @@ def emit(**kw):
     sys.stdout.write(json.dumps(kw, default=repr) + '\n')
     sys.stdout.flush()
 
-ex = LocalExecutor(tools=conftest.make_host_tools(), limits=Limits(**spec['limits']))
+tools = conftest.make_host_tools()
+ex = LocalExecutor(tools=tools, limits=Limits(**spec['limits']))
 warm = ex.execute('import itertools, collections, math, re, json, time, decimal, dataclasses\n1 + 1')
 assert warm.error is None and warm.output == 2, warm
 gc.collect()
@@ -232,7 +272,7 @@ if spec.get('host'):
     emit(phase='host-start', action=spec['host'])
     t0 = time.monotonic()
     try:
-        exec(spec['host'], {'r': r, 'ex': ex, 'gc': gc})
+        exec(spec['host'], {'r': r, 'ex': ex, 'gc': gc, 'tools': tools})
         outcome = 'returned'
     except BaseException as e:
         outcome = type(e).__name__ + ': ' + str(e)[:200]
@@ -266,7 +306,7 @@ def run_in_child_host(code: str, host: str | None = None, **limits: Any) -> tupl
         except ValueError:
             continue
         phases[d["phase"]] = d
-    return phases, f"rc={rc} stderr={err[-1500:]!r}"
+    return phases, f"phases reached={list(phases)} rc={rc} stderr={err[-1500:]!r}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
@@ -288,6 +328,7 @@ def test_limit_holds(case: Case):
     if case.host is not None and ex.get("error_type") is None:
         assert "host" in phases, f"host action {case.host!r} never returned (model code ran unbounded on the host): {diag}"
         h = phases["host"]
+        assert not h["outcome"].startswith("AssertionError"), f"ESCAPE: {h['outcome']}"
         assert h["elapsed"] < HOST_ACTION_MAX_S, f"host action {case.host!r} took {h['elapsed']:.2f} s: {h}"
     assert "followup" in phases, f"the executor did not answer after the case: {diag}"
     f = phases["followup"]

@@ -135,6 +135,10 @@ typing.get_type_hints(g)
 
 STR_SUBCLASS_NAME = """
 class S(str):
+    def __str__(self):
+        return 'name'
+    def __format__(self, spec):
+        return 'name'
     def startswith(self, *args):
         return False
     def __getitem__(self, index):
@@ -284,11 +288,18 @@ ATTEMPTS: list[Attempt] = [
     A("format_bound_method_ref", "fmt = '{0.__globals__[HOST_SECRET]}'.format\nprint(fmt(add))"),
     A("format_via_map", "print(list(map('{0.__globals__[HOST_SECRET]}'.format, [add])))"),
     A("format_str_subclass", "class S(str):\n    pass\nprint(S('{0.__globals__[HOST_SECRET]}').format(add))"),
+    A("format_str_subclass_lies", "class S(str):\n    def __str__(self):\n        return '{0}'\n    def __iter__(self):\n        return iter('{0}')\n    def replace(self, *a):\n        return '{0}'\n    def split(self, *a):\n        return ['{0}']\nprint(S('{0.__globals__[HOST_SECRET]}').format(add))"),
     A("format_class_walk_builtins", "print('{0.__class__.__init__.__globals__[__builtins__][open]}'.format(search))"),
     A("format_gen_frame_builtins", "def g():\n    yield 1\nx = g()\nprint('{0.gi_frame.f_builtins[open]}'.format(x))"),
     A("format_traceback_frame", "try:\n    1 / 0\nexcept Exception as e:\n    print('{0.__traceback__.tb_frame.f_back.f_builtins[open]}'.format(e))"),
     A("format_closure_cell", "print('{0.__closure__[0].cell_contents}'.format(lookup))"),
     A("fstring_dunder", "print(f\"{add.__globals__['HOST_SECRET']}\")"),
+    A("format_via_super", "class S(str):\n    def go(self, *a):\n        return super().format(*a)\nprint(S('{0.__globals__[HOST_SECRET]}').go(add))"),
+    A("format_map_via_super", "class S(str):\n    def go(self, m):\n        return super().format_map(m)\nprint(S('{t.__globals__[HOST_SECRET]}').go({'t': add}))"),
+    A("format_map_unbound", "print(str.format_map('{t.__globals__[HOST_SECRET]}', {'t': add}))"),
+    A("getattr_format_method", "f = getattr('{0.__globals__[HOST_SECRET]}', 'form' + 'at')\nprint(f(add))"),
+    A("getattr_str_format_unbound", "f = getattr(str, 'format')\nprint(f('{0.__globals__[HOST_SECRET]}', add))"),
+    A("format_method_in_class_body", "class T:\n    fmt = str.format\nprint(T.fmt('{0.__globals__[HOST_SECRET]}', add))"),
     A("string_formatter_vformat", "import string\nprint(string.Formatter().vformat('{0.__globals__[HOST_SECRET]}', [add], {}))"),
     A("string_formatter_get_field", "import string\nprint(string.Formatter().get_field('0.__globals__', [add], {})[0]['HOST_SECRET'])"),
     A("operator_attrgetter", "import operator\nprint(operator.attrgetter('__globals__')(add)['HOST_SECRET'])"),
@@ -358,6 +369,8 @@ ATTEMPTS: list[Attempt] = [
     A("tool_match_public_attribute", "match search:\n    case object(api_key=k):\n        print(k)"),
     A("tool_attrgetter_public", "import operator\nprint(operator.attrgetter('api_key')(search))"),
     A("tool_attributeerror_obj", "try:\n    search.no_such_attribute\nexcept AttributeError as e:\n    print(e.obj.api_key)", cpython=False),
+    A("tool_reinit_wrapper", "search.__init__(lambda q: ['pwned'])\nprint(search('x'))", cpython=False),
+    A("tool_reinit_function", "add.__init__(lambda a, b: 0)\nprint(add(1, 2))", cpython=False),
     A("tool_inspect_closurevars", "import inspect\nprint(inspect.getclosurevars(lookup))"),
     # ---------------------------------------------------------------- hooks run by the host later
     A("del_method", "class A:\n    def __del__(self):\n        pass\na = A()", cpython=False),
@@ -370,6 +383,8 @@ ATTEMPTS: list[Attempt] = [
     A("type_three_args", "X = type('X', (), {'__del__': lambda self: None})", cpython=False),
     A("type_three_args_alias", "t = type\nX = t('X', (), {'__del__': lambda self: None})", cpython=False),
     A("type_of_type_three_args", "t = type(type)\nX = t('X', (), {'__del__': lambda self: None})", cpython=False),
+    A("type_dunder_call_three_args", "X = type.__call__(type, 'X', (), {'__del__': lambda self: None})", cpython=False),
+    A("type_of_instance_three_args", "X = type(int)('X', (), {'__del__': lambda self: None})", cpython=False),
     A("type_three_args_in_list", "X = [type][0]('X', (), {'__init_subclass__': classmethod(lambda c: None)})", cpython=False),
     A("reduce_builds_class", "import copy\nclass A:\n    def __reduce__(self):\n        return (type, ('X', (), {'__del__': print}))\nX = copy.copy(A())", cpython=False),
     # ---------------------------------------------------------------- host-state tampering
@@ -561,6 +576,7 @@ def _host_state() -> dict[str, Any]:
     import numbers
     import string
     import typing
+    import uuid
     import zoneinfo
 
     return {
@@ -582,6 +598,7 @@ def _host_state() -> dict[str, Any]:
         "hashlib.algorithms_available": set(hashlib.algorithms_available),
         "typing.EXCLUDED_ATTRIBUTES": list(typing.EXCLUDED_ATTRIBUTES),
         "zoneinfo.TZPATH": zoneinfo.TZPATH,
+        "uuid.NAMESPACE_DNS": str(uuid.NAMESPACE_DNS),
         "numbers.Number.subclass_str": issubclass(str, numbers.Number),
         "builtins.print": builtins.print,
         "builtins.len": builtins.len,
@@ -644,6 +661,11 @@ TAMPERING = [
     ("host_class_jsonencoder", "import json\njson.JSONEncoder.default = lambda self, o: 'pwned'"),
     ("host_class_template", "import string\nstring.Template.delimiter = '%'"),
     ("host_class_csv_excel", "import csv\ncsv.excel.delimiter = ';'"),
+    ("decimal_context_reinit", "import decimal\ndecimal.DefaultContext.__init__(prec=3)"),
+    ("decimal_thread_context_reinit", "import decimal\ndecimal.getcontext().__init__(prec=5)"),
+    ("calendar_instance_reinit", "import calendar\ncalendar.c.__init__(3)"),
+    ("uuid_namespace_reinit", "import uuid\nuuid.NAMESPACE_DNS.__init__('12345678123456781234567812345678')"),
+    ("module_proxy_reinit", "import math, json\nmath.__init__(json)"),
     ("shadow_print", "print = lambda *a, **k: None\nprint('x')"),
     ("shadow_len", "len = None"),
     ("delete_builtin", "del len"),
