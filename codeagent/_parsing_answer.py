@@ -6,10 +6,12 @@ import re
 
 _ANSWER_WORD = re.compile(r"answer", re.IGNORECASE)  # a literal: no backtracking
 _MAX_VALUE = 200  # longer "answers" are explanations: suggest the call's shape instead
+_TAIL = 2_000  # answers come last: look no further back than this
 
 
 def answer_suggestion(text: str) -> str | None:
     """`final_answer(<value>)` for a reply that states an answer in prose, else None."""
+    text = text[-_TAIL:]
     value = _boxed(text)
     if value is None:
         match = None

@@ -43,7 +43,7 @@ def fix_final_answer(code: str) -> str:
     Returns `code` unchanged (the same string) when it does not assign `final_answer`, or when
     it does not parse. The result always parses when the input does.
     """
-    if NAME not in code:
+    if NAME not in code or _only_called(code):
         return code
     try:
         tree = ast.parse(code)
@@ -72,6 +72,24 @@ def fix_final_answer(code: str) -> str:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return code
     return fixed
+
+
+def _only_called(code: str) -> bool:
+    """True when every `final_answer` in the text is followed by `(`: a call (or a `def`),
+    never a binding. Saves parsing the code in the common case."""
+    pos = code.find(NAME)
+    while pos >= 0:
+        end = pos + len(NAME)
+        before = code[pos - 1] if pos else " "
+        after = end
+        while after < len(code) and code[after] in " \t":
+            after += 1
+        nxt = code[after : after + 1]
+        if not (before.isalnum() or before == "_") and nxt != "(":
+            if not (after == end and (nxt.isalnum() or nxt == "_")):  # not a longer identifier
+                return False
+        pos = code.find(NAME, end)
+    return True
 
 
 def _fresh_name(code: str) -> str:

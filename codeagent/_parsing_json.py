@@ -11,9 +11,17 @@ from __future__ import annotations
 
 import json
 import keyword
-import math
 
-_DECODER = json.JSONDecoder()
+
+class _NonFinite(float):
+    """NaN/Infinity from JSON, spelled so that its repr is valid Python."""
+
+    def __repr__(self) -> str:
+        return f"float({float.__repr__(self)!r})"
+
+
+# repr() of what this decoder returns is a Python literal, containers included.
+_DECODER = json.JSONDecoder(parse_constant=lambda s: _NonFinite(s.replace("Infinity", "inf")))
 _ARG_KEYS = ("arguments", "parameters", "args", "input")
 _TOOL_CALL_OPEN = "<tool_call>"
 _TOOL_CALL_CLOSE = "</tool_call>"
@@ -91,7 +99,7 @@ def _render_call(obj: dict) -> str | None:
     args = next((obj[k] for k in _ARG_KEYS if k in obj), None)
     if isinstance(args, str):
         try:
-            args = json.loads(args) if args.strip() else {}
+            args = _DECODER.decode(args) if args.strip() else {}
         except ValueError:
             return None
     if args is None:
@@ -101,8 +109,12 @@ def _render_call(obj: dict) -> str | None:
     try:
         if name == "final_answer" and len(args) == 1:
             return f"final_answer({_literal(next(iter(args.values())))})"
-        plain = [f"{k}={_literal(v)}" for k, v in args.items() if _is_kwarg(k)]
-        odd = {k: v for k, v in args.items() if not _is_kwarg(k)}
+        plain, odd = [], {}
+        for key, value in args.items():
+            if key.isidentifier() and not keyword.iskeyword(key):
+                plain.append(f"{key}={value!r}")
+            else:
+                odd[key] = value
         if odd:  # keys that are not identifiers ("first-name", "class") still reach the tool
             plain.append(f"**{_literal(odd)}")
     except RecursionError:
@@ -110,16 +122,6 @@ def _render_call(obj: dict) -> str | None:
     return f"{name}({', '.join(plain)})"
 
 
-def _is_kwarg(key: str) -> bool:
-    return key.isidentifier() and not keyword.iskeyword(key)
-
-
 def _literal(value) -> str:
-    """Python source for a JSON value (true→True, null→None; non-finite floats spelled out)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"float({str(value)!r})"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    """Python source for a decoded JSON value (true→True, null→None, NaN→float('nan'))."""
     return repr(value)

@@ -180,13 +180,15 @@ def _from_tags(text: str, open_tag: str, close_tag: str, notes: list[str]) -> st
         k = content.rfind(open_tag)
         if k >= 0:
             content = content[k + len(open_tag):]
+        inline = closed and "\n" not in content
         code = _clean_block(content, notes)
         if code is None:
             continue
-        if (not closed or "\n" not in code) and not _is_runnable(code, notes, open_tag, close_tag):
-            # One-line or unterminated blocks are where tags quoted in prose end up; keep them
-            # only if they hold real code. (Multi-line closed blocks go to the executor as they
-            # are, so a syntax error there comes back with its line and caret.)
+        if (inline or not closed) and not _is_runnable(code, notes, open_tag, close_tag, inline):
+            # Inline or unterminated blocks are where tags quoted in prose end up ("wrap it in
+            # <code>...</code>"): keep them only if they parse (inline: and do something).
+            # Closed blocks on their own lines go to the executor as they are, so a syntax
+            # error there comes back with its line and caret.
             continue
         blocks.append(code)
         if not closed:
@@ -209,9 +211,9 @@ def _clean_block(content: str, notes: list[str]) -> str | None:
     return code or None
 
 
-def _is_runnable(code: str, notes: list[str], open_tag: str, close_tag: str) -> bool:
+def _is_runnable(code: str, notes: list[str], open_tag: str, close_tag: str, inline: bool) -> bool:
     tree = _try_parse(code, notes, where=f"between {open_tag} and {close_tag}")
-    return tree is not None and looks_like_code(tree, code)
+    return tree is not None and (not inline or looks_like_code(tree, code))
 
 
 def _drop_partial_suffix(text: str, tag: str) -> str:

@@ -211,6 +211,8 @@ def test_fix_final_answer_renames(code, fixed):
         "def final_answer(x):\n    print(x)",  # a deliberate definition
         "from tools import final_answer",
         "print('final_answer = 3')",
+        "final_answer (x)\nmy_final_answer = 1\nfinal_answer_value = 2",  # only calls it
+        "r = final_answer\nfinal_answer(r)",  # a load, not a binding (slow path)
         "x = (",  # does not parse: returned as is
     ],
 )
