@@ -29,13 +29,17 @@ __all__ = ["DEFAULT_IMAGE_REPO", "build_image", "connect", "default_image", "ens
 
 DEFAULT_IMAGE_REPO = "codeagent-python"
 # Bumped whenever the recipe below changes, so an old default image is not reused.
-RECIPE = "r1"
+RECIPE = "r2"
 LABEL = "org.codeagent.image"
 
 # Stdlib parts that a sandboxed worker never needs: tests, GUIs, installers, the static libpython.
 _SKIP_DIRS = {"test", "tests", "idlesave", "idlelib", "tkinter", "turtledemo", "ensurepip",
               "lib2to3", "site-packages", "dist-packages", "__phello__", "pydoc_data"}
 _SKIP_PREFIXES = ("config-",)
+
+# Where the dynamic loader looks without ld.so.cache (glibc's built-in and multiarch dirs).
+_LOADER_DIRS = {"/lib", "/usr/lib", "/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu",
+                "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu"}
 
 _PASSWD = "root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/tmp:/sbin/nologin\n"
 _GROUP = "root:x:0:\nnogroup:x:65534:\n"
@@ -177,7 +181,7 @@ def _stdlib_files(stdlib: str) -> Iterator[tuple[str, str]]:
 def write_rootfs(out: io.BufferedIOBase, python: str | None = None) -> dict[str, Any]:
     """Write the root filesystem tar to `out`; returns the interpreter's description."""
     info = _describe(python or _host_python())
-    short, prefix = info["short"], info["prefix"]
+    short = info["short"]
     lib = f"/usr/local/lib/python{short}"
     with tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT) as tar:
         tree = _Tree(tar)
@@ -204,11 +208,12 @@ def write_rootfs(out: io.BufferedIOBase, python: str | None = None) -> dict[str,
 
         for so in sorted(_ldd(elf)):
             real = os.path.realpath(so)
-            if real.startswith(prefix + os.sep):
-                # libpython and friends from the interpreter's own prefix: onto the loader's path.
-                tree.file(f"/usr/lib/{os.path.basename(so)}", real)
+            if os.path.dirname(so) in _LOADER_DIRS or os.path.dirname(real) in _LOADER_DIRS:
+                tree.host_path(so)  # system libraries (and the loader) where the host has them
             else:
-                tree.host_path(so)
+                # libpython from the interpreter's own prefix, /usr/local/lib, ...: the image has
+                # no ld.so.cache or RUNPATH target, so put them on the loader's default path.
+                tree.file(f"/usr/lib/{os.path.basename(so)}", real)
     return info
 
 

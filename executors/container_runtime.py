@@ -146,7 +146,7 @@ class ContainerSpec:
             network_mode=self.network_mode(),
             read_only=True,
             cap_drop=["ALL"],
-            security_opt=["no-new-privileges:true"],  # and the engine's default seccomp profile
+            security_opt=["no-new-privileges"],  # and the engine's default seccomp profile
             pids_limit=self.pids_limit,
             mem_limit=memory,
             memswap_limit=memory,  # equal: no swap on top

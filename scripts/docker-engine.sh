@@ -52,10 +52,13 @@ sys.exit(0 if data.startswith(b"HTTP/1.") and b" 200 " in data.split(b"\r\n", 1)
 EOF
 }
 
+# The pid of our dockerd if it is running (a killed one may linger as a zombie: not running).
 daemon_pid() {
-  local pid
+  local pid state
   pid=$(cat "$PIDFILE" 2>/dev/null) || return 1
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && echo "$pid"
+  [ -n "$pid" ] || return 1
+  state=$(awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$pid/stat" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ] && echo "$pid"
 }
 
 if [ "$mode" = stop ]; then
@@ -109,8 +112,9 @@ else
       --log-level=warn \
       >>"$LOG" 2>&1 </dev/null &
   fi
-  for _ in $(seq 300); do
-    engine_up && break
+  give_up=$(( $(date +%s) + 30 ))
+  until engine_up; do
+    [ "$(date +%s)" -lt "$give_up" ] || break
     sleep 0.1
   done
   if ! engine_up; then

@@ -587,3 +587,51 @@ def test_interpreter_exit_removes_containers(client, image):
     cid = out.stdout.strip()
     assert out.returncode == 0 and cid, out.stderr
     assert cid not in _ours(client)
+
+
+# --- images ------------------------------------------------------------------------------------
+
+
+def test_any_image_with_python(client, tmp_path):
+    """build_image() from another interpreter (Debian's), then use it through image=."""
+    from executors import DockerExecutor
+    from executors.container_image import build_image
+
+    python = "/usr/bin/python3"
+    probe = subprocess.run([python, "-c", "import sys; print(sys.version_info >= (3, 10))"],
+                           capture_output=True, text=True) if os.path.exists(python) else None
+    if probe is None or probe.stdout.strip() != "True":
+        pytest.skip(f"{python} with Python >= 3.10 is not on this machine")
+    tag = f"codeagent-test-other-python:{os.getpid()}"
+    build_image(tag, python=python, client=client)
+    try:
+        with DockerExecutor(image=tag, tools={"add": add}) as dx:
+            out = ok(dx, "import sys\n(sys.executable, add(20, 22))")
+        assert out == ("/usr/local/bin/python3", 42)
+    finally:
+        client.api.remove_image(tag, force=True)
+
+
+def test_image_without_python_is_an_executor_error(client):
+    import io
+    import tarfile
+
+    from executors import DockerExecutor, ExecutorError
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo("etc/hostname")
+        info.size = 5
+        tar.addfile(info, io.BytesIO(b"empty"))
+    tag = f"codeagent-test-no-python:{os.getpid()}"
+    client.api.import_image_from_data(buf.getvalue(), repository=tag.split(":")[0],
+                                      tag=tag.split(":")[1])
+    before = _ours(client)
+    try:
+        dx = DockerExecutor(image=tag)
+        with pytest.raises(ExecutorError, match="python3"):
+            dx.execute("1")
+        dx.close()
+    finally:
+        client.api.remove_image(tag, force=True)
+    assert _ours(client) == before  # the failed container was removed
