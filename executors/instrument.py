@@ -1,0 +1,147 @@
+"""AST instrumentation for the restricted runtime: the checks the sandbox relies on at run time.
+
+What is inserted, and why it is cheap:
+- `_live or _dead()` at every function entry, loop body and except handler: two bytecodes while
+  the run is live. The watchdog flips `_live` at the deadline (and it is False between steps), so
+  code that swallows the interrupt, or model code called by the host later, stops at once.
+- `for x in _for(it)`: one call per loop, not per iteration. Sized builtins are charged to the
+  operation budget up front; anything else is consumed in C-speed chunks that are charged and
+  checked between chunks.
+- `while` loops become `for _w in _for(_forever): if not test: break` so they are metered the same.
+- `**` / `<<` go through size checks; `.format` / `.format_map` through a field check.
+- The last expression statement's value is stored for `ExecutionResult.output`.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .policy import FORMAT_ATTRIBUTES
+
+RESULT_NAME = "_result_"
+LIVE = "_live"
+
+
+def _name(id_: str) -> ast.Name:
+    return ast.Name(id=id_, ctx=ast.Load())
+
+
+def _call(fn: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(func=_name(fn), args=list(args), keywords=[])
+
+
+def _live_check() -> ast.Expr:
+    return ast.Expr(ast.BoolOp(op=ast.Or(), values=[_name(LIVE), _call("_dead")]))
+
+
+def _with_check(body: list[ast.stmt], node: ast.AST) -> list[ast.stmt]:
+    check = _live_check()
+    ast.copy_location(check, body[0] if body else node)
+    return [check, *body]
+
+
+class Instrumenter(ast.NodeTransformer):
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        self.generic_visit(node)
+        body = node.body
+        doc = (
+            body[:1]
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+            else []
+        )
+        rest = body[len(doc):]
+        node.body = doc + _with_check(rest, node) if rest else doc + [_positioned(_live_check(), node)]
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        self.generic_visit(node)
+        guard = ast.BoolOp(op=ast.Or(), values=[_name(LIVE), _call("_dead")])
+        node.body = ast.copy_location(ast.BoolOp(op=ast.And(), values=[guard, node.body]), node.body)
+        return node
+
+    def visit_For(self, node: ast.For) -> ast.AST:
+        self.generic_visit(node)
+        node.iter = ast.copy_location(_call("_for", node.iter), node.iter)
+        node.body = _with_check(node.body, node)
+        return node
+
+    def visit_While(self, node: ast.While) -> ast.AST:
+        self.generic_visit(node)
+        if node.orelse:
+            # while/else: keep the loop, meter each iteration with a call (rare construct).
+            tick = ast.copy_location(ast.Expr(_call("_tick")), node)
+            node.body = [tick, *node.body]
+            return node
+        stop = ast.If(test=ast.UnaryOp(op=ast.Not(), operand=node.test), body=[ast.Break()], orelse=[])
+        ast.copy_location(stop, node.test)
+        loop = ast.For(
+            target=ast.Name(id="_w", ctx=ast.Store()),
+            iter=_call("_for", _name("_forever")),
+            body=_with_check([stop, *node.body], node),
+            orelse=[],
+            type_comment=None,
+        )
+        return ast.copy_location(loop, node)
+
+    def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
+        self.generic_visit(node)
+        node.iter = ast.copy_location(_call("_for", node.iter), node.iter)
+        return node
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
+        self.generic_visit(node)
+        node.body = _with_check(node.body, node)
+        return node
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        fn = {ast.Pow: "_pow", ast.LShift: "_lshift"}.get(type(node.op))
+        if fn is None:
+            return node
+        return ast.copy_location(_call(fn, node.left, node.right), node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        self.generic_visit(node)
+        fn = {ast.Pow: "_pow", ast.LShift: "_lshift"}.get(type(node.op))
+        if fn is None:
+            return node
+        # x **= y  ->  x = _pow(x, y). For attribute/subscript targets the target expression is
+        # evaluated twice; acceptable for these rare operators.
+        load = _as_load(node.target)
+        assign = ast.Assign(targets=[node.target], value=_call(fn, load, node.value))
+        return ast.copy_location(assign, node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        if node.attr in FORMAT_ATTRIBUTES and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(
+                _call("_fmt_attr", node.value, ast.Constant(node.attr)), node
+            )
+        return node
+
+
+def _as_load(target: ast.expr) -> ast.expr:
+    import copy
+
+    clone = copy.deepcopy(target)
+    for sub in ast.walk(clone):
+        if hasattr(sub, "ctx"):
+            sub.ctx = ast.Load()
+    return clone
+
+
+def _positioned(stmt: ast.stmt, node: ast.AST) -> ast.stmt:
+    return ast.copy_location(stmt, node)
+
+
+def instrument(tree: ast.Module) -> ast.Module:
+    """Insert the runtime checks and capture the last expression's value (in place)."""
+    tree = Instrumenter().visit(tree)
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = tree.body[-1]
+        tree.body[-1] = ast.copy_location(
+            ast.Assign(targets=[ast.Name(id=RESULT_NAME, ctx=ast.Store())], value=last.value), last
+        )
+    ast.fix_missing_locations(tree)
+    return tree

@@ -1,0 +1,490 @@
+"""The in-process restricted runtime: check → instrument → compile → exec with guarded builtins.
+
+Used by LocalExecutor, and by the worker process under the restricted policy. Stdlib and our own
+modules only (no third-party imports at run time besides RestrictedPython's constants).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import decimal
+import itertools
+import os
+import resource
+import sys
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from .base import (
+    FINAL_ANSWER_NAME,
+    ExecutionError,
+    ExecutionResult,
+    FinalAnswer,
+    Limits,
+    ToolError,
+    normalize_imports,
+    normalize_tools,
+)
+from .guards import (
+    ImportPolicyError,
+    LimitExceeded,
+    OutputBuffer,
+    PolicyError,
+    RunState,
+    fmt_attr,
+    guarded_lshift,
+    guarded_pow,
+    make_print,
+    safe_delattr,
+    safe_dir,
+    safe_getattr,
+    safe_hasattr,
+    safe_setattr,
+)
+from .instrument import RESULT_NAME, instrument
+from .policy import check_policy
+from .sandbox_modules import SandboxImporter
+from .watchdog import WATCHDOG, Interrupt
+
+__all__ = ["RestrictedRuntime", "PolicyError", "safe_repr"]
+
+# Plain builtins handed to model code as they are (RestrictedPython's safe set plus the
+# iteration, container and class helpers data code needs).
+_PLAIN_BUILTINS = (
+    "abs", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr", "classmethod",
+    "complex", "dict", "divmod", "enumerate", "filter", "float", "format", "frozenset", "hash",
+    "hex", "id", "int", "isinstance", "issubclass", "iter", "len", "list", "map", "next",
+    "object", "oct", "ord", "property", "range", "repr", "reversed", "round", "set", "slice",
+    "staticmethod", "str", "super", "tuple", "type", "zip", "__build_class__",
+    "None", "True", "False", "NotImplemented", "Ellipsis",
+)
+_EXCEPTIONS = tuple(
+    name for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException) and not name.startswith("_")
+)
+_MAX_SOURCES = 64
+_CACHE_SIZE = 256
+
+
+def safe_repr(value: Any, limit: int = 20_000) -> str:
+    try:
+        text = repr(value)
+        if type(text) is not str:
+            raise TypeError
+    except BaseException:  # noqa: BLE001 - model-defined __repr__ may raise anything
+        text = object.__repr__(value)
+    if len(text) > limit:
+        half = limit // 2
+        text = f"{text[:half]} ... [{len(text) - limit:,} characters omitted] ... {text[-half:]}"
+    return text
+
+
+class _ProcessCaps:
+    """Process-wide caps (address space, recursion) held while any run is active.
+
+    Both are process settings, so concurrent runs in several threads share one setting: the most
+    generous of the active requests. They are restored when the last run leaves.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.active = 0
+        self.saved_as: tuple[int, int] | None = None
+        self.saved_recursion = sys.getrecursionlimit()
+        self.page = os.sysconf("SC_PAGE_SIZE")
+
+    def _vm_bytes(self) -> int:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[0]) * self.page
+
+    def enter(self, memory_mb: int | None, depth: int) -> None:
+        with self.lock:
+            if self.active == 0:
+                self.saved_recursion = sys.getrecursionlimit()
+                self.saved_as = resource.getrlimit(resource.RLIMIT_AS) if memory_mb else None
+                sys.setrecursionlimit(depth)
+            elif depth > sys.getrecursionlimit():
+                sys.setrecursionlimit(depth)
+            if memory_mb:
+                try:
+                    want = self._vm_bytes() + memory_mb * 1024 * 1024
+                    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+                    if self.saved_as is None:
+                        self.saved_as = (soft, hard)
+                    if hard != resource.RLIM_INFINITY:
+                        want = min(want, hard)
+                    if self.active == 0 or soft == resource.RLIM_INFINITY or want > soft:
+                        resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+                except (OSError, ValueError):
+                    pass  # no /proc or no rlimits here: size checks still apply
+            self.active += 1
+
+    def leave(self) -> None:
+        with self.lock:
+            self.active -= 1
+            if self.active == 0:
+                if self.saved_as is not None:
+                    try:
+                        resource.setrlimit(resource.RLIMIT_AS, self.saved_as)
+                    except (OSError, ValueError):
+                        pass
+                    self.saved_as = None
+                sys.setrecursionlimit(self.saved_recursion)
+
+
+_CAPS = _ProcessCaps()
+
+
+def _frame_depth() -> int:
+    frame, depth = sys._getframe(), 0
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back
+    return depth
+
+
+class RestrictedRuntime:
+    """Runs model code in this process under the restricted policy. Not thread-safe per
+    instance: one `execute()` at a time (use one runtime per thread)."""
+
+    def __init__(
+        self,
+        tools: Mapping[str, Callable[..., Any]] | Iterable[Any] | None = None,
+        authorized_imports: Iterable[str] | None = None,
+        limits: Limits | None = None,
+    ) -> None:
+        self.limits = limits or Limits()
+        if not isinstance(self.limits, Limits):
+            raise TypeError(f"limits must be an executors.Limits, not {type(self.limits).__name__}")
+        self.authorized_imports = normalize_imports(authorized_imports)
+        self._tools: dict[str, Callable[..., Any]] = {}
+        self._cache: OrderedDict[str, tuple[Any, ExecutionError | None, str]] = OrderedDict()
+        self._sources: OrderedDict[str, list[str]] = OrderedDict()
+        self._step = 0
+        self._buffer = OutputBuffer(self.limits.max_output_chars)
+        self._lock = threading.Lock()
+        self._new_namespace()
+        self.register_tools(tools)
+
+    # -- namespace ----------------------------------------------------------------------------
+    def _new_namespace(self) -> None:
+        ns: dict[str, Any] = {}
+        state = RunState(ns)
+        self.state = state
+        print_fn = make_print(lambda: self._buffer)
+        importer = SandboxImporter(self.authorized_imports, state, print_fn)
+        guard = state.guard_iter
+        _sum, _min, _max, _sorted, _any, _all = sum, min, max, sorted, any, all
+
+        def g_sum(iterable: Any, /, start: Any = 0) -> Any:
+            return _sum(guard(iterable), start)
+
+        def g_min(*args: Any, **kwargs: Any) -> Any:
+            return _min(guard(args[0]), **kwargs) if len(args) == 1 else _min(*args, **kwargs)
+
+        def g_max(*args: Any, **kwargs: Any) -> Any:
+            return _max(guard(args[0]), **kwargs) if len(args) == 1 else _max(*args, **kwargs)
+
+        def g_sorted(iterable: Any, /, *, key: Any = None, reverse: bool = False) -> list:
+            return _sorted(guard(iterable), key=key, reverse=reverse)
+
+        def g_any(iterable: Any, /) -> bool:
+            return _any(guard(iterable))
+
+        def g_all(iterable: Any, /) -> bool:
+            return _all(guard(iterable))
+
+        for fn, name in ((g_sum, "sum"), (g_min, "min"), (g_max, "max"), (g_sorted, "sorted"),
+                         (g_any, "any"), (g_all, "all")):
+            fn.__name__ = fn.__qualname__ = name
+
+        safe_builtins: dict[str, Any] = {name: getattr(builtins, name) for name in _PLAIN_BUILTINS}
+        safe_builtins.update({name: getattr(builtins, name) for name in _EXCEPTIONS})
+        safe_builtins.update(
+            print=print_fn, getattr=safe_getattr, hasattr=safe_hasattr, setattr=safe_setattr,
+            delattr=safe_delattr, dir=safe_dir(ns), pow=guarded_pow, __import__=importer,
+            sum=g_sum, min=g_min, max=g_max, sorted=g_sorted, any=g_any, all=g_all,
+            PolicyError=PolicyError, ToolError=ToolError,
+        )
+        ns.update({
+            "__builtins__": safe_builtins,
+            "__name__": "__main__",
+            "_live": False,
+            "_dead": state.dead,
+            "_for": guard,
+            "_forever": itertools.repeat(None),
+            "_tick": state.tick,
+            "_pow": guarded_pow,
+            "_lshift": guarded_lshift,
+            "_fmt_attr": fmt_attr,
+            FINAL_ANSWER_NAME: state.final_answer,
+        })
+        self.ns = ns
+        for name, fn in self._tools.items():
+            ns[name] = self._tool_proxy(name, fn)
+
+    def _tool_proxy(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        state = self.state
+        lock = WATCHDOG.lock
+
+        def tool(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                if state.ns["_live"] is not True:
+                    state.dead()
+                state.in_tool = True
+            try:
+                result = fn(*args, **kwargs)
+            except (FinalAnswer, LimitExceeded, Interrupt):
+                raise
+            except Exception as exc:  # noqa: BLE001 - any tool failure is reported to the model
+                raise ToolError(f"tool '{name}' failed: {type(exc).__name__}: {exc}") from None
+            finally:
+                state.in_tool = False
+            state.check_clock()
+            return result
+
+        tool.__name__ = tool.__qualname__ = name
+        tool.__doc__ = getattr(fn, "__doc__", None)
+        return tool
+
+    # -- public API ----------------------------------------------------------------------------
+    def register_tools(self, tools: Mapping[str, Callable[..., Any]] | Iterable[Any] | None) -> None:
+        new = normalize_tools(tools)
+        self._tools.update(new)
+        for name, fn in new.items():
+            self.ns[name] = self._tool_proxy(name, fn)
+        self._cache.clear()
+
+    def set_variables(self, values: Mapping[str, Any]) -> None:
+        for name in values:
+            if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+                raise ValueError(f"variable name {name!r} must be a public Python identifier")
+            if name in self._tools or name == FINAL_ANSWER_NAME:
+                raise ValueError(f"variable name {name!r} is taken by a tool")
+        self.ns.update(values)
+
+    def reset(self) -> None:
+        """Forget every variable. Functions and objects from before become inert."""
+        self.ns["_live"] = False
+        self.state.reason = "finished"
+        self._new_namespace()
+
+    def close(self) -> None:
+        self.ns["_live"] = False
+        self.state.reason = "finished"
+
+    @property
+    def reserved_names(self) -> frozenset[str]:
+        return frozenset(self._tools) | {FINAL_ANSWER_NAME}
+
+    # -- compile -------------------------------------------------------------------------------
+    def _compile(self, code: str) -> tuple[Any, ExecutionError | None, str]:
+        hit = self._cache.get(code)
+        if hit is not None:
+            self._cache.move_to_end(code)
+            return hit
+        self._step += 1
+        filename = f"<step-{self._step}>"
+        lines = code.splitlines()
+        try:
+            tree = ast.parse(code, filename=filename, mode="exec")
+        except SyntaxError as exc:
+            entry = (None, _syntax_error(exc, lines), filename)
+        except (ValueError, MemoryError, RecursionError) as exc:
+            entry = (None, ExecutionError(type(exc).__name__, f"the code could not be parsed: {exc}"), filename)
+        else:
+            violations = check_policy(tree, self.reserved_names)
+            if violations:
+                entry = (None, _policy_error(violations, lines), filename)
+            else:
+                try:
+                    compiled = compile(instrument(tree), filename, "exec", dont_inherit=True)
+                    entry = (compiled, None, filename)
+                except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+                    entry = (None, ExecutionError(type(exc).__name__, str(exc), getattr(exc, "lineno", None)), filename)
+        self._sources[filename] = lines
+        while len(self._sources) > _MAX_SOURCES:
+            self._sources.popitem(last=False)
+        self._cache[code] = entry
+        while len(self._cache) > _CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return entry
+
+    # -- execute -------------------------------------------------------------------------------
+    def execute(self, code: str) -> ExecutionResult:
+        started = time.perf_counter()
+        if not isinstance(code, str):
+            return ExecutionResult(error=ExecutionError("TypeError", f"code must be a string, not {type(code).__name__}"))
+        if not self._lock.acquire(blocking=False):
+            return ExecutionResult(error=ExecutionError(
+                "ExecutorBusy", "this executor is already running code in another thread; "
+                "use one executor per thread"))
+        try:
+            compiled, error, filename = self._compile(code)
+            if error is not None:
+                return ExecutionResult(error=error, duration_s=time.perf_counter() - started)
+            return self._run(compiled, started)
+        finally:
+            self._lock.release()
+
+    def _run(self, compiled: Any, started: float) -> ExecutionResult:
+        limits = self.limits
+        state = self.state
+        ns = state.ns
+        self._buffer = buffer = OutputBuffer(limits.max_output_chars)
+        state.ops = 0
+        state.max_ops = limits.max_operations or (1 << 62)
+        state.reason = None
+        state.final_called = False
+        state.final_value = None
+        state.thread_id = threading.get_ident()
+        state.ended = False
+        state.fired = False
+        state.in_tool = False
+        state.generation += 1
+        state.deadline = time.monotonic() + limits.timeout_s
+        ns.pop(RESULT_NAME, None)
+        exc: BaseException | None = None
+        output: Any = None
+        output_repr: str | None = None
+        error: ExecutionError | None = None
+        depth = _frame_depth() + limits.max_recursion_depth + 12
+        with decimal.localcontext():
+            WATCHDOG.watch(state)
+            _CAPS.enter(limits.max_memory_mb, depth)
+            try:
+                ns["_live"] = True
+                try:
+                    exec(compiled, ns)
+                except BaseException as raised:  # noqa: BLE001 - everything is reported
+                    exc = raised
+                WATCHDOG.pause(state, True)
+                if state.final_called:
+                    output = state.final_value
+                elif exc is None:
+                    output = ns.pop(RESULT_NAME, None)
+                if state.reason in (None, "final"):
+                    state.reason = None
+                    ns["_live"] = True
+                # Render while the limits still hold: model __repr__/__str__ run here.
+                WATCHDOG.pause(state, False)
+                try:
+                    if output is not None:
+                        output_repr = safe_repr(output, limits.max_output_chars)
+                    if exc is not None and not state.final_called:
+                        error = self._error(exc)
+                except BaseException:  # noqa: BLE001 - an interrupt landed while rendering
+                    if exc is not None and not state.final_called:
+                        error = ExecutionError(type(exc).__name__, "the code failed")
+                WATCHDOG.pause(state, True)
+            finally:
+                ns["_live"] = False
+                _CAPS.leave()
+                _unwatch(state)
+        state.reason = "finished"
+        return ExecutionResult(
+            output=output,
+            logs=buffer.getvalue(),
+            is_final_answer=state.final_called,
+            error=error,
+            duration_s=time.perf_counter() - started,
+            output_repr=output_repr,
+        )
+
+    # -- errors --------------------------------------------------------------------------------
+    def _error(self, exc: BaseException) -> ExecutionError:
+        limits = self.limits
+        reason = self.state.reason
+        lineno, line = self._location(exc)
+        if reason == "timeout" or isinstance(exc, Interrupt):
+            return ExecutionError(
+                "TimeoutError",
+                f"the code did not finish within {limits.timeout_s:g} s (Limits.timeout_s); "
+                "do less work per step or use a faster method",
+                lineno, line,
+            )
+        if reason == "operations":
+            return ExecutionError(
+                "OperationLimitError",
+                f"the code exceeded the budget of {limits.max_operations:,} loop iterations "
+                "(Limits.max_operations); avoid endless loops and do less work per step",
+                lineno, line,
+            )
+        if isinstance(exc, LimitExceeded):
+            return ExecutionError("LimitExceeded", "the code was stopped", lineno, line)
+        if isinstance(exc, MemoryError):
+            detail = _safe_str(exc)
+            return ExecutionError(
+                "MemoryError",
+                detail or f"the code needed more memory than the sandbox allows "
+                f"({limits.max_memory_mb} MB, Limits.max_memory_mb); work on smaller pieces",
+                lineno, line,
+            )
+        if isinstance(exc, RecursionError):
+            return ExecutionError(
+                "RecursionError",
+                f"maximum recursion depth of {limits.max_recursion_depth} exceeded "
+                "(Limits.max_recursion_depth); use a loop instead of deep recursion",
+                lineno, line,
+            )
+        if isinstance(exc, ImportPolicyError):
+            return ExecutionError("ImportError", _safe_str(exc), lineno, line)
+        return ExecutionError(type(exc).__name__, _safe_str(exc), lineno, line)
+
+    def _location(self, exc: BaseException) -> tuple[int | None, str | None]:
+        lineno = filename = None
+        tb = exc.__traceback__
+        while tb is not None:
+            name = tb.tb_frame.f_code.co_filename
+            if name in self._sources:
+                lineno, filename = tb.tb_lineno, name
+            tb = tb.tb_next
+        if lineno is None or filename is None:
+            return None, None
+        lines = self._sources[filename]
+        line = lines[lineno - 1] if 0 < lineno <= len(lines) else None
+        return lineno, line
+
+
+def _unwatch(state: RunState) -> None:
+    # An interrupt may land while we leave; retry until the watchdog has let go of this run.
+    while True:
+        try:
+            WATCHDOG.unwatch(state)
+            return
+        except Interrupt:
+            continue
+
+
+def _safe_str(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+        return text if type(text) is str else ""
+    except BaseException:  # noqa: BLE001
+        return ""
+
+
+def _syntax_error(exc: SyntaxError, lines: list[str]) -> ExecutionError:
+    lineno = exc.lineno
+    line = lines[lineno - 1] if lineno and 0 < lineno <= len(lines) else exc.text
+    message = exc.msg
+    if exc.offset and line is not None:
+        message = f"{message} (column {exc.offset})"
+    return ExecutionError("SyntaxError", message, lineno, line.rstrip("\n") if line else None)
+
+
+def _policy_error(violations: list, lines: list[str]) -> ExecutionError:
+    first = violations[0]
+    line = lines[first.lineno - 1] if first.lineno and 0 < first.lineno <= len(lines) else None
+    message = first.message
+    if len(violations) > 1:
+        more = "; ".join(
+            f"line {v.lineno}: {v.message}" for v in violations[1:4]
+        )
+        extra = f" (and {len(violations) - 4} more)" if len(violations) > 4 else ""
+        message = f"{message}. Also: {more}{extra}"
+    return ExecutionError("PolicyError", message, first.lineno, line)

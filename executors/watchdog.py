@@ -1,0 +1,117 @@
+"""One daemon thread per process that enforces the deadlines of in-process runs.
+
+At a run's deadline it flips the run's `_live` flag (so the next loop head, function entry or
+except handler stops the code) and raises an asynchronous exception in the running thread (so a
+long stretch of bytecode without such a check stops too), again every few milliseconds until the
+run ends. Never while the run is inside a host tool: host code is not interrupted; the tool
+wrapper re-checks the deadline when the tool returns.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import heapq
+import threading
+import time
+from typing import Protocol
+
+_set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+_set_async_exc.argtypes = (ctypes.c_ulong, ctypes.py_object)
+_set_async_exc.restype = ctypes.c_int
+# The same C function with a nullable pointer: passing NULL clears a pending exception.
+# PYFUNCTYPE: the call keeps the GIL, which this API requires.
+_clear_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
+    ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
+)
+
+REFIRE_S = 0.02
+
+
+class Interrupt(BaseException):
+    """Delivered asynchronously into model code at the deadline (a BaseException on purpose)."""
+
+
+class Run(Protocol):
+    deadline: float
+    thread_id: int
+    in_tool: bool
+    ended: bool
+    fired: bool
+    generation: int
+
+    def expire(self, reason: str) -> None: ...
+
+
+class Watchdog:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._cond = threading.Condition(self.lock)
+        self._heap: list[tuple[float, int, int, Run]] = []
+        self._expired: set[Run] = set()
+        self._seq = 0
+        self._thread: threading.Thread | None = None
+
+    def _ensure_thread(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._loop, name="codeagent-watchdog", daemon=True)
+            self._thread.start()
+
+    def watch(self, run: Run) -> None:
+        with self._cond:
+            self._ensure_thread()
+            self._seq += 1
+            # A run object is reused step after step: the generation tells this step's entry.
+            heapq.heappush(self._heap, (run.deadline, self._seq, run.generation, run))
+            if self._heap[0][3] is run:
+                self._cond.notify()
+
+    def unwatch(self, run: Run) -> None:
+        """Mark the run ended; afterwards no interrupt is pending or will be sent for it."""
+        with self._cond:
+            run.ended = True
+            self._expired.discard(run)
+            if run.fired:
+                # Clear an interrupt that was sent but not yet delivered.
+                _clear_async_exc(run.thread_id, None)
+                run.fired = False
+
+    def pause(self, run: Run, paused: bool) -> None:
+        """While paused no interrupt is sent to the run (host code is running in its thread).
+        Pausing also clears an interrupt that was sent but not delivered yet. Safe to call
+        while an interrupt may land: it retries until the change is made."""
+        while True:
+            try:
+                with self._cond:
+                    run.in_tool = paused
+                    if paused and run.fired:
+                        _clear_async_exc(run.thread_id, None)
+                        run.fired = False
+                return
+            except Interrupt:
+                continue
+
+    def _loop(self) -> None:
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                while self._heap and (self._heap[0][3].ended or self._heap[0][0] <= now):
+                    _, _, generation, run = heapq.heappop(self._heap)
+                    if not run.ended and run.generation == generation:
+                        run.expire("timeout")
+                        self._expired.add(run)
+                for run in list(self._expired):
+                    if run.ended:
+                        self._expired.discard(run)
+                    elif not run.in_tool:
+                        _set_async_exc(run.thread_id, Interrupt)
+                        run.fired = True
+                if self._expired:
+                    timeout = REFIRE_S
+                elif self._heap:
+                    timeout = max(0.0, self._heap[0][0] - now)
+                else:
+                    timeout = None
+                self._cond.wait(timeout)
+
+
+WATCHDOG = Watchdog()
