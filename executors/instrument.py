@@ -22,6 +22,24 @@ RESULT_NAME = "_result_"
 LIVE = "_live"
 
 
+def _located(node: ast.AST, src: ast.AST) -> ast.AST:
+    """Give a new node (and its new children) the position of `src` (cheaper than
+    ast.fix_missing_locations over the whole tree)."""
+    lineno = getattr(src, "lineno", 1)
+    col = getattr(src, "col_offset", 0)
+    end_lineno = getattr(src, "end_lineno", lineno)
+    end_col = getattr(src, "end_col_offset", col)
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if "lineno" in n._attributes and not hasattr(n, "lineno"):
+            n.lineno, n.col_offset, n.end_lineno, n.end_col_offset = lineno, col, end_lineno, end_col
+            stack.extend(ast.iter_child_nodes(n))
+        elif not n._attributes:
+            stack.extend(ast.iter_child_nodes(n))
+    return node
+
+
 def _name(id_: str) -> ast.Name:
     return ast.Name(id=id_, ctx=ast.Load())
 
@@ -36,11 +54,16 @@ def _live_check() -> ast.Expr:
 
 def _with_check(body: list[ast.stmt], node: ast.AST) -> list[ast.stmt]:
     check = _live_check()
-    ast.copy_location(check, body[0] if body else node)
+    _located(check, body[0] if body else node)
     return [check, *body]
 
 
 class Instrumenter(ast.NodeTransformer):
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:  # skip NodeVisitor's legacy hooks
+        return node
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return node
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         self.generic_visit(node)
         body = node.body
@@ -57,12 +80,12 @@ class Instrumenter(ast.NodeTransformer):
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
         self.generic_visit(node)
         guard = ast.BoolOp(op=ast.Or(), values=[_name(LIVE), _call("_dead")])
-        node.body = ast.copy_location(ast.BoolOp(op=ast.And(), values=[guard, node.body]), node.body)
+        node.body = _located(ast.BoolOp(op=ast.And(), values=[guard, node.body]), node.body)
         return node
 
     def visit_For(self, node: ast.For) -> ast.AST:
         self.generic_visit(node)
-        node.iter = ast.copy_location(_call("_for", node.iter), node.iter)
+        node.iter = _located(_call("_for", node.iter), node.iter)
         node.body = _with_check(node.body, node)
         return node
 
@@ -70,11 +93,11 @@ class Instrumenter(ast.NodeTransformer):
         self.generic_visit(node)
         if node.orelse:
             # while/else: keep the loop, meter each iteration with a call (rare construct).
-            tick = ast.copy_location(ast.Expr(_call("_tick")), node)
+            tick = _located(ast.Expr(_call("_tick")), node)
             node.body = [tick, *node.body]
             return node
         stop = ast.If(test=ast.UnaryOp(op=ast.Not(), operand=node.test), body=[ast.Break()], orelse=[])
-        ast.copy_location(stop, node.test)
+        _located(stop, node.test)
         loop = ast.For(
             target=ast.Name(id="_w", ctx=ast.Store()),
             iter=_call("_for", _name("_forever")),
@@ -82,11 +105,11 @@ class Instrumenter(ast.NodeTransformer):
             orelse=[],
             type_comment=None,
         )
-        return ast.copy_location(loop, node)
+        return _located(loop, node)
 
     def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
         self.generic_visit(node)
-        node.iter = ast.copy_location(_call("_for", node.iter), node.iter)
+        node.iter = _located(_call("_for", node.iter), node.iter)
         return node
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
@@ -99,7 +122,7 @@ class Instrumenter(ast.NodeTransformer):
         fn = {ast.Pow: "_pow", ast.LShift: "_lshift"}.get(type(node.op))
         if fn is None:
             return node
-        return ast.copy_location(_call(fn, node.left, node.right), node)
+        return _located(_call(fn, node.left, node.right), node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
         self.generic_visit(node)
@@ -110,12 +133,12 @@ class Instrumenter(ast.NodeTransformer):
         # evaluated twice; acceptable for these rare operators.
         load = _as_load(node.target)
         assign = ast.Assign(targets=[node.target], value=_call(fn, load, node.value))
-        return ast.copy_location(assign, node)
+        return _located(assign, node)
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         self.generic_visit(node)
         if node.attr in FORMAT_ATTRIBUTES and isinstance(node.ctx, ast.Load):
-            return ast.copy_location(
+            return _located(
                 _call("_fmt_attr", node.value, ast.Constant(node.attr)), node
             )
         return node
@@ -132,16 +155,18 @@ def _as_load(target: ast.expr) -> ast.expr:
 
 
 def _positioned(stmt: ast.stmt, node: ast.AST) -> ast.stmt:
-    return ast.copy_location(stmt, node)
+    return _located(stmt, node)
 
 
-def instrument(tree: ast.Module) -> ast.Module:
-    """Insert the runtime checks and capture the last expression's value (in place)."""
-    tree = Instrumenter().visit(tree)
+def instrument(tree: ast.Module, needed: bool = True) -> ast.Module:
+    """Insert the runtime checks and capture the last expression's value (in place).
+    `needed=False` (the policy walk found nothing to instrument) only does the latter."""
+    if needed:
+        tree = Instrumenter().visit(tree)
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body[-1]
-        tree.body[-1] = ast.copy_location(
+        tree.body[-1] = _located(
             ast.Assign(targets=[ast.Name(id=RESULT_NAME, ctx=ast.Store())], value=last.value), last
         )
-    ast.fix_missing_locations(tree)
+
     return tree

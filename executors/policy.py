@@ -138,27 +138,47 @@ class Violation:
     col: int | None = None
 
 
-class PolicyChecker(ast.NodeVisitor):
-    """Collects every place where the code leaves the whitelist."""
+# Node kinds whose presence means the instrumenter has work to do (see instrument.py).
+_INSTRUMENTED = (
+    ast.For, ast.While, ast.FunctionDef, ast.Lambda, ast.comprehension, ast.ExceptHandler,
+)
+
+
+class PolicyChecker:
+    """Collects every place where the code leaves the whitelist, in one flat walk of the tree
+    (a dispatch only for the node kinds that need a look: this runs on every step)."""
 
     def __init__(self, reserved_names: frozenset[str] = frozenset()) -> None:
         self.violations: list[Violation] = []
         self.reserved = reserved_names
-        self._class_depth = 0  # >0 directly inside a class body
+        self.methods: set[int] = set()  # ids of FunctionDefs directly in a class body
+        self.needs_instrumenting = False
 
     def refuse(self, node: ast.AST, message: str) -> None:
         self.violations.append(
             Violation(message, getattr(node, "lineno", None), getattr(node, "col_offset", None))
         )
 
-    # -- generic ------------------------------------------------------------------------------
-    def generic_visit(self, node: ast.AST) -> None:
-        kind = type(node)
-        if kind not in ALLOWED_NODES:
-            advice = REFUSED_NODE_ADVICE.get(kind.__name__, "rewrite it with plain statements")
-            self.refuse(node, f"'{kind.__name__}' syntax is not allowed: {advice}")
-            return
-        super().generic_visit(node)
+    def run(self, tree: ast.AST) -> None:
+        allowed = ALLOWED_NODES
+        handlers = _HANDLERS
+        instrumented = _INSTRUMENTED
+        for node in ast.walk(tree):
+            kind = type(node)
+            if kind not in allowed:
+                advice = REFUSED_NODE_ADVICE.get(kind.__name__, "rewrite it with plain statements")
+                self.refuse(node, f"'{kind.__name__}' syntax is not allowed: {advice}")
+                continue
+            handler = handlers.get(kind)
+            if handler is not None:
+                handler(self, node)
+            if not self.needs_instrumenting and (
+                isinstance(node, instrumented)
+                or (kind is ast.BinOp and type(node.op) in (ast.Pow, ast.LShift))
+                or (kind is ast.AugAssign and type(node.op) in (ast.Pow, ast.LShift))
+                or (kind is ast.Attribute and node.attr in FORMAT_ATTRIBUTES)
+            ):
+                self.needs_instrumenting = True
 
     def check_name(self, node: ast.AST, name: str | None, *, store: bool = False) -> None:
         if name is None:
@@ -181,14 +201,14 @@ class PolicyChecker(ast.NodeVisitor):
         if not store and name in FORBIDDEN_BUILTINS:
             self.refuse(node, f"'{name}' is not available: {FORBIDDEN_BUILTINS[name]}")
 
-    # -- names and attributes -------------------------------------------------------------------
-    def visit_Name(self, node: ast.Name) -> None:
-        self.check_name(node, node.id, store=not isinstance(node.ctx, ast.Load))
+    # -- handlers (no recursion: the walk visits children) ----------------------------------------
+    def on_Name(self, node: ast.Name) -> None:
+        self.check_name(node, node.id, store=type(node.ctx) is not ast.Load)
 
-    def visit_Attribute(self, node: ast.Attribute) -> None:
+    def on_Attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
         if attr.startswith("_"):
-            if not (isinstance(node.ctx, ast.Load) and attr in READABLE_DUNDERS):
+            if not (type(node.ctx) is ast.Load and attr in READABLE_DUNDERS):
                 hint = " (use type(x) instead)" if attr == "__class__" else ""
                 self.refuse(
                     node,
@@ -197,33 +217,16 @@ class PolicyChecker(ast.NodeVisitor):
                 )
         elif attr in FORBIDDEN_ATTRIBUTES:
             self.refuse(node, f"the attribute '{attr}' is not allowed: it exposes interpreter internals")
-        self.generic_visit(node)
 
-    # -- definitions ----------------------------------------------------------------------------
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+    def on_FunctionDef(self, node: ast.FunctionDef) -> None:
         name = node.name
-        if name.startswith("__") and name.endswith("__") and self._class_depth:
+        if id(node) in self.methods and name.startswith("__") and name.endswith("__"):
             if name not in DEFINABLE_DUNDERS:
                 self.refuse(node, f"defining the method '{name}' is not allowed in this sandbox")
         else:
             self.check_name(node, name, store=True)
-        for dec in node.decorator_list:
-            self.visit(dec)
-        self.visit(node.args)
-        if node.returns is not None:
-            self.visit(node.returns)
-        saved, self._class_depth = self._class_depth, 0
-        for stmt in node.body:
-            self.visit(stmt)
-        self._class_depth = saved
 
-    def visit_Lambda(self, node: ast.Lambda) -> None:
-        self.visit(node.args)
-        saved, self._class_depth = self._class_depth, 0
-        self.visit(node.body)
-        self._class_depth = saved
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+    def on_ClassDef(self, node: ast.ClassDef) -> None:
         self.check_name(node, node.name, store=True)
         for kw in node.keywords:
             self.refuse(
@@ -231,60 +234,44 @@ class PolicyChecker(ast.NodeVisitor):
                 f"class keyword '{kw.arg}' is not allowed (no metaclasses or class hooks); "
                 "use a plain class",
             )
-        for expr in (*node.bases, *node.decorator_list):
-            self.visit(expr)
-        saved, self._class_depth = self._class_depth, 1
         for stmt in node.body:
-            self.visit(stmt)
-        self._class_depth = saved
+            if type(stmt) is ast.FunctionDef:
+                self.methods.add(id(stmt))
 
-    def visit_arg(self, node: ast.arg) -> None:
+    def on_arg(self, node: ast.arg) -> None:
         if node.arg.startswith("_") and node.arg != "_":
             self.check_name(node, node.arg, store=True)
-        if node.annotation is not None:
-            self.visit(node.annotation)
 
-    def visit_keyword(self, node: ast.keyword) -> None:
+    def on_keyword(self, node: ast.keyword) -> None:
         if node.arg is not None and node.arg.startswith("_"):
             self.refuse(node, f"the keyword argument '{node.arg}' is not allowed (leading '_')")
-        self.visit(node.value)
 
-    def visit_Global(self, node: ast.Global) -> None:
+    def on_Global(self, node: ast.Global) -> None:
         for name in node.names:
             self.check_name(node, name, store=True)
 
-    visit_Nonlocal = visit_Global
-
-    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
-        self.check_name(node, node.name, store=True)
-        self.generic_visit(node)
-
-    def visit_MatchAs(self, node: ast.MatchAs) -> None:
-        self.check_name(node, node.name, store=True)
-        self.generic_visit(node)
-
-    def visit_MatchStar(self, node: ast.MatchStar) -> None:
+    def on_ExceptHandler(self, node: ast.ExceptHandler) -> None:
         self.check_name(node, node.name, store=True)
 
-    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
+    def on_MatchAs(self, node: ast.AST) -> None:
+        self.check_name(node, node.name, store=True)
+
+    def on_MatchMapping(self, node: ast.AST) -> None:
         self.check_name(node, node.rest, store=True)
-        self.generic_visit(node)
 
-    def visit_MatchClass(self, node: ast.MatchClass) -> None:
+    def on_MatchClass(self, node: ast.AST) -> None:
         for attr in node.kwd_attrs:
             if attr.startswith("_") or attr in FORBIDDEN_ATTRIBUTES:
                 self.refuse(node, f"matching on the attribute '{attr}' is not allowed")
-        self.generic_visit(node)
 
-    # -- imports ----------------------------------------------------------------------------------
-    def visit_Import(self, node: ast.Import) -> None:
+    def on_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             if any(part.startswith("_") for part in alias.name.split(".")):
                 self.refuse(node, f"importing '{alias.name}' is not allowed (private module)")
             bound = alias.asname or alias.name.split(".")[0]
             self.check_name(node, bound, store=True)
 
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+    def on_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.level:
             self.refuse(node, "relative imports are not allowed; import modules by their full name")
         module = node.module or ""
@@ -298,10 +285,26 @@ class PolicyChecker(ast.NodeVisitor):
             self.check_name(node, alias.asname or alias.name, store=True)
 
 
+_HANDLERS = {
+    getattr(ast, name[3:]): getattr(PolicyChecker, name)
+    for name in dir(PolicyChecker)
+    if name.startswith("on_") and hasattr(ast, name[3:])
+}
+_HANDLERS[ast.Nonlocal] = PolicyChecker.on_Global
+if hasattr(ast, "MatchStar"):
+    _HANDLERS[ast.MatchStar] = PolicyChecker.on_MatchAs
+
+
 def check_policy(tree: ast.AST, reserved_names: frozenset[str] = frozenset()) -> list[Violation]:
+    return inspect_tree(tree, reserved_names)[0]
+
+
+def inspect_tree(tree: ast.AST, reserved_names: frozenset[str] = frozenset()) -> tuple[list[Violation], bool]:
+    """(violations sorted by position, whether the tree needs instrumenting)."""
     checker = PolicyChecker(reserved_names)
-    checker.visit(tree)
-    return sorted(checker.violations, key=lambda v: (v.lineno or 0, v.col or 0))
+    checker.run(tree)
+    violations = sorted(checker.violations, key=lambda v: (v.lineno or 0, v.col or 0))
+    return violations, checker.needs_instrumenting
 
 
 def python_version_note() -> str:

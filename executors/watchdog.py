@@ -49,6 +49,8 @@ class Watchdog:
         self._heap: list[tuple[float, int, int, Run]] = []
         self._expired: set[Run] = set()
         self._seq = 0
+        self._wake_at = float("inf")  # when the loop will next look at the heap
+        self._queued: set[int] = set()  # ids of runs with an entry in the heap
         self._thread: threading.Thread | None = None
 
     def _ensure_thread(self) -> None:
@@ -57,13 +59,21 @@ class Watchdog:
             self._thread.start()
 
     def watch(self, run: Run) -> None:
+        """Start watching this step of `run` (cheap: the thread is woken only when needed)."""
         with self._cond:
             self._ensure_thread()
-            self._seq += 1
-            # A run object is reused step after step: the generation tells this step's entry.
-            heapq.heappush(self._heap, (run.deadline, self._seq, run.generation, run))
-            if self._heap[0][3] is run:
+            if id(run) in self._queued:
+                # A run object is reused step after step and keeps one heap entry: when its old
+                # entry comes due the loop re-queues it with the current deadline.
+                return
+            self._push(run)
+            if run.deadline < self._wake_at:
                 self._cond.notify()
+
+    def _push(self, run: Run) -> None:
+        self._seq += 1
+        self._queued.add(id(run))
+        heapq.heappush(self._heap, (run.deadline, self._seq, run.generation, run))
 
     def unwatch(self, run: Run) -> None:
         """Mark the run ended; afterwards no interrupt is pending or will be sent for it."""
@@ -96,7 +106,12 @@ class Watchdog:
                 now = time.monotonic()
                 while self._heap and (self._heap[0][3].ended or self._heap[0][0] <= now):
                     _, _, generation, run = heapq.heappop(self._heap)
-                    if not run.ended and run.generation == generation:
+                    self._queued.discard(id(run))
+                    if run.ended:
+                        continue
+                    if run.generation != generation:
+                        self._push(run)  # a later step of the same run: watch its own deadline
+                    elif run.deadline <= now:
                         run.expire("timeout")
                         self._expired.add(run)
                 for run in list(self._expired):
@@ -111,6 +126,7 @@ class Watchdog:
                     timeout = max(0.0, self._heap[0][0] - now)
                 else:
                     timeout = None
+                self._wake_at = float("inf") if timeout is None else now + timeout
                 self._cond.wait(timeout)
 
 

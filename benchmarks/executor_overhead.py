@@ -1,0 +1,139 @@
+"""Executor overhead: CPython exec vs LocalExecutor vs smolagents' LocalPythonExecutor, one run.
+
+    scripts/bench-executor            # sets up benchmarks/.venv-smolagents on first use
+
+Each snippet runs in a fresh namespace per repetition; we report the median of N repetitions and
+the ratio to CPython measured side by side in the same process (this machine is noisy: trust the
+ratios, not the absolute times). Limits stay ON for LocalExecutor (defaults).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import statistics
+import sys
+import time
+
+SNIPPETS: dict[str, str] = {
+    "arith_loop_200k": (
+        "s = 0\n"
+        "for i in range(200000):\n"
+        "    s += i * i % 7\n"
+        "s\n"
+    ),
+    "sort_50k_dicts": (
+        "rows = [{'id': i, 'score': (i * 7919) % 10007} for i in range(50000)]\n"
+        "rows.sort(key=lambda r: r['score'])\n"
+        "rows[0]['id']\n"
+    ),
+    "fib_20_recursive": (
+        "def fib(n):\n"
+        "    return n if n < 2 else fib(n - 1) + fib(n - 2)\n"
+        "fib(20)\n"
+    ),
+    "join_20k_fstrings": (
+        "text = ','.join(f'{i}:{i * 2:04d}' for i in range(20000))\n"
+        "len(text)\n"
+    ),
+    "append_loop_200k": (
+        "out = []\n"
+        "for i in range(200000):\n"
+        "    out.append(i)\n"
+        "len(out)\n"
+    ),
+    "trivial_action": "x = 1 + 1\n",
+}
+
+
+def _cpython_runner():
+    def run(code: str):
+        compiled = compile(code, "<bench>", "exec")  # compile included, as the executors do
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compiled, {"__name__": "__main__"})
+    return run
+
+
+def _local_runner():
+    from executors import LocalExecutor
+
+    ex = LocalExecutor()
+
+    def run(code: str):
+        ex.reset()
+        r = ex.execute(code)
+        if r.error:
+            raise RuntimeError(f"LocalExecutor failed: {r.error}")
+    # LocalExecutor caches compiled code per source; measure uncached too (see trivial_uncached)
+    return run, ex
+
+
+def _smolagents_runner():
+    try:
+        from smolagents.local_python_executor import LocalPythonExecutor
+    except ImportError:
+        return None
+    ex = LocalPythonExecutor(additional_authorized_imports=[])
+    ex.send_tools({})
+
+    def run(code: str):
+        ex.state.clear() if hasattr(ex, "state") else None
+        ex.send_variables({})
+        ex(code)
+    return run
+
+
+def timeit(fn, code: str, reps: int) -> float:
+    fn(code)  # warm up
+    samples = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn(code)
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=15)
+    args = parser.parse_args(argv)
+
+    cpy = _cpython_runner()
+    local, local_ex = _local_runner()
+    smol = _smolagents_runner()
+    rows = []
+    for name, code in SNIPPETS.items():
+        reps = args.reps * (40 if name == "trivial_action" else 1)
+        t_c = timeit(cpy, code, reps)
+        t_l = timeit(local, code, reps)
+        t_s = timeit(smol, code, max(3, reps // 3)) if smol else None
+        rows.append((name, t_c, t_l, t_s))
+    # Uncached trivial action: a new source each time (what an agent step looks like).
+    counter = iter(range(10**9))
+
+    def local_uncached(_code: str):
+        r = local_ex.execute(f"x = 1 + {next(counter)}\n")
+        if r.error:
+            raise RuntimeError(str(r.error))
+    t_u = timeit(local_uncached, "", args.reps * 40)
+    t_cu = timeit(lambda _c: cpy(f"x = 1 + {next(counter)}\n"), "", args.reps * 40)
+    rows.append(("trivial_action_uncached", t_cu, t_u, None))
+
+    print(f"Python {sys.version.split()[0]}; median of {args.reps} runs (trivial: x40); limits on")
+    print(f"{'snippet':<26}{'CPython':>11}{'Local':>11}{'ratio':>8}{'smolagents':>12}{'ratio':>9}")
+    worst = 0.0
+    for name, t_c, t_l, t_s in rows:
+        ratio = t_l / t_c
+        if not name.startswith("trivial"):
+            worst = max(worst, ratio)
+        smol_cols = f"{t_s * 1e3:>10.2f}ms{t_s / t_c:>8.1f}x" if t_s else f"{'-':>12}{'-':>9}"
+        print(f"{name:<26}{t_c * 1e3:>9.3f}ms{t_l * 1e3:>9.3f}ms{ratio:>7.2f}x{smol_cols}")
+    print(f"worst LocalExecutor/CPython ratio on loop snippets: {worst:.2f}x (target <= 1.3x)")
+    trivial = [r for r in rows if r[0] == "trivial_action_uncached"][0][2]
+    print(f"trivial action, uncached: {trivial * 1e6:.0f} us (target <= 60 us)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
