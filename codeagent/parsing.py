@@ -37,8 +37,7 @@ DEFAULT_TAGS: tuple[str, str] = ("<code>", "</code>")
 # Fence labels that mean "this is Python we may run". `tool_code` is what Gemini models write.
 _PYTHON_LANGS = frozenset({"python", "py", "python3", "py3", "tool_code", "ipython"})
 _END_CODE = "<end_code>"  # smolagents' legacy stop marker: ```<end_code>
-_THINK_OPEN = "<think>"
-_THINK_CLOSE = "</think>"
+_REASONING_TAGS = (("<think>", "</think>"), ("<thinking>", "</thinking>"))
 
 
 class CodeParseError(ValueError):
@@ -74,7 +73,7 @@ def parse_code(text: str, tags: tuple[str, str] = DEFAULT_TAGS) -> str:
         code = _from_fences(body, notes)
         if code:
             return code
-    code = _from_whole_reply(body, close_tag)
+    code = _from_whole_reply(body, close_tag, notes)
     if code:
         return code
     if '"name"' in body or '"function"' in body:
@@ -128,25 +127,32 @@ def _normalize(text: str) -> str:
 
 def _strip_reasoning(text: str) -> tuple[str, bool]:
     """Remove reasoning blocks. Returns (rest, True if the reply was nothing but reasoning)."""
-    if _THINK_OPEN not in text and _THINK_CLOSE not in text:
-        return text, False
-    first_close = text.find(_THINK_CLOSE)
-    first_open = text.find(_THINK_OPEN)
+    only_reasoning = False
+    for open_tag, close_tag in _REASONING_TAGS:
+        if open_tag in text or close_tag in text:
+            text, truncated = _strip_blocks(text, open_tag, close_tag)
+            only_reasoning = only_reasoning or (truncated and not text.strip())
+    return text, only_reasoning
+
+
+def _strip_blocks(text: str, open_tag: str, close_tag: str) -> tuple[str, bool]:
+    first_close = text.find(close_tag)
+    first_open = text.find(open_tag)
     if first_close >= 0 and (first_open < 0 or first_close < first_open):
-        # The chat template opened <think> for the model: only the closing tag is in the reply.
-        text = text[first_close + len(_THINK_CLOSE):]
+        # The chat template opened the block for the model: only the closing tag is in the reply.
+        text = text[first_close + len(close_tag):]
     parts: list[str] = []
     pos = 0
     truncated = False
     while True:
-        i = text.find(_THINK_OPEN, pos)
+        i = text.find(open_tag, pos)
         if i < 0:
             parts.append(text[pos:])
             break
-        j = text.find(_THINK_CLOSE, i + len(_THINK_OPEN))
+        j = text.find(close_tag, i + len(open_tag))
         if j >= 0:
             parts.append(text[pos:i])
-            pos = j + len(_THINK_CLOSE)
+            pos = j + len(close_tag)
             continue
         # Unterminated: if it opens a line, everything after it is reasoning (cut by a limit).
         if i == 0 or text[:i].endswith("\n") or not text[:i].strip():
@@ -155,8 +161,7 @@ def _strip_reasoning(text: str) -> tuple[str, bool]:
         else:
             parts.append(text[pos:])
         break
-    rest = "".join(parts)
-    return rest, truncated and not rest.strip()
+    return "".join(parts), truncated
 
 
 # --- tier 1: the agent's tags -------------------------------------------------------------
@@ -174,12 +179,13 @@ def _from_tags(text: str, open_tag: str, close_tag: str, notes: list[str]) -> st
         closed = j >= 0
         if closed:
             content, pos = text[start:j], j + len(close_tag)
+            if open_tag in content or _close_follows(text, pos, open_tag, close_tag):
+                content, pos = _disambiguate(text, start, j, open_tag, close_tag)
         else:
             content, pos = _drop_partial_suffix(text[start:], close_tag), len(text)
-        # A tag mentioned in prose before the real block: the real block starts at the last one.
-        k = content.rfind(open_tag)
-        if k >= 0:
-            content = content[k + len(open_tag):]
+            k = content.rfind(open_tag)
+            if k >= 0:
+                content = content[k + len(open_tag):]
         inline = closed and "\n" not in content
         code = _clean_block(content, notes)
         if code is None:
@@ -194,6 +200,41 @@ def _from_tags(text: str, open_tag: str, close_tag: str, notes: list[str]) -> st
         if not closed:
             break
     return "\n".join(blocks) if blocks else None
+
+
+def _close_follows(text: str, pos: int, open_tag: str, close_tag: str) -> bool:
+    """Is there another closing tag before the next opening one? Then the first may be text."""
+    j = text.find(close_tag, pos)
+    if j < 0:
+        return False
+    i = text.find(open_tag, pos)
+    return i < 0 or j < i
+
+
+def _disambiguate(text: str, start: int, end: int, open_tag: str, close_tag: str) -> tuple[str, int]:
+    """Tags inside the code (`html.split("</code>")`) or quoted in prose before the block
+    (`use <code> tags`): the first reading that parses wins, else the plain one.
+
+    Readings, in order: from the first opening tag to this closing tag or one of the next few;
+    then from the last opening tag before them. Returns (content, resume position).
+    """
+    ends = [end]
+    while len(ends) < 8:
+        nxt = text.find(close_tag, ends[-1] + len(close_tag))
+        if nxt < 0:
+            break
+        ends.append(nxt)
+    for stop in ends:  # tags inside the code's strings
+        if _try_parse(_trim(text[start:stop])) is not None:
+            return text[start:stop], stop + len(close_tag)
+    for stop in ends:  # a tag quoted in prose before the real block
+        raw = text[start:stop]
+        k = raw.rfind(open_tag)
+        if k >= 0 and _try_parse(_trim(raw[k + len(open_tag):])) is not None:
+            return raw[k + len(open_tag):], stop + len(close_tag)
+    raw = text[start:end]
+    k = raw.rfind(open_tag)
+    return (raw[k + len(open_tag):] if k >= 0 else raw), end + len(close_tag)
 
 
 def _clean_block(content: str, notes: list[str]) -> str | None:
@@ -219,9 +260,12 @@ def _is_runnable(code: str, notes: list[str], open_tag: str, close_tag: str, inl
 def _drop_partial_suffix(text: str, tag: str) -> str:
     """Remove `tag` or a prefix of it (`</cod`) at the very end: a stop sequence ate the rest."""
     stripped = text.rstrip()
+    wordy = tag[0].isalnum() or tag[0] == "_"  # `END` cut to `EN` could be the end of a name
     for k in range(len(tag), 1, -1):
         if stripped.endswith(tag[:k]):
-            return stripped[: len(stripped) - k]
+            head = stripped[: len(stripped) - k]
+            if k == len(tag) or not wordy or not head or head.endswith("\n"):
+                return head
     return text
 
 
@@ -311,16 +355,25 @@ def _dedent(lines: list[str], indent: int) -> str:
 # --- tier 3: the whole reply --------------------------------------------------------------
 
 
-def _from_whole_reply(text: str, close_tag: str) -> str | None:
+def _from_whole_reply(text: str, close_tag: str, notes: list[str]) -> str | None:
     code = _trim(_drop_partial_suffix(_drop_partial_suffix(text, _END_CODE), close_tag))
     if not code:
         return None
     if code[0] in " \t":
         code = _trim(textwrap.dedent(code))
-    tree = _try_parse(code)
+    failures: list[str] = []
+    tree = _try_parse(code, failures, where="in your reply")
     if tree is not None and looks_like_code(tree, code):
         return code
+    if failures and code.count("\n") >= 2 and _first_statement_acts(code):
+        notes.extend(failures)  # code, not prose: show the model its syntax error
     return None
+
+
+def _first_statement_acts(code: str) -> bool:
+    """Does the reply open with a line of real code (`x = 1`, `import os`, `f(x)`)?"""
+    tree = _try_parse(code.split("\n", 1)[0])
+    return tree is not None and looks_like_code(tree)
 
 
 # --- helpers ------------------------------------------------------------------------------

@@ -31,6 +31,8 @@ TABLE: list[tuple[str, str, str | type]] = [
     ("tags inside prose then block", "I will wrap code in <code>...</code> tags.\n<code>\ny = 2\nprint(y)\n</code>", "y = 2\nprint(y)"),
     ("tag mentioned, real block after", "Use the <code> tag:\n<code>\nprint(3)\n</code>", "print(3)"),
     ("tag in prose, fence follows", "No <code> tags today:\n```python\nprint(4)\n```", "print(4)"),
+    ("closing tag inside a string", "<code>\nparts = page.split('</code>')\nprint(parts[0])\n</code>", "parts = page.split('</code>')\nprint(parts[0])"),
+    ("both tags inside strings", "<code>\nhtml = '<code>x</code>'\nprint(html)\n</code>\nDone.", "html = '<code>x</code>'\nprint(html)"),
     ("custom tags", "<python>\nprint(5)\n</python>", "print(5)"),
     ("tags windows endings", "Thought: x\r\n<code>\r\nfor i in range(2):\r\n    print(i)\r\n</code>\r\n", "for i in range(2):\n    print(i)"),
     ("tags indented block", "- step:\n  <code>\n  x = 1\n  print(x)\n  </code>", "x = 1\nprint(x)"),
@@ -43,6 +45,7 @@ TABLE: list[tuple[str, str, str | type]] = [
     ("think with fence draft", "<think>\n```python\ndraft()\n```\n</think>\n```python\nfinal()\n```", "final()"),
     ("think unterminated", "<think>\nLet me try\n<code>\ndraft()\n</code>\n", REFUSED),
     ("think closing only (template opened it)", "draft = 1\n</think>\n<code>\nfinal_answer(2)\n</code>", "final_answer(2)"),
+    ("thinking tags removed", "<thinking>\ntry <code>draft()</code>\n</thinking>\n<code>\nfinal()\n</code>", "final()"),
     # tier 2: fences
     ("fence python", "Here:\n```python\nprint('x')\n```\nDone.", "print('x')"),
     ("fence py", "```py\nimport math\nprint(math.pi)\n```", "import math\nprint(math.pi)"),
@@ -260,3 +263,15 @@ def test_excerpt_unexpected_eof_points_at_end():
         compile(code, "<code>", "exec")
     except SyntaxError as err:
         assert source_excerpt(code, err).startswith("   1 | def f():")
+
+
+def test_error_quotes_syntax_error_of_a_code_only_reply():
+    with pytest.raises(CodeParseError) as info:
+        parse_code("x = 1\ny = 2\nz = (3 +\nprint(z)")
+    assert "(line 3)" in info.value.message and "   3 | z = (3 +" in info.value.message
+
+
+def test_word_like_custom_close_tag_is_not_cut_from_a_name():
+    # with tags ("<c>", "END"), a stop sequence may leave "EN"; a name ending in EN must survive
+    assert parse_code("<c>\nx = TOKEN\n", ("<c>", "END")) == "x = TOKEN"
+    assert parse_code("<c>\nx = TOKEN\nEN", ("<c>", "END")) == "x = TOKEN"
