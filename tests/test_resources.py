@@ -40,9 +40,12 @@ class Case:
     types: frozenset[str] | None = None  # allowed error types (None: any error type)
     host: str | None = None  # python run on the host after execute() (names: r, ex, gc, tools)
     max_logs: int | None = None  # bound on len(result.logs)
+    limits: tuple = ()  # extra Limits fields, as (name, value) pairs
 
 
 def C(id: str, code: str, **kw: Any) -> Case:
+    if "limits" in kw:
+        kw["limits"] = tuple(sorted(kw["limits"].items()))
     if "types" in kw and kw["types"] is not None:
         kw["types"] = frozenset(kw["types"])
     return Case(id, textwrap.dedent(code).strip("\n") + "\n", **kw)
@@ -130,6 +133,13 @@ CASES: list[Case] = [
     C("all_over_callable_iterator", "all(iter(int, 1))"),
     C("membership_in_count", "import itertools\n-1 in itertools.count()"),
     C("max_over_cycle", "import itertools\nmax(itertools.cycle([1, 2]))"),
+    C("deque_consumes_range", "import collections\ncollections.deque(range(10**15), maxlen=0)"),
+    C("membership_in_callable_iterator", "-1 in iter(int, 1)"),
+    C("membership_in_map_over_range", "-1 in map(abs, range(10**15))"),
+    C("set_of_callable_iterator", "set(iter(int, 1))"),
+    C("counter_of_callable_iterator", "import collections\ncollections.Counter(iter(int, 1))"),
+    C("sum_huge_range_without_op_budget", "sum(range(10**15))", limits={"max_operations": None}),
+    C("heavy_host_code_in_tool_callback", "import random\nclass Q:\n    def __str__(self):\n        return str(len(random.choices('ab', k=3 * 10**7)))\nsearch(Q())"),
     C("factorial_huge", "import math\nmath.factorial(10**6)"),
     C("comb_huge", "import math\nmath.comb(10**7, 5 * 10**6)"),
     C("int_square_growth", "x = 3 ** 100000\nwhile True:\n    x = x * x"),
@@ -137,6 +147,13 @@ CASES: list[Case] = [
     # ------------------------------------------------------------ memory and size
     C("pow_tower", "10**10**10"),
     C("pow_builtin", "pow(10, 10**9)"),
+    C("int_subclass_exponent", "class I(int):\n    pass\n10 ** I(10**9)"),
+    C("int_subclass_shift", "class I(int):\n    pass\n1 << I(8 * 10**9)"),
+    C("dunder_pow_method", "(10).__pow__(10**9)"),
+    C("dunder_lshift_method", "(1).__lshift__(8 * 10**9)"),
+    C("operator_pow", "import operator\noperator.pow(10, 10**9)"),
+    C("operator_lshift", "import operator\noperator.lshift(1, 8 * 10**9)"),
+    C("fraction_pow", "import fractions\nfractions.Fraction(10) ** 10**9"),
     C("float_pow_overflow", "2.0 ** 10**10"),
     C("left_shift_huge", "1 << 10**12"),
     C("str_times_huge", "'a' * 10**11"),
@@ -227,6 +244,7 @@ CASES: list[Case] = [
       host="ex.reset(); gc.collect()\nassert tools['search'].calls == [], 'model code ran on the host after execute(): ' + repr(tools['search'].calls)"),
     C("host_resumes_generator_heavy", "import random\ndef g():\n    yield 1\n    yield len(random.choices('ab', k=3 * 10**7))\nx = g()\nnext(x)\nx", expect="any", host="next(r.output, None)"),
     C("list_appended_while_iterated", "lst = [0]\nfor x in lst:\n    lst.append(x)"),
+    C("host_iterates_generator_expression", "import random\n(len(random.choices('ab', k=3 * 10**7)) for i in [1, 2])", expect="any", host="list(r.output)"),
     C("host_final_answer_repr", LOOPING_CLASS + "final_answer(Loop())", expect="any", host="repr(r.output)"),
     C("host_calls_sleep_after", "import time\nnap = time.sleep\nnap", expect="any", host="r.output(3600)"),
 ]
@@ -311,7 +329,7 @@ def run_in_child_host(code: str, host: str | None = None, **limits: Any) -> tupl
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_limit_holds(case: Case):
-    phases, diag = run_in_child_host(case.code, case.host)
+    phases, diag = run_in_child_host(case.code, case.host, **dict(case.limits))
     assert "execute" in phases, f"execute() never returned (host frozen or crashed): {diag}"
     ex = phases["execute"]
     where = f"[{case.id}] {ex}"

@@ -224,6 +224,9 @@ ATTEMPTS: list[Attempt] = [
             if type(v).__name__ == 'module' and hasattr(v, 'system'):
                 v.system('touch ' + MARKER)
                 print(v.environ.get(ENV))
+                break
+        else:
+            raise LookupError('no module with system() found')
         """)),
     A("attributeerror_obj_module", "import re\ntry:\n    re.no_such_name\nexcept AttributeError as e:\n    m = e.obj\n" + SYS("m.enum.sys")),
     # ---------------------------------------------------------------- builtins
@@ -239,7 +242,7 @@ ATTEMPTS: list[Attempt] = [
     A("globals_builtins", BUILTINS("globals()['__builtins__']")),
     A("locals_builtins", BUILTINS("locals()['__builtins__']")),
     A("vars_builtins", BUILTINS("vars()['__builtins__']")),
-    A("dir_getattr_tool_walk", "for n in dir(add):\n    v = getattr(add, n)\n    if n == '__globals__':\n        print(v['HOST_SECRET'])"),
+    A("dir_getattr_tool_walk", "for n in dir(add):\n    v = getattr(add, n)\n    if n == '__globals__':\n        print(v['HOST_SECRET'])\n        break\nelse:\n    raise LookupError('no __globals__ found')"),
     A("breakpoint_call", "breakpoint()", cpython=False),
     A("help_call", "help('os')", cpython=False),
     A("input_call", "input()", cpython=False),
@@ -274,6 +277,26 @@ ATTEMPTS: list[Attempt] = [
     A("type_getattribute", "print(type.__getattribute__(type(search), '__init__').__globals__['HOST_SECRET'])"),
     A("match_class_pattern_dunder", "match add:\n    case object(__globals__=g):\n        print(g['HOST_SECRET'])"),
     A("match_class_pattern_subclasses", "match object:\n    case type(__subclasses__=sc):\n" + textwrap.indent(SUBCLASSES("sc()"), "        ")),
+    A("match_args_metaclass_instancecheck", textwrap.dedent("""
+        Meta = type('Meta', (type,), {'__instancecheck__': lambda cls, obj: True})
+        M = Meta('M', (), {'__match_args__': ('__globals__',)})
+        match add:
+            case M(g):
+                o = g['os']
+        """) + OS("o")),
+    A("match_args_metaclass_generator_frame", textwrap.dedent("""
+        Meta = type('Meta', (type,), {'__instancecheck__': lambda cls, obj: True})
+        M = Meta('M', (), {'__match_args__': ('gi_frame',)})
+        def g():
+            match x:
+                case M(fr):
+                    pass
+            while fr.f_back is not None:
+                fr = fr.f_back
+            yield fr.f_builtins
+        x = g()
+        b = next(x)
+        """) + OS("b['__import__']('os')")),
     A("setattr_dunder_del", "class A:\n    pass\nsetattr(A, '__del__', lambda self: None)", cpython=False),
     A("function_globals_builtins", "def f():\n    pass\n" + BUILTINS("f.__globals__['__builtins__']")),
     A("lambda_code_functiontype", "c = (lambda: open(MARKER, 'w').write('x')).__code__\nfn = type(lambda: 0)(c, {'MARKER': MARKER})\nfn()"),
@@ -366,11 +389,9 @@ ATTEMPTS: list[Attempt] = [
     A("tool_class_init_globals", "print(search.__class__.__init__.__globals__['HOST_SECRET'])"),
     A("tool_bound_call_self", "print(search.__call__.__self__.api_key)"),
     A("tool_format_public_attribute", "print('{0.api_key}'.format(search))"),
-    A("tool_match_public_attribute", "match search:\n    case object(api_key=k):\n        print(k)"),
+    A("tool_match_public_attribute", "match search:\n    case object(api_key=k):\n        print(k)\n    case _:\n        raise LookupError('no api_key')"),
     A("tool_attrgetter_public", "import operator\nprint(operator.attrgetter('api_key')(search))"),
     A("tool_attributeerror_obj", "try:\n    search.no_such_attribute\nexcept AttributeError as e:\n    print(e.obj.api_key)", cpython=False),
-    A("tool_reinit_wrapper", "search.__init__(lambda q: ['pwned'])\nprint(search('x'))", cpython=False),
-    A("tool_reinit_function", "add.__init__(lambda a, b: 0)\nprint(add(1, 2))", cpython=False),
     A("tool_inspect_closurevars", "import inspect\nprint(inspect.getclosurevars(lookup))"),
     # ---------------------------------------------------------------- hooks run by the host later
     A("del_method", "class A:\n    def __del__(self):\n        pass\na = A()", cpython=False),
@@ -385,6 +406,7 @@ ATTEMPTS: list[Attempt] = [
     A("type_of_type_three_args", "t = type(type)\nX = t('X', (), {'__del__': lambda self: None})", cpython=False),
     A("type_dunder_call_three_args", "X = type.__call__(type, 'X', (), {'__del__': lambda self: None})", cpython=False),
     A("type_of_instance_three_args", "X = type(int)('X', (), {'__del__': lambda self: None})", cpython=False),
+    A("type_subclass_called_three_args", "class M(type):\n    pass\nX = M('X', (), {'__del__': lambda self: None})", cpython=False),
     A("type_three_args_in_list", "X = [type][0]('X', (), {'__init_subclass__': classmethod(lambda c: None)})", cpython=False),
     A("reduce_builds_class", "import copy\nclass A:\n    def __reduce__(self):\n        return (type, ('X', (), {'__del__': print}))\nX = copy.copy(A())", cpython=False),
     # ---------------------------------------------------------------- host-state tampering
@@ -399,7 +421,6 @@ ATTEMPTS: list[Attempt] = [
     A("delete_tool", "del add", cpython=False),
     A("overwrite_final_answer", "final_answer = 5", cpython=False),
     A("delete_final_answer", "del final_answer", cpython=False),
-    A("tool_attribute_write", "search.api_key = 'stolen'", cpython=False),
     A("module_attribute_write", "import math\nmath.pi = 3", cpython=False),
     A("module_function_replace", "import json\njson.dumps = lambda *a, **k: 'pwned'", cpython=False),
     A("module_setattr", "import math\nsetattr(math, 'pi', 3)", cpython=False),
@@ -412,6 +433,8 @@ ATTEMPTS: list[Attempt] = [
     A("host_container_copy_dispatch", "import copy\ncopy.dispatch_table[complex] = lambda c: (print, ('pwned',))", cpython=False),
     A("host_container_calendar_mdays", "import calendar\ncalendar.mdays[2] = 30", cpython=False),
     A("host_object_decimal_defaultcontext", "import decimal\ndecimal.DefaultContext.prec = 3", cpython=False),
+    A("time_clock_settime", "import time\ntime.clock_settime(time.CLOCK_REALTIME, time.clock_gettime(time.CLOCK_REALTIME))", cpython=False),
+    A("host_class_attr_delete", "import collections\ndel collections.Counter.most_common", cpython=False),
     # ---------------------------------------------------------------- encoding tricks
     A("fullwidth_eval", "ｅｖａｌ(\"__import__('os').system('touch ' + MARKER)\")"),
     A("fullwidth_dunder_import", OS("_＿import＿＿('os')")),
@@ -574,6 +597,7 @@ def _host_state() -> dict[str, Any]:
     import json
     import math
     import numbers
+    import random
     import string
     import typing
     import uuid
@@ -583,8 +607,14 @@ def _host_state() -> dict[str, Any]:
         "math.pi": math.pi,
         "math.custom": getattr(math, "custom", None),
         "json.dumps": json.dumps,
-        "Counter.most_common": collections.Counter.most_common,
-        "JSONEncoder.default": json.JSONEncoder.default,
+        "json.dumps.attrs": sorted(vars(json.dumps)),
+        "json.dumps.__name__": json.dumps.__name__,
+        "Counter.__name__": collections.Counter.__name__,
+        "Counter.__qualname__": collections.Counter.__qualname__,
+        "Counter.__doc__": collections.Counter.__doc__,
+        "Random.choice": getattr(random.Random, "choice", None),
+        "Counter.most_common": getattr(collections.Counter, "most_common", None),
+        "JSONEncoder.default": getattr(json.JSONEncoder, "default", None),
         "Template.delimiter": string.Template.delimiter,
         "csv.excel.delimiter": csv.excel.delimiter,
         "csv.dialects": sorted(csv.list_dialects()),
@@ -615,8 +645,10 @@ def _restore_host_state(s: dict[str, Any]) -> None:
     import hashlib
     import json
     import math
+    import random
     import string
     import typing
+    import uuid
     import zoneinfo
 
     try:
@@ -637,10 +669,26 @@ def _restore_host_state(s: dict[str, Any]) -> None:
         hashlib.algorithms_available.update(s["hashlib.algorithms_available"])
         typing.EXCLUDED_ATTRIBUTES[:] = s["typing.EXCLUDED_ATTRIBUTES"]
         zoneinfo.reset_tzpath(s["zoneinfo.TZPATH"])
+        random.Random.choice = s["Random.choice"]
+        uuid.NAMESPACE_DNS.__init__(s["uuid.NAMESPACE_DNS"])
+        collections.Counter.__name__ = s["Counter.__name__"]
+        collections.Counter.__qualname__ = s["Counter.__qualname__"]
+        collections.Counter.__doc__ = s["Counter.__doc__"]
+        json.dumps.__name__ = s["json.dumps.__name__"]
+        for extra in set(vars(json.dumps)) - set(s["json.dumps.attrs"]):
+            delattr(json.dumps, extra)
         if hasattr(math, "custom") and s["math.custom"] is None:
             del math.custom
     except Exception:  # best effort: restoring must not hide the real failure
         pass
+
+
+@pytest.fixture(autouse=True)
+def _keep_host_clean():
+    """Undo what an escaped attempt changed, so one escape does not fail unrelated tests."""
+    before = _host_state()
+    yield
+    _restore_host_state(before)
 
 
 TAMPERING = [
@@ -666,6 +714,11 @@ TAMPERING = [
     ("calendar_instance_reinit", "import calendar\ncalendar.c.__init__(3)"),
     ("uuid_namespace_reinit", "import uuid\nuuid.NAMESPACE_DNS.__init__('12345678123456781234567812345678')"),
     ("module_proxy_reinit", "import math, json\nmath.__init__(json)"),
+    ("update_wrapper_host_function", "import functools, json\ndef f():\n    pass\nf.marker = 1\nfunctools.update_wrapper(json.dumps, f)"),
+    ("update_wrapper_host_class", "import functools, collections\ndef f():\n    pass\nfunctools.update_wrapper(collections.Counter, f, updated=())"),
+    ("host_function_attribute", "import json\njson.dumps.marker = 1"),
+    ("host_class_attribute_delete", "import collections\ndel collections.Counter.most_common"),
+    ("random_class_method", "import random\nrandom.Random.choice = lambda self, seq: 'pwned'"),
     ("shadow_print", "print = lambda *a, **k: None\nprint('x')"),
     ("shadow_len", "len = None"),
     ("delete_builtin", "del len"),
@@ -704,6 +757,22 @@ def test_tools_and_final_answer_survive_overwrite_attempts(local_executor):
     assert r.is_final_answer and r.output == 2
 
 
+def test_tool_objects_cannot_be_changed(local_executor, host_tools):
+    """Re-initialising or writing attributes on a tool must not reach the host's tool object."""
+    search = host_tools["search"]
+    for code in (
+        "search.__init__(lambda q: ['pwned'])",
+        "add.__init__(lambda a, b: 0)",
+        "search.api_key = 'stolen'",
+        "search.calls = ['forged']",
+    ):
+        local_executor.execute(code)  # refusing is fine, a no-op is fine
+        assert search.api_key == CANARY and search.calls == [], f"ESCAPE: {code!r} changed the host tool"
+    r = local_executor.execute("(search('x'), add(1, 2))")
+    assert_ok(r)
+    assert r.output == (["result for x"], 3)
+
+
 def test_state_is_isolated_between_executors_and_reset(local_executor_factory):
     a = local_executor_factory()
     b = local_executor_factory()
@@ -718,7 +787,8 @@ def test_state_is_isolated_between_executors_and_reset(local_executor_factory):
 
 def test_refusal_message_is_written_for_the_model(local_executor):
     r = local_executor.execute("x = 1\nimport os\nprint(x)")
-    assert r.error is not None and r.error.type == "PolicyError"
+    # An ImportError is a fair type for a refused import (model code may catch it like a missing module).
+    assert r.error is not None and r.error.type in ("PolicyError", "ImportError")
     assert "os" in r.error.message
     assert r.error.lineno == 2 and r.error.line is not None and "import os" in r.error.line
     r = local_executor.execute("y = (1).__class__.__base__")
