@@ -297,6 +297,68 @@ ATTEMPTS: list[Attempt] = [
         x = g()
         b = next(x)
         """) + OS("b['__import__']('os')")),
+    A("match_args_dataclass_abc_register", textwrap.dedent("""
+        import dataclasses, collections.abc
+        @dataclasses.dataclass
+        class GF(collections.abc.Hashable):
+            gi_frame: int
+        @dataclasses.dataclass
+        class FB(collections.abc.Hashable):
+            f_back: int
+            f_builtins: int
+        def gen():
+            match x:
+                case GF(fr):
+                    pass
+            FB.register(type(fr))
+            bl = None
+            while fr is not None:
+                match fr:
+                    case FB(back, b):
+                        bl = b
+                        fr = back
+            yield bl
+        x = gen()
+        GF.register(type(x))
+        b = next(x)
+        """) + OS("b['__import__']('os')")),
+    A("match_args_namedtuple_abc_register", textwrap.dedent("""
+        import collections, collections.abc
+        class GF(collections.namedtuple('B', 'gi_frame'), collections.abc.Hashable):
+            pass
+        class FB(collections.namedtuple('C', 'f_back f_builtins'), collections.abc.Hashable):
+            pass
+        def gen():
+            match x:
+                case GF(fr):
+                    pass
+            FB.register(type(fr))
+            bl = None
+            while fr is not None:
+                match fr:
+                    case FB(back, b):
+                        bl = b
+                        fr = back
+            yield bl
+        x = gen()
+        GF.register(type(x))
+        b = next(x)
+        """) + OS("b['__import__']('os')")),
+    A("enum_global_enum_overwrites_guard", textwrap.dedent("""
+        import enum
+        class Passthrough:
+            def __init__(self, *args):
+                pass
+            def __call__(self, name, *args, **kwargs):
+                return name
+        E = enum.Enum('E', {'check_attr_name': 1}, module='executors.guards', type=Passthrough)
+        enum.global_enum(E)
+        """) + OS("getattr(add, '__globals__')['os']"), cpython=False),
+    A("enum_global_enum_overwrites_builtins", textwrap.dedent("""
+        import enum
+        E = enum.Enum('E', {'ZeroDivisionError': 1}, module='builtins')
+        enum.global_enum(E)
+        """), cpython=False),
     A("setattr_dunder_del", "class A:\n    pass\nsetattr(A, '__del__', lambda self: None)", cpython=False),
     A("function_globals_builtins", "def f():\n    pass\n" + BUILTINS("f.__globals__['__builtins__']")),
     A("lambda_code_functiontype", "c = (lambda: open(MARKER, 'w').write('x')).__code__\nfn = type(lambda: 0)(c, {'MARKER': MARKER})\nfn()"),
@@ -633,6 +695,7 @@ def _host_state() -> dict[str, Any]:
         "builtins.print": builtins.print,
         "builtins.len": builtins.len,
         "builtins.names": sorted(vars(builtins)),
+        "__main__.names": sorted(vars(sys.modules["__main__"])),
     }
 
 
@@ -683,12 +746,30 @@ def _restore_host_state(s: dict[str, Any]) -> None:
         pass
 
 
+def _watched_module_dicts() -> list[dict[str, Any]]:
+    import builtins
+
+    names = [n for n in list(sys.modules) if n == "executors" or n.startswith("executors.")]
+    names += ["builtins", "__main__", "os", "json", "math", "conftest"]
+    return [vars(sys.modules[n]) for n in names if n in sys.modules] + [vars(builtins)]
+
+
 @pytest.fixture(autouse=True)
 def _keep_host_clean():
     """Undo what an escaped attempt changed, so one escape does not fail unrelated tests."""
     before = _host_state()
+    dicts = [(d, dict(d)) for d in _watched_module_dicts()]
     yield
     _restore_host_state(before)
+    for d, saved in dicts:  # model code rewriting module globals (e.g. enum.global_enum)
+        for k, v in saved.items():
+            if d.get(k, _MISSING_KEY) is not v:
+                d[k] = v
+        for k in [k for k in d if k not in saved]:
+            del d[k]
+
+
+_MISSING_KEY = object()
 
 
 TAMPERING = [
@@ -719,6 +800,7 @@ TAMPERING = [
     ("host_function_attribute", "import json\njson.dumps.marker = 1"),
     ("host_class_attribute_delete", "import collections\ndel collections.Counter.most_common"),
     ("random_class_method", "import random\nrandom.Random.choice = lambda self, seq: 'pwned'"),
+    ("enum_global_enum_into_main", "import enum\nE = enum.Enum('E', {'injected_by_model': 1})\nenum.global_enum(E)"),
     ("shadow_print", "print = lambda *a, **k: None\nprint('x')"),
     ("shadow_len", "len = None"),
     ("delete_builtin", "del len"),
