@@ -106,6 +106,32 @@ def READ(expr: str) -> str:
     return f"reader = {expr}\nprint(reader(SECRET_FILE))\n"
 
 
+def FMT(call: str, field: str = "0") -> str:
+    """Try one formatting entry point with templates that walk into host objects.
+
+    `call` formats template T with object O. Successes are printed (the canary or a host repr
+    shows up in the logs); the probe ends with an error either way, so only a leak can pass.
+    """
+    f = field
+    pairs = [
+        (f"{{{f}.__globals__[HOST_SECRET]}}", "add"),
+        (f"{{{f}.__globals__[os]}}", "add"),
+        (f"{{{f}.api_key}}", "search"),
+        (f"{{{f}.__init__.__globals__[HOST_SECRET]}}", "search"),
+    ] + [(f"{{{f}.__closure__[{i}].cell_contents.api_key}}", "search") for i in range(5)] + [
+        (f"{{{f}.__closure__[{i}].cell_contents}}", "lookup") for i in range(3)
+    ]
+    listing = ", ".join(f"({t!r}, {o})" for t, o in pairs)
+    return (
+        f"for T, O in [{listing}]:\n"
+        "    try:\n"
+        f"        print({call})\n"
+        "    except Exception:\n"
+        "        pass\n"
+        "raise LookupError('format probe finished')\n"
+    )
+
+
 WALK_TO_BUILTINS_IN_GEN = """
 def g():
     fr = x.gi_frame
@@ -363,29 +389,30 @@ ATTEMPTS: list[Attempt] = [
     A("function_globals_builtins", "def f():\n    pass\n" + BUILTINS("f.__globals__['__builtins__']")),
     A("lambda_code_functiontype", "c = (lambda: open(MARKER, 'w').write('x')).__code__\nfn = type(lambda: 0)(c, {'MARKER': MARKER})\nfn()"),
     # ---------------------------------------------------------------- str.format and friends
-    A("format_tool_globals", "print('{0.__globals__[HOST_SECRET]}'.format(add))"),
-    A("format_auto_field", "print('{.__globals__[HOST_SECRET]}'.format(add))"),
-    A("format_keyword_field", "print('{a.__globals__[HOST_SECRET]}'.format(a=add))"),
-    A("format_index_then_attr", "print('{0[0].__globals__[HOST_SECRET]}'.format([add]))"),
-    A("format_map_field", "print('{t.__globals__[HOST_SECRET]}'.format_map({'t': add}))"),
+    A("format_tool_globals", FMT("T.format(O)")),
+    A("format_auto_field", FMT("T.format(O)", field="")),
+    A("format_keyword_field", FMT("T.format(a=O)", field="a")),
+    A("format_index_then_attr", FMT("T.format([O])", field="0[0]")),
+    A("format_map_field", FMT("T.format_map({'t': O})", field="t")),
     A("format_nested_spec_field", "print('{0:{1.__globals__[HOST_SECRET]}}'.format('x', add))"),
-    A("format_unbound_str_format", "print(str.format('{0.__globals__[HOST_SECRET]}', add))"),
-    A("format_bound_method_ref", "fmt = '{0.__globals__[HOST_SECRET]}'.format\nprint(fmt(add))"),
-    A("format_via_map", "print(list(map('{0.__globals__[HOST_SECRET]}'.format, [add])))"),
-    A("format_str_subclass", "class S(str):\n    pass\nprint(S('{0.__globals__[HOST_SECRET]}').format(add))"),
-    A("format_str_subclass_lies", "class S(str):\n    def __str__(self):\n        return '{0}'\n    def __iter__(self):\n        return iter('{0}')\n    def replace(self, *a):\n        return '{0}'\n    def split(self, *a):\n        return ['{0}']\nprint(S('{0.__globals__[HOST_SECRET]}').format(add))"),
+    A("format_unbound_str_format", FMT("str.format(T, O)")),
+    A("format_bound_method_ref", FMT("(lambda f: f(O))(T.format)")),
+    A("format_via_map", FMT("list(map(T.format, [O]))")),
+    A("format_str_subclass", "class S(str):\n    pass\n" + FMT("S(T).format(O)")),
+    A("format_str_subclass_lies", "class S(str):\n    def __str__(self):\n        return '{0}'\n    def __iter__(self):\n        return iter('{0}')\n    def replace(self, *a):\n        return '{0}'\n    def split(self, *a):\n        return ['{0}']\n" + FMT("S(T).format(O)")),
     A("format_class_walk_builtins", "print('{0.__class__.__init__.__globals__[__builtins__][open]}'.format(search))"),
     A("format_gen_frame_builtins", "def g():\n    yield 1\nx = g()\nprint('{0.gi_frame.f_builtins[open]}'.format(x))"),
     A("format_traceback_frame", "try:\n    1 / 0\nexcept Exception as e:\n    print('{0.__traceback__.tb_frame.f_back.f_builtins[open]}'.format(e))"),
     A("format_closure_cell", "print('{0.__closure__[0].cell_contents}'.format(lookup))"),
     A("fstring_dunder", "print(f\"{add.__globals__['HOST_SECRET']}\")"),
-    A("format_via_super", "class S(str):\n    def go(self, *a):\n        return super().format(*a)\nprint(S('{0.__globals__[HOST_SECRET]}').go(add))"),
-    A("format_map_via_super", "class S(str):\n    def go(self, m):\n        return super().format_map(m)\nprint(S('{t.__globals__[HOST_SECRET]}').go({'t': add}))"),
-    A("format_map_unbound", "print(str.format_map('{t.__globals__[HOST_SECRET]}', {'t': add}))"),
-    A("getattr_format_method", "f = getattr('{0.__globals__[HOST_SECRET]}', 'form' + 'at')\nprint(f(add))"),
-    A("getattr_str_format_unbound", "f = getattr(str, 'format')\nprint(f('{0.__globals__[HOST_SECRET]}', add))"),
-    A("format_method_in_class_body", "class T:\n    fmt = str.format\nprint(T.fmt('{0.__globals__[HOST_SECRET]}', add))"),
-    A("string_formatter_vformat", "import string\nprint(string.Formatter().vformat('{0.__globals__[HOST_SECRET]}', [add], {}))"),
+    A("format_via_super", "class S(str):\n    def go(self, *a):\n        return super().format(*a)\n" + FMT("S(T).go(O)")),
+    A("format_map_via_super", "class S(str):\n    def go(self, m):\n        return super().format_map(m)\n" + FMT("S(T).go({'t': O})", field="t")),
+    A("format_via_explicit_super", "class S(str):\n    pass\n" + FMT("super(S, S(T)).format(O)")),
+    A("format_map_unbound", FMT("str.format_map(T, {'t': O})", field="t")),
+    A("getattr_format_method", FMT("getattr(T, 'form' + 'at')(O)")),
+    A("getattr_str_format_unbound", FMT("getattr(str, 'format')(T, O)")),
+    A("format_method_in_class_body", "class K:\n    fmt = str.format\n" + FMT("K.fmt(T, O)")),
+    A("string_formatter_vformat", "import string\n" + FMT("string.Formatter().vformat(T, [O], {})")),
     A("string_formatter_get_field", "import string\nprint(string.Formatter().get_field('0.__globals__', [add], {})[0]['HOST_SECRET'])"),
     A("operator_attrgetter", "import operator\nprint(operator.attrgetter('__globals__')(add)['HOST_SECRET'])"),
     A("operator_methodcaller", "import operator\nprint(operator.methodcaller('__getattribute__', '__globals__')(add)['HOST_SECRET'])"),
