@@ -32,7 +32,24 @@ def tool_calls_to_code(text: str) -> str | None:
     calls: list[str] = []
     for value in _json_values(text):
         _collect(value, calls)
+    if not calls:
+        for value in _inline_objects(text):  # "I will call {"name": ...}" mid-sentence
+            _collect(value, calls)
     return "\n".join(calls) if calls else None
+
+
+def _inline_objects(text: str, limit: int = 50):
+    """Objects starting anywhere in a line: the first `limit` braces that decode."""
+    pos, tries = text.find("{"), 0
+    while pos >= 0 and tries < limit:
+        tries += 1
+        try:
+            value, end = _DECODER.raw_decode(text, pos)
+        except (ValueError, RecursionError):
+            end = pos + 1
+        else:
+            yield value
+        pos = text.find("{", end)
 
 
 def _json_values(text: str):

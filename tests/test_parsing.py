@@ -91,6 +91,7 @@ TABLE: list[tuple[str, str, str | type]] = [
     ("json in json fence", 'Calling the tool:\n```json\n{"name": "add", "arguments": {"a": 4}}\n```', "add(a=4)"),
     ("json final_answer positional", '{"name": "final_answer", "arguments": {"answer": "Paris"}}', "final_answer('Paris')"),
     ("json odd keys", '{"name": "f", "arguments": {"first-name": "Ada", "class": 1}}', "f(**{'first-name': 'Ada', 'class': 1})"),
+    ("json mid-sentence", 'I will call {"name": "search", "arguments": {"q": "café"}} now.', "search(q='café')"),
     ("json bad name refused", '{"name": "not a name", "arguments": {}}', REFUSED),
 ]
 
