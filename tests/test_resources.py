@@ -307,7 +307,7 @@ def run_in_child_host(code: str, host: str | None = None, **limits: Any) -> tupl
     limits.setdefault("timeout_s", TIMEOUT_S)
     spec = {"code": code, "host": host, "limits": limits}
     # Generous: startup + timeout + follow-up; the real bounds are asserted on measured times.
-    budget = 20 + 3 * limits["timeout_s"]
+    budget = 12 + 2 * limits["timeout_s"]
     try:
         proc = subprocess.run(
             [sys.executable, "-c", _CHILD, str(Path(__file__).parent)],

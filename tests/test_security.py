@@ -684,6 +684,7 @@ def _host_state() -> dict[str, Any]:
     import decimal
     import hashlib
     import json
+    import locale
     import math
     import numbers
     import random
@@ -723,6 +724,8 @@ def _host_state() -> dict[str, Any]:
         "builtins.len": builtins.len,
         "builtins.names": sorted(vars(builtins)),
         "__main__.names": sorted(vars(sys.modules["__main__"])),
+        "locale.LC_TIME": locale.setlocale(locale.LC_TIME),
+        "typing.T.__name__": typing.T.__name__,
     }
 
 
@@ -734,6 +737,7 @@ def _restore_host_state(s: dict[str, Any]) -> None:
     import decimal
     import hashlib
     import json
+    import locale
     import math
     import random
     import string
@@ -760,6 +764,8 @@ def _restore_host_state(s: dict[str, Any]) -> None:
         typing.EXCLUDED_ATTRIBUTES[:] = s["typing.EXCLUDED_ATTRIBUTES"]
         zoneinfo.reset_tzpath(s["zoneinfo.TZPATH"])
         random.Random.choice = s["Random.choice"]
+        locale.setlocale(locale.LC_TIME, s["locale.LC_TIME"])
+        typing.T.__init__(s["typing.T.__name__"])
         uuid.NAMESPACE_DNS.__init__(s["uuid.NAMESPACE_DNS"])
         collections.Counter.__name__ = s["Counter.__name__"]
         collections.Counter.__qualname__ = s["Counter.__qualname__"]
@@ -828,6 +834,8 @@ TAMPERING = [
     ("host_class_attribute_delete", "import collections\ndel collections.Counter.most_common"),
     ("random_class_method", "import random\nrandom.Random.choice = lambda self, seq: 'pwned'"),
     ("enum_global_enum_into_main", "import enum\nE = enum.Enum('E', {'injected_by_model': 1})\nenum.global_enum(E)"),
+    ("calendar_different_locale_left_open", "import calendar\ncalendar.different_locale('C.UTF-8').__enter__()"),
+    ("typevar_reinit", "import typing\ntyping.T.__init__('Hijacked')"),
     ("shadow_print", "print = lambda *a, **k: None\nprint('x')"),
     ("shadow_len", "len = None"),
     ("delete_builtin", "del len"),
