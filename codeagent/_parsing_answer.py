@@ -19,16 +19,26 @@ def answer_suggestion(text: str) -> str | None:
             match = found
         if match is not None:
             line_end = text.find("\n", match.end())
-            value = text[match.end() : line_end if line_end >= 0 else len(text)]
-            value = value.lstrip(" \t*_:=-").removeprefix("is").lstrip(" \t*_:=-")
-        elif "\n" not in text.strip() and len(text.strip()) <= 100:
-            value = text  # a one-line reply such as "Paris."
+            rest = text[match.end() : line_end if line_end >= 0 else len(text)].lstrip(" \t*_")
+            # "answer is 42", "Answer: 42", "answer = 42"; not "the answer in the docs"
+            for lead in ("is:", "is", "was", ":", "=", "-"):
+                if rest.startswith(lead) and not rest[len(lead) : len(lead) + 1].isalnum():
+                    value = rest[len(lead) :].lstrip(" \t*_:=-")
+                    break
+        elif _short_statement(text):
+            value = text  # a bare reply such as "Paris." or "42"
     if value is None:
         return None
     value = value.strip().rstrip(".!").strip().strip("*_`\"'").strip()
     if not value or len(value) > _MAX_VALUE:
         return None
     return f"final_answer({_literal(value)})"
+
+
+def _short_statement(text: str) -> bool:
+    """A few words on one line, not a question or a lead-in ("Let me check:")."""
+    text = text.strip()
+    return "\n" not in text and len(text.split()) <= 5 and not text.endswith(("?", ":"))
 
 
 def _boxed(text: str) -> str | None:

@@ -140,6 +140,13 @@ def test_error_suggests_final_answer_for_prose_answers(reply, suggestion):
     assert f"<code>\n{suggestion}\n</code>" in info.value.message
 
 
+def test_error_does_not_take_a_plan_for_an_answer():
+    with pytest.raises(CodeParseError) as info:
+        parse_code("I could not find the answer in the documents, I will search the web.")
+    assert info.value.suggestion is None
+    assert "final_answer(answer)" in info.value.message
+
+
 def test_error_for_reasoning_only_says_so():
     with pytest.raises(CodeParseError) as info:
         parse_code("<think>\nI need to compute x = 1 first")
