@@ -212,6 +212,7 @@ class CodeAgent:
         self._limits = limits
         self._executor = executor
         self._owns_executor = executor is None
+        self._tools_given_to: Executor | None = None  # executors keep tools across reset()
 
     # -- executor ----------------------------------------------------------------------------
 
@@ -223,6 +224,7 @@ class CodeAgent:
             self._executor = LocalExecutor(
                 tools=dict(self.tools), authorized_imports=self._authorized_imports, limits=self._limits
             )
+            self._tools_given_to = self._executor
         return self._executor
 
     def close(self) -> None:
@@ -325,7 +327,10 @@ class _Run:
         executor = agent.executor
         if self.reset:
             executor.reset()
-        executor.register_tools(dict(agent.tools))
+        if agent._tools_given_to is not executor:
+            # Once per executor: registering again would, e.g., drop a runtime's compile cache.
+            executor.register_tools(dict(agent.tools))
+            agent._tools_given_to = executor
         task_text = f"Task:\n{self.task}"
         if self.variables:
             executor.set_variables(dict(self.variables))
