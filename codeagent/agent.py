@@ -502,10 +502,11 @@ def _observation(result: ExecutionResult, budget: int) -> str:
         parts.append("Note: the Python process was restarted; variables from earlier steps are gone.")
     tail: list[str] = []
     if result.error is not None:
-        tail.append(
-            truncate_middle(f"Error: {result.error}", 2_000)
-            + "\nFix the code and try again. Variables assigned before the error still exist."
-        )
+        if result.error.type in ("SyntaxError", "PolicyError"):
+            hint = "None of this code ran. Fix it and try again."
+        else:
+            hint = "Fix the code and try again. Variables assigned before the error still exist."
+        tail.append(truncate_middle(f"Error: {result.error}", 2_000) + "\n" + hint)
     elif result.output_repr is not None:
         tail.append("Last value: " + truncate_middle(result.output_repr, budget // 3))
     if result.logs:

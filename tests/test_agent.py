@@ -309,3 +309,19 @@ def test_trimmed_history_fits_the_budget_and_keeps_its_shape(observations, budge
     assert ("were dropped" in messages[1]["content"]) == (memory.last_dropped > 0)
     if note:
         assert messages[-1]["content"].endswith(note)
+
+
+def test_observations_explain_refusals_limits_and_long_output():
+    from executors import Limits
+
+    replies = [
+        code("x = 1\nx._secret"), code("y = 2\nwhile True:\n    pass"), code("print('a' * 50_000)"),
+        code("final_answer(y)"),
+    ]
+    with CodeAgent(ScriptedModel(replies), limits=Limits(timeout_s=0.5), max_observation_chars=3_000) as agent:
+        result = agent.run("t")
+    refused, slow, long, _ = (s.observation for s in result.steps)
+    assert "PolicyError" in refused and "None of this code ran" in refused
+    assert "TimeoutError" in slow and "Variables assigned before the error still exist" in slow
+    assert len(long) <= 3_000 and "characters omitted" in long
+    assert result.output == 2  # assigned before the timeout: still there

@@ -136,3 +136,20 @@ def test_help_lists_commands():
     assert proc.returncode == 0
     for command in ("run", "exec", "demo", "fuzz"):
         assert command in proc.stdout
+
+
+def test_run_and_exec_with_the_subprocess_executor(tools_module, tmp_path):
+    if importlib.util.find_spec("executors.process") is None:
+        pytest.skip("executors.process not built yet")
+    replies = [code("print(multiply(6, 7))"), code("final_answer(multiply(6, 7))")]
+    with OpenAIStub(replies) as stub:
+        proc = codeagent("run", "6*7?", "--model", "m", "--base-url", stub.base_url, "--tools", "cli_tools:TOOLS",
+                         "--executor", "subprocess", "--json", env=tools_module)
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert events[-1]["output"] == 42 and events[0]["executor"] == "SubprocessExecutor"
+    script = tmp_path / "job.py"
+    script.write_text("print('in a worker')\n6 * 7\n")
+    proc = codeagent("exec", str(script), "--executor", "subprocess")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "in a worker\nout: 42\n" and "subprocess executor" in proc.stderr
