@@ -83,6 +83,19 @@ def _repr_marker(value) -> dict:
     return {TAG: "repr", "v": _safe_repr(value), "type": type(value).__name__}
 
 
+def _short_repr_marker(value) -> dict:
+    """For containers too big or deep to walk: a bounded-effort repr (reprlib elides)."""
+    import reprlib
+
+    short = reprlib.Repr()
+    short.maxlevel, short.maxstring, short.maxother = 4, 200, 200
+    try:
+        text = short.repr(value)
+    except Exception:
+        text = f"<unrepresentable {type(value).__name__} object>"
+    return {TAG: "repr", "v": text[:_REPR_CHARS], "type": type(value).__name__}
+
+
 def _float(v: float):
     if v != v or v in (math.inf, -math.inf):
         return {TAG: "float", "v": repr(v)}
@@ -92,8 +105,12 @@ def _float(v: float):
 def encode_value(value, *, max_nodes: int = _MAX_NODES):
     """Turn a Python value into JSON-able data (tagged extension). Never raises for odd values:
     unsupported objects, cycles and over-deep nesting become repr markers."""
-    budget = [max_nodes]
-    return _enc(value, 0, set(), budget)
+    try:
+        return _enc(value, 0, set(), [max_nodes])
+    except _TooLarge:
+        return _short_repr_marker(value)
+    except RecursionError:
+        return {TAG: "repr", "v": "<too deeply nested>", "type": type(value).__name__}
 
 
 def _enc(v, depth, path, budget):
@@ -123,7 +140,7 @@ def _enc(v, depth, path, budget):
         return {TAG: "complex", "v": [repr(v.real), repr(v.imag)]}
     if isinstance(v, (list, tuple, set, frozenset, dict)):
         if depth >= _MAX_DEPTH or id(v) in path:
-            return _repr_marker(v) if depth >= _MAX_DEPTH else {TAG: "repr", "v": "<cycle>", "type": t.__name__}
+            return _short_repr_marker(v) if depth >= _MAX_DEPTH else {TAG: "repr", "v": "<cycle>", "type": t.__name__}
         path.add(id(v))
         try:
             d = depth + 1
@@ -632,10 +649,7 @@ class Worker:
             self.send(result)
 
     def _encode_output(self, value):
-        try:
-            return encode_value(value)
-        except _TooLarge:
-            return _repr_marker(value)
+        return encode_value(value)
 
     def _run_restricted(self, code: str) -> dict:
         r = self.runtime.execute(code)

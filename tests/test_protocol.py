@@ -1,0 +1,296 @@
+"""The host <-> worker protocol: value codec, framing, and strict validation of worker messages."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from executors.protocol import (
+    TAG,
+    Execute,
+    FrameBuffer,
+    FrameTooLarge,
+    ProtocolError,
+    Repr,
+    Result,
+    ToolCall,
+    decode_value,
+    encode_value,
+    pack_frame,
+    parse_worker_message,
+    unpack_message,
+)
+
+
+def roundtrip(value):
+    """Through JSON text, exactly as on the wire."""
+    return decode_value(json.loads(json.dumps(encode_value(value), allow_nan=False)))
+
+
+def same(a, b) -> bool:
+    """Equal, with the same types all the way down (and nan equal to nan)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return (math.isnan(a) and math.isnan(b)) or a == b
+    if isinstance(a, complex):
+        return same(a.real, b.real) and same(a.imag, b.imag)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    return a == b
+
+
+# ----------------------------------------------------------------------------- codec
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None, True, False, 0, -7, 2**64, -(10**5000), 1.5, -0.0, math.inf, -math.inf, "", "héllo \x00 \ud800",
+        b"", b"\x00\xffbytes", bytearray(b"ba"), 3 + 4j, complex(math.nan, -math.inf),
+        (), (1, "a", (2,)), [1, [2, [3]]], {1, 2}, frozenset({"a"}), set(),
+        {"a": 1, "b": [1, 2]}, {1: "int key", (1, 2): "tuple key", None: 0, 2.5: "f"},
+        {TAG: "a user dict that looks tagged", "v": 1},
+        dt.datetime(2024, 2, 29, 12, 30, 1, 5, tzinfo=dt.timezone.utc), dt.datetime(2020, 1, 1),
+        dt.date(1999, 12, 31), dt.time(23, 59, 59, 999), dt.timedelta(days=-3, seconds=5, microseconds=7),
+        Decimal("3.14159265358979323846264338327950288"), Decimal("-0E+3"),
+        [{"nested": ({1: frozenset({b"x"})},)}],
+    ],
+    ids=lambda v: type(v).__name__,
+)
+def test_roundtrip_known_types(value):
+    if isinstance(value, bytearray):
+        assert roundtrip(value) == bytes(value)
+        return
+    assert same(roundtrip(value), value), roundtrip(value)
+
+
+def test_nan_roundtrips_and_json_stays_strict():
+    assert math.isnan(roundtrip(math.nan))
+    json.dumps(encode_value([math.nan, {"x": math.inf}]), allow_nan=False)  # no bare NaN on the wire
+
+
+hashables = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5) | st.binary(max_size=5)
+    | st.floats(allow_nan=False),
+    lambda inner: st.tuples(inner, inner) | st.frozensets(inner, max_size=3),
+    max_leaves=6,
+)
+leaves = (
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text() | st.binary()
+    | st.complex_numbers() | st.datetimes() | st.dates() | st.times() | st.timedeltas()
+    | st.decimals(allow_nan=False) | st.integers(min_value=2**100, max_value=2**20000)
+)
+values = st.recursive(
+    leaves,
+    lambda inner: st.lists(inner, max_size=4)
+    | st.tuples(inner, inner)
+    | st.sets(hashables, max_size=4)
+    | st.frozensets(hashables, max_size=4)
+    | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    | st.dictionaries(hashables, inner, max_size=3),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(values)
+def test_roundtrip_property(value):
+    assert same(roundtrip(value), value)
+
+
+class Opaque:
+    def __repr__(self):
+        return "Opaque()"
+
+
+class HostileRepr:
+    def __repr__(self):
+        raise RuntimeError("no repr for you")
+
+
+def test_unknown_objects_cross_as_marked_repr():
+    out = roundtrip([Opaque(), HostileRepr(), len])
+    assert all(isinstance(x, Repr) for x in out)
+    assert out[0] == "Opaque()" and out[0].type_name == "Opaque"
+    assert "unrepresentable HostileRepr" in out[1]
+    assert out[2] == "<built-in function len>"
+    again = roundtrip(out[0])  # a Repr crosses back as a Repr
+    assert isinstance(again, Repr) and again.type_name == "Opaque"
+
+
+def test_cycles_depth_and_size_never_raise():
+    cyc = [1]
+    cyc.append(cyc)
+    out = roundtrip(cyc)
+    assert out[0] == 1 and isinstance(out[1], Repr)
+    deep: list = []
+    cur = deep
+    for _ in range(5000):
+        cur.append([])
+        cur = cur[0]
+    assert isinstance(json.dumps(encode_value(deep)), str)
+    shared = [0]
+    for _ in range(40):  # 2**40 nodes if expanded: the node budget must stop it
+        shared = [shared, shared]
+    enc = encode_value(shared, max_nodes=10_000)
+    assert enc[TAG] == "repr"
+    assert len(encode_value("x" * 1000)) == 1000
+    assert len(encode_value(Opaque() if False else ("y" * 100_000,))["v"][0]) == 100_000
+
+
+def test_subclasses_become_their_base():
+    import collections
+    import enum
+
+    class Color(enum.IntEnum):
+        RED = 1
+
+    Point = collections.namedtuple("Point", "x y")
+    assert same(roundtrip(Color.RED), 1)
+    assert same(roundtrip(Point(1, 2)), (1, 2))
+    assert same(roundtrip(collections.OrderedDict(a=1)), {"a": 1})
+    assert same(roundtrip(collections.defaultdict(list, {1: [2]})), {1: [2]})
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {TAG: "pickle", "v": "gASV"},
+        {TAG: "bytes", "v": "!!not base64!!"},
+        {TAG: "bytes", "v": 5},
+        {TAG: "float", "v": "1.0"},
+        {TAG: "tuple", "v": "abc"},
+        {TAG: "dict", "v": [[1]]},
+        {TAG: "dict", "v": [[[1, 2], 3]]},  # unhashable key
+        {TAG: "set", "v": [[1]]},
+        {TAG: "datetime", "v": "yesterday"},
+        {TAG: "complex", "v": [1, 2]},
+        {TAG: "timedelta", "v": [1, 2]},
+        {TAG: "int", "v": "zz"},
+        {TAG: "repr", "v": 3},
+        {TAG: "tuple"},
+        b"raw",
+    ],
+)
+def test_decoder_is_strict(data):
+    with pytest.raises(ProtocolError):
+        decode_value(data)
+
+
+def test_decoder_refuses_deep_nesting():
+    data: list = []
+    cur = data
+    for _ in range(400):
+        cur.append([])
+        cur = cur[0]
+    with pytest.raises(ProtocolError):
+        decode_value(data)
+
+
+# ----------------------------------------------------------------------------- framing
+
+
+def test_frames_split_anywhere():
+    frames = [pack_frame({"op": "ping", "id": i, "pad": "x" * i}) for i in range(50)]
+    stream = b"".join(frames)
+    buf = FrameBuffer()
+    got = []
+    for i in range(0, len(stream), 7):
+        buf.feed(stream[i : i + 7])
+        while (body := buf.next_frame()) is not None:
+            got.append(unpack_message(body))
+    assert [m["id"] for m in got] == list(range(50)) and buf.pending() == 0
+
+
+def test_oversized_frames_are_refused_both_ways():
+    with pytest.raises(FrameTooLarge):
+        pack_frame({"op": "x", "blob": "a" * 2000}, max_frame_bytes=1000)
+    buf = FrameBuffer(max_frame_bytes=1000)
+    buf.feed((1001).to_bytes(4, "big"))  # refused from the header alone, before any body
+    with pytest.raises(FrameTooLarge):
+        buf.next_frame()
+    assert issubclass(FrameTooLarge, ProtocolError)
+
+
+@pytest.mark.parametrize("body", [b"\xff\xfe", b"[1, 2]", b'"op"', b'{"id": 1}', b'{"op": 5}', b"[" * 100_000])
+def test_unpack_refuses_non_messages(body):
+    with pytest.raises(ProtocolError):
+        unpack_message(body)
+
+
+# ----------------------------------------------------------------------------- message models
+
+
+def _body(msg: dict) -> bytes:
+    return pack_frame(msg)[4:]
+
+
+def test_worker_messages_validate():
+    r = parse_worker_message(_body({"op": "result", "id": 3, "output": 1, "logs": "hi", "is_final_answer": False,
+                                    "error": {"type": "ValueError", "message": "m", "lineno": 2, "line": "x"},
+                                    "output_repr": "1", "duration_s": 0.1}))
+    assert isinstance(r, Result) and r.error is not None and r.error.lineno == 2
+    t = parse_worker_message(_body({"op": "tool_call", "id": 3, "call": 1, "name": "add", "args": [1], "kwargs": {}}))
+    assert isinstance(t, ToolCall) and t.name == "add"
+
+
+@pytest.mark.parametrize(
+    "msg",
+    [
+        {"op": "result", "id": "3"},  # strict: no str -> int coercion
+        {"op": "result", "id": 3, "is_final_answer": "yes"},
+        {"op": "result", "id": 3, "surprise": 1},  # extra fields
+        {"op": "result", "id": 3, "error": {"type": "X"}},
+        {"op": "result", "id": 3, "logs": 5},
+        {"op": "tool_call", "id": 3, "call": 1, "name": "x" * 500},
+        {"op": "tool_call", "id": 3, "call": 1, "name": "add", "kwargs": []},
+        {"op": "execute", "id": 1, "code": "1"},  # a host->worker op coming from the worker
+        {"op": "launch_missiles", "id": 1},
+    ],
+)
+def test_worker_messages_are_strict(msg):
+    with pytest.raises(ProtocolError):
+        parse_worker_message(_body(msg))
+
+
+def test_host_messages_frame_compactly():
+    frame = Execute(id=7, code="1 + 1").frame()
+    assert unpack_message(frame[4:]) == {"op": "execute", "id": 7, "code": "1 + 1"}
+    assert b" " not in frame[4:].replace(b"1 + 1", b"")
+
+
+def test_no_pickle_anywhere():
+    root = Path(__file__).resolve().parent.parent / "executors"
+    for name in ("protocol.py", "worker.py", "remote.py", "process.py"):
+        text = (root / name).read_text()
+        assert "import pickle" not in text and "pickle.loads" not in text and "marshal" not in text, name
+
+
+def test_worker_codec_runs_standalone(tmp_path):
+    """worker.py alone (no package, no pydantic) imports, encodes and frames."""
+    src = Path(__file__).resolve().parent.parent / "executors" / "worker.py"
+    (tmp_path / "worker.py").write_text(src.read_text())
+    code = (
+        "import sys, json; sys.path.insert(0, '.'); sys.modules['pydantic'] = None\n"
+        "import worker\n"
+        "v = worker.encode_value((1, {2}, b'x'))\n"
+        "print(json.dumps(v, sort_keys=True))\n"
+        "assert worker.decode_value(v) == (1, {2}, b'x')\n"
+        "assert 'executors' not in sys.modules\n"
+    )
+    out = subprocess.run([sys.executable, "-I", "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(tmp_path)}, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)[TAG] == "tuple"
