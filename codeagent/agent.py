@@ -56,6 +56,16 @@ NOTHING_TO_SHOW = (
 )
 
 
+class _Rendered:
+    """Shows a value by the text the sandbox rendered for it."""
+
+    def __init__(self, text: str | None) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text if self.text is not None else "<unrepresentable>"
+
+
 class StepRecord(BaseModel):
     """One step of a run. `error_kind`: parse | execution | repeated_action | empty_reply | model | executor."""
 
@@ -100,6 +110,15 @@ class RunResult(BaseModel):
     def _serialize_output(self, value: Any) -> Any:
         safe = plain_json(value)
         return None if safe is NOT_JSON else safe
+
+    def __repr_args__(self) -> Any:
+        # Never run a model-made object's __repr__ on the host: show the sandbox's rendering.
+        for name, value in super().__repr_args__():
+            if name == "output":
+                safe = plain_json(value)
+                yield name, (value if safe is not NOT_JSON else _Rendered(self.output_repr))
+            else:
+                yield name, value
 
     @property
     def success(self) -> bool:
