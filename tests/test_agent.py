@@ -325,3 +325,12 @@ def test_observations_explain_refusals_limits_and_long_output():
     assert "TimeoutError" in slow and "Variables assigned before the error still exist" in slow
     assert len(long) <= 3_000 and "characters omitted" in long
     assert result.output == 2  # assigned before the timeout: still there
+
+
+def test_printing_a_result_never_runs_model_code_on_the_host():
+    reply = code("class Sneaky:\n    def __repr__(self):\n        return 'rendered in the sandbox'\nfinal_answer(Sneaky())")
+    with CodeAgent(ScriptedModel([reply])) as agent:
+        result = agent.run("t")
+    assert result.output_repr == "rendered in the sandbox"
+    assert "output=rendered in the sandbox" in repr(result)
+    assert json.loads(result.to_json())["output"] is None
