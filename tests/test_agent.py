@@ -334,3 +334,11 @@ def test_printing_a_result_never_runs_model_code_on_the_host():
     assert result.output_repr == "rendered in the sandbox"
     assert "output=rendered in the sandbox" in repr(result)
     assert json.loads(result.to_json())["output"] is None
+
+    class Boom:
+        def __repr__(self):
+            raise AssertionError("the host ran the answer's own __repr__")
+
+    result.output = Boom()  # a stand-in that tells whether repr() reaches the object
+    assert "output=rendered in the sandbox" in repr(result)
+    assert json.loads(result.to_json())["output"] is None
