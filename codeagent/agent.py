@@ -318,6 +318,7 @@ class _Run:
         return cls(run_id=self.run_id, step=step, elapsed_s=round(self.elapsed(), 6), **fields)
 
     def events(self) -> Iterator[Event]:
+        self.t0 = time.perf_counter()  # the run starts when iteration does
         agent = self.agent
         model = agent.model
         yield self._event(
