@@ -138,6 +138,15 @@ def test_help_lists_commands():
         assert command in proc.stdout
 
 
+def test_console_script():
+    script = Path(sys.executable).with_name("codeagent")
+    if not script.exists():
+        pytest.skip("the project is not installed with its console script in this environment")
+    proc = subprocess.run([str(script), "exec", "-"], input="print(6 * 7)\n", capture_output=True, text=True,
+                          timeout=60, cwd=ROOT)
+    assert proc.returncode == 0 and proc.stdout == "42\n"
+
+
 def test_run_and_exec_with_the_subprocess_executor(tools_module, tmp_path):
     if importlib.util.find_spec("executors.process") is None:
         pytest.skip("executors.process not built yet")
