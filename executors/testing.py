@@ -48,6 +48,7 @@ import resource
 import secrets
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -528,6 +529,10 @@ def _child_main(conn: Any, factory: Callable[[], Any], ctx: _Context, log_path: 
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
+    os.close(fd)
+    # sys.stdout may not be fd 1 (pytest's capture replaces it): point both at the file too.
+    sys.stdout = open(log_path, "a", buffering=1, encoding="utf-8", errors="replace")  # noqa: SIM115
+    sys.stderr = sys.stdout
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         ex = _make_executor(factory, ctx)
@@ -538,6 +543,8 @@ def _child_main(conn: Any, factory: Callable[[], Any], ctx: _Context, log_path: 
         return
 
     def stray_output() -> str:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
         with contextlib.suppress(OSError), open(log_path, encoding="utf-8", errors="replace") as f:
             return f.read()[-100_000:]
         return ""
