@@ -1,0 +1,102 @@
+"""The long fuzz campaign: ≥ 20,000 programs per executor, plus escapes, bombs and grammar.
+
+    .venv/bin/python benchmarks/fuzz_campaign.py --executor local
+    .venv/bin/python benchmarks/fuzz_campaign.py --executor subprocess --programs 5000
+    scripts/fuzz-long local            # the same, via the wrapper
+
+Runs one `codeagent fuzz` campaign per phase (data programs vs CPython, hypothesmith grammar
+programs vs CPython, escape attempts, resource bombs) in this process, prints one combined
+table, saves failing examples under --save-dir and the figures as JSON (--json). Exit code 1 on
+any escape, internal error, hang or uncontained bomb.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from codeagent import fuzz as cli  # noqa: E402
+
+PHASES = [
+    # (name, --properties, --mode, option holding the count)
+    ("data programs", "cpython", "data", "programs"),
+    ("grammar programs", "cpython", "grammar", "grammar"),
+    ("escape attempts", "escapes", "data", "escapes"),
+    ("resource bombs", "bombs", "data", "bombs"),
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--executor", choices=("local", "subprocess", "docker"), default="local")
+    p.add_argument("--policy", choices=("restricted", "open"), default=None)
+    p.add_argument("--programs", type=int, default=20_000)
+    p.add_argument("--grammar", type=int, default=300, help="hypothesmith programs (slow: ~1 s each)")
+    p.add_argument("--grammar-seconds", type=float, default=900)
+    p.add_argument("--escapes", type=int, default=5_000)
+    p.add_argument("--bombs", type=int, default=300)
+    p.add_argument("--timeout", type=float, default=1.0)
+    p.add_argument("--save-dir", default=str(ROOT / "fuzz-failures"))
+    p.add_argument("--json", default=None, help="write the figures here (default: fuzz-<executor>.json in --save-dir)")
+    p.add_argument("--seed", type=int, default=None)
+    opts = p.parse_args(argv)
+
+    from executors.testing import fuzz
+
+    figures: dict[str, dict] = {}
+    worst = 0
+    t0 = time.monotonic()
+    for name, prop, mode, count_opt in PHASES:
+        n = getattr(opts, count_opt)
+        if n <= 0:
+            continue
+        parser = argparse.ArgumentParser()
+        cli.add_fuzz_arguments(parser)
+        args = parser.parse_args([
+            "--executor", opts.executor, "--examples", str(n), "--properties", prop, "--mode", mode,
+            "--timeout", str(opts.timeout), "--save-dir", opts.save_dir,
+        ] + (["--policy", opts.policy] if opts.policy else []) + (["--seed", str(opts.seed)] if opts.seed is not None else []))
+        factory = cli.make_factory(args)
+        progress = cli.Progress(f"{opts.executor} {name}", n)
+        report = fuzz(factory, examples=n, seconds=opts.grammar_seconds if mode == "grammar" else None,
+                      properties=[prop], mode=mode, margin_s=args.margin, seed=opts.seed, on_outcome=progress)
+        progress.show(end="\n")
+        for o in report.failures:
+            if o.status in cli.SAFETY_FAILURES or o.status == "mismatch":
+                cli.save_failure(o, opts.save_dir, args)
+        figures[name] = cli.summary_dict(report, args)
+        figures[name]["failures"] = [
+            {"status": o.status, "label": o.label, "detail": o.detail[:300], "code": o.code[-1500:]}
+            for o in report.failures[:50]
+        ]
+        worst |= any(report.total(None, s) for s in cli.SAFETY_FAILURES)
+
+    print(f"\nfuzz campaign — executor {opts.executor}, timeout {opts.timeout} s, {time.monotonic() - t0:.0f} s")
+    cols = ["phase", "examples", "refusals", "CPython-equal", "mismatches", "escapes", "contained",
+            "uncontained", "internal", "hangs", "seconds"]
+    rows = [cols]
+    for name, f in figures.items():
+        n = f["examples"]
+        held = f["escape_attempts"] - f["escapes"] if f["escape_attempts"] else 0
+        rows.append([name, n, f["refusals"] or held or 0, f["cpython_equal"], f["mismatches"], f["escapes"],
+                     f["bombs_contained"], f["bombs_uncontained"], f["internal_errors"], f["hangs"], f["duration_s"]])
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(cols))]
+    for i, r in enumerate(rows):
+        print("  ".join(str(v).ljust(w) if j == 0 else str(v).rjust(w) for j, (v, w) in enumerate(zip(r, widths, strict=True))))
+        if i == 0:
+            print("-" * (sum(widths) + 2 * len(widths)))
+    out = Path(opts.json or Path(opts.save_dir) / f"fuzz-{opts.executor}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    print(f"figures: {out}")
+    return 1 if worst else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
