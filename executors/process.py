@@ -38,7 +38,7 @@ from .base import ExecutorError, Limits
 from .protocol import MAX_FRAME_BYTES
 from .remote import Channel, RemoteExecutor, WorkerHandle
 
-__all__ = ["SubprocessExecutor", "PipeChannel", "ProcessWorker"]
+__all__ = ["SubprocessExecutor", "PipeChannel", "ProcessWorker", "sweep_orphans"]
 
 WORKER_PATH = Path(__file__).with_name("worker.py")
 PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
@@ -214,26 +214,43 @@ def _pids_cgroup_usable() -> bool:
 _stale_swept = False
 
 
-def _sweep_stale_cgroups() -> None:
-    """Kill leftovers of hosts that died without cleaning up (their cgroups name a dead pid)."""
-    global _stale_swept
-    if _stale_swept:
-        return
-    _stale_swept = True
+def sweep_orphans() -> int:
+    """Kill what is left of workers whose host died without cleaning up: a SIGKILLed host takes
+    its workers along (PR_SET_PDEATHSIG), but not processes those workers spawned. Their pids
+    cgroups name the dead host's pid. Runs once per process on the first spawn; returns how many
+    cgroups were removed. A no-op where no pids cgroup is writable."""
+    removed = 0
     try:
         entries = list(PIDS_CGROUP_ROOT.glob("codeagent-*"))
     except OSError:
-        return
+        return 0
     for path in entries:
         try:
             host_pid = int(path.name.split("-")[1])
         except (IndexError, ValueError):
             continue
-        if host_pid != os.getpid() and Path(f"/proc/{host_pid}").exists():
+        if _pid_running(host_pid):
             continue
         _kill_cgroup(path)
         with contextlib.suppress(OSError):
             path.rmdir()
+            removed += 1
+    return removed
+
+
+def _pid_running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
+
+
+def _sweep_stale_cgroups() -> None:
+    global _stale_swept
+    if not _stale_swept:
+        _stale_swept = True
+        sweep_orphans()
 
 
 class _Spawner:
@@ -264,6 +281,7 @@ class _Spawner:
                 done.put((True, fn()))
             except BaseException as exc:
                 done.put((False, exc))
+            del fn, done  # keep nothing of the job (its closure may reference an executor) alive
 
 
 _spawner = _Spawner()
@@ -358,6 +376,7 @@ class SubprocessExecutor(RemoteExecutor):
             "import worker;del sys.path[0];os._exit(worker.main())"
         )
         argv = [self.python, "-I", "-c", boot]
+        cwd, env = self.cwd, self._environment()
 
         def spawn() -> subprocess.Popen:
             return subprocess.Popen(
@@ -365,8 +384,8 @@ class SubprocessExecutor(RemoteExecutor):
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                cwd=self.cwd,
-                env=self._environment(),
+                cwd=cwd,
+                env=env,
                 start_new_session=True,
                 preexec_fn=preexec,
                 close_fds=True,

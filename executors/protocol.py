@@ -12,7 +12,8 @@ Frame: 4-byte big-endian length, then a UTF-8 JSON object with an "op" key (see 
              limits, max_frame_bytes, package_paths}
   execute {id, code}                                 tool_call* {id, call, name, args, kwargs}
     tool_result {call, value} | tool_error {call,    ... then result {id, output, output_repr,
-      type, message} answers each tool_call              logs, is_final_answer, error, duration_s}
+      type, message} answers each tool_call              logs, is_final_answer, error, duration_s,
+                                                         restart}
   set_variables {id, values}                         ok | error
   register_tools {id, tools}                         ok
   reset {id}                                         ok
@@ -175,6 +176,7 @@ class Result(_Strict):
     is_final_answer: bool = False
     error: ErrorInfo | None = None
     duration_s: float = 0.0
+    restart: bool = False  # the worker asks to be replaced (e.g. threads it could not stop)
 
 
 class ToolCall(_Strict):

@@ -36,6 +36,7 @@ back as an `ExecutionResult` with an `ExecutionError` and `state_lost=True` - ne
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import queue
 import threading
 import time
@@ -359,7 +360,14 @@ class RemoteExecutor(ExecutorBase):
                             raise _Deadline
                         continue
                     if isinstance(msg, Result) and msg.id == rid:
-                        return self._to_result(msg, started)
+                        result = self._to_result(msg, started)
+                        if msg.restart:  # e.g. threads left running after a timeout
+                            self._restart()
+                            error = result.error or ExecutionError("WorkerCrashed", "")
+                            result = dataclasses.replace(result, state_lost=True, error=dataclasses.replace(
+                                error, message=f"{error.message} The sandbox had to be restarted "
+                                "(something the code started was still running): all variables are lost."))
+                        return result
                     raise ProtocolError(f"unexpected {msg.op!r} frame while waiting for the result")
             except _Deadline:
                 self._restart()
@@ -434,11 +442,7 @@ class RemoteExecutor(ExecutorBase):
             try:
                 value = fn(*args, **kwargs)
             except Exception as exc:
-                reply = ToolErrorReply(
-                    call=msg.call,
-                    type=type(exc).__name__,
-                    message=f"tool {msg.name!r} failed: {type(exc).__name__}: {exc}",
-                )
+                reply = ToolErrorReply(call=msg.call, type=type(exc).__name__, message=_exc_text(exc))
             else:
                 try:
                     reply = ToolResult.model_construct(call=msg.call, value=encode_value(value))
@@ -447,7 +451,7 @@ class RemoteExecutor(ExecutorBase):
                     reply = ToolErrorReply(
                         call=msg.call,
                         type=type(exc).__name__,
-                        message=f"tool {msg.name!r} returned a value that cannot be sent to the sandbox: {exc}",
+                        message=f"its result cannot be sent to the sandbox: {_exc_text(exc)}",
                     )
                 else:
                     self._send_raw(data, deadline)
@@ -512,6 +516,13 @@ def _remaining(deadline: float | None) -> float | None:
     if deadline is None:
         return None
     return max(0.0, deadline - time.monotonic())
+
+
+def _exc_text(exc: BaseException) -> str:
+    try:
+        return truncate_text(str(exc), 4000)
+    except Exception:
+        return f"<{type(exc).__name__} with an unprintable message>"
 
 
 def _describe_failure(exc: BaseException, why: str) -> str:

@@ -417,6 +417,7 @@ class Worker:
         self.deadline_pending = False
         self.ToolError = ToolError
         self.cpu_soft_limit = 0.0
+        self._error_types: dict[str, type] = {}
 
     # -- channel ------------------------------------------------------------------------------
     def send(self, message: dict) -> None:
@@ -582,8 +583,20 @@ class Worker:
             self.deadline_pending = False
             raise _Deadline
         if reply["op"] == "tool_error":
-            raise self.ToolError(str(reply.get("message", "tool failed")))
+            raise self._tool_exception(name, str(reply.get("type") or "Exception"), str(reply.get("message") or ""))
         return decode_value(reply.get("value"))
+
+    def _tool_exception(self, name: str, type_name: str, message: str) -> BaseException:
+        if self.runtime is None:
+            return self.ToolError(f"tool {name!r} failed: {type_name}: {message}")
+        # The restricted runtime wraps whatever a tool raises into its own ToolError with the
+        # same wording; give it an exception named like the host's so the text matches in process.
+        if not type_name.isidentifier() or len(type_name) > 100:
+            type_name = "Exception"
+        cls = self._error_types.get(type_name)
+        if cls is None:
+            cls = self._error_types[type_name] = type(type_name, (Exception,), {})
+        return cls(message)
 
     def _on_alarm(self, signum, frame):
         if self.in_tool:
@@ -664,6 +677,7 @@ class Worker:
 
     def _run_open(self, code: str) -> dict:
         limit = int(self.limits.get("max_output_chars") or 20_000)
+        restart = False
         capture = _OutputCapture(limit)
         self.final = []
         self.deadline_pending = False
@@ -687,7 +701,10 @@ class Worker:
         except FinalAnswer:
             pass
         except _Deadline:
-            error = {"type": "TimeoutError", "message": f"execution exceeded the {timeout} s time limit (Limits.timeout_s); variables are kept", "lineno": None, "line": None}
+            error = {"type": "TimeoutError", "message": f"execution exceeded the {timeout} s time limit (Limits.timeout_s); make the code faster or do less per step.", "lineno": None, "line": None}
+            threading = sys.modules.get("threading")
+            if (threading is not None and threading.active_count() > 1) or _has_children():
+                restart = True  # threads or processes we cannot stop would keep running
         except _ChannelGone:
             raise
         except BaseException as exc:
@@ -707,6 +724,7 @@ class Worker:
             "logs": capture.text(),
             "is_final_answer": is_final,
             "error": error,
+            "restart": restart,
         }
 
     def _drain_capture(self) -> str:
@@ -727,6 +745,31 @@ class Worker:
             return data.decode("utf-8", "replace")
         except OSError:
             return ""
+
+
+def _has_children() -> bool:
+    """Does this process have live child processes (forks, subprocesses) right now?"""
+    me = os.getpid()
+    try:
+        for tid in os.listdir(f"/proc/{me}/task"):
+            with open(f"/proc/{me}/task/{tid}/children", "rb") as f:
+                if f.read().strip():
+                    return True
+        return False
+    except OSError:
+        pass
+    try:  # no /proc/.../children: scan parent pids
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                try:
+                    with open(f"/proc/{name}/stat", "rb") as f:
+                        if int(f.read().rsplit(b")", 1)[1].split()[1]) == me:
+                            return True
+                except (OSError, ValueError, IndexError):
+                    continue
+    except OSError:
+        pass
+    return False
 
 
 def _protect_channel() -> tuple[int, int, int | None]:

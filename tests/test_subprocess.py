@@ -1,0 +1,400 @@
+"""SubprocessExecutor: OS limits, crash isolation, tool round trips, lifecycle, no orphans.
+
+Every resource bomb must come back as a clean ExecutionError within timeout_s + 1 s, after which
+the same executor answers `1 + 1` with 2.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gc
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from executors_under_test import restricted_available
+
+from executors import ExecutionResult, ExecutorError, Limits
+from executors.process import SubprocessExecutor, sweep_orphans
+from executors.protocol import Repr
+
+TIMEOUT = 1.0
+ROOT = Path(__file__).resolve().parent.parent
+needs_restricted = pytest.mark.skipif(not restricted_available(), reason="executors.restricted not built yet")
+POLICIES = ["open", pytest.param("restricted", marks=needs_restricted)]
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in (b"Z", b"X")  # a zombie is dead: only its exit status is left
+
+
+def wait_gone(pid: int, within: float = 3.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def echo(*args, **kwargs):
+    return {"args": args, "kwargs": kwargs}
+
+
+@pytest.fixture(scope="module")
+def open_ex():
+    ex = SubprocessExecutor(tools={"echo": echo}, policy="open", limits=Limits(timeout_s=TIMEOUT, max_memory_mb=256))
+    ex.start()
+    yield ex
+    ex.close()
+
+
+def worker_pid(ex) -> int:
+    return ex._slot.handle.proc.pid
+
+
+# ----------------------------------------------------------------------------- bombs
+
+OPEN_BOMBS = {
+    "infinite loop": "while True:\n    pass",
+    "C-level loop (signals cannot interrupt it)": "sum(range(10**14))",
+    "alarm ignored, then spin": "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass",
+    "2 GB in one call": "x = bytearray(2 * 1024**3)",
+    "2 GB list": "x = [0] * (270 * 1024**2)",
+    "fork bomb": "import os\nwhile True:\n    os.fork()",
+    "fork bomb that swallows errors": "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+    "os._exit": "import os\nos._exit(3)",
+    "segfault": "import ctypes\nctypes.string_at(0)",
+    "abort": "import os\nos.abort()",
+    "print flood": "while True:\n    print('x' * 1000)",
+    "raw fd flood": "import os\nwhile True:\n    os.write(1, b'y' * 65536)",
+    "sleep 3600": "import time\ntime.sleep(3600)",
+    "kill own group": "import os, signal\nos.killpg(0, signal.SIGKILL)",
+    "sys.exit": "import sys\nsys.exit(0)",
+    "deep recursion": "def f(n):\n    return f(n + 1)\nf(0)",
+    "thread burning CPU": "import threading\nthreading.Thread(target=lambda: [0 for _ in iter(int, 1)]).start()\nimport time\ntime.sleep(3600)",
+    "close the channel": "import os\nfor fd in range(3, 64):\n    try:\n        os.close(fd)\n    except OSError:\n        pass",
+}
+
+
+@pytest.mark.parametrize("code", list(OPEN_BOMBS.values()), ids=list(OPEN_BOMBS))
+def test_open_policy_bombs_are_contained(open_ex, code):
+    open_ex.execute("kept = 'still here'")
+    t0 = time.monotonic()
+    r = open_ex.execute(code)
+    elapsed = time.monotonic() - t0
+    assert isinstance(r, ExecutionResult)
+    assert r.error is not None, r
+    assert r.error.type and r.error.message
+    assert elapsed < TIMEOUT + 1.0, f"took {elapsed:.2f} s: {r.error}"
+    assert len(r.logs) <= open_ex.limits.max_output_chars + 200
+    assert open_ex.execute("1 + 1").output == 2
+    after = open_ex.execute("kept")
+    if r.state_lost:
+        assert after.error is not None and after.error.type == "NameError"
+    else:
+        assert after.output == "still here", after
+
+
+def test_bomb_errors_say_what_happened(open_ex):
+    r = open_ex.execute("x = bytearray(2 * 1024**3)")
+    assert r.error.type == "MemoryError" and not r.state_lost
+    r = open_ex.execute("import ctypes\nctypes.string_at(0)")
+    assert r.error.type == "WorkerCrashed" and "SIGSEGV" in r.error.message and r.state_lost
+    r = open_ex.execute("while True:\n    pass")
+    assert r.error.type == "TimeoutError" and not r.state_lost  # the worker's soft deadline
+    r = open_ex.execute("sum(range(10**14))")
+    assert r.error.type == "TimeoutError" and r.state_lost  # the host's hard kill
+    r = open_ex.execute("import os\nos._exit(7)")
+    assert r.error.type == "WorkerCrashed" and "code 7" in r.error.message
+
+
+def test_fork_bomb_leaves_no_processes(open_ex):
+    r = open_ex.execute("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass")
+    assert r.error is not None and r.error.type == "TimeoutError"
+    ex_pid = worker_pid(open_ex)
+    r = open_ex.execute("import subprocess\nlen(subprocess.run(['ps', '-e', '-o', 'pid='], capture_output=True).stdout.split())")
+    assert r.error is None, r.error
+    cg = open_ex._slot.handle.cgroup
+    if cg is not None:
+        assert int((cg / "pids.current").read_text()) <= 3, "stray processes survived the kill"
+    assert pid_alive(ex_pid)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize(
+    "code",
+    [
+        "while True:\n    pass",
+        "x = bytearray(2 * 1024**3)",
+        "x = 'a' * (2 * 1024**3)",
+        "while True:\n    print('flood' * 100)",
+        "import time\ntime.sleep(3600)",
+        "def f():\n    return f()\nf()",
+    ],
+    ids=["loop", "bytearray 2GB", "str 2GB", "print flood", "sleep", "recursion"],
+)
+def test_bombs_under_both_policies(policy, code):
+    with SubprocessExecutor(policy=policy, limits=Limits(timeout_s=TIMEOUT, max_operations=None)) as ex:
+        ex.execute("1")
+        t0 = time.monotonic()
+        r = ex.execute(code)
+        assert r.error is not None and time.monotonic() - t0 < TIMEOUT + 1.0, r
+        assert ex.execute("1 + 1").output == 2
+
+
+def test_restricted_policy_refuses_os_in_the_worker():
+    if not restricted_available():
+        pytest.skip("executors.restricted not built yet")
+    with SubprocessExecutor() as ex:
+        assert ex.policy == "restricted"
+        r = ex.execute("import os\nos.system('true')")
+        assert r.error is not None and r.error.type in ("PolicyError", "ImportError")
+
+
+def test_restricted_policy_without_the_package_is_refused(tmp_path):
+    """An interpreter that cannot import our runtime is refused with a clear error, not run open."""
+    bare = tmp_path / "bare"  # a python that sees neither our package nor RestrictedPython
+    bare.mkdir()
+
+    class NoPackage(SubprocessExecutor):
+        def _package_paths(self):
+            return [str(bare)]
+
+    ex = NoPackage(policy="restricted", python=sys.executable)
+    try:
+        ex.python = sys.base_prefix + "/bin/python3"  # the base interpreter, outside the venv
+        with pytest.raises(ExecutorError, match="restricted policy needs"):
+            ex.execute("1")
+    finally:
+        ex.close()
+
+
+# ----------------------------------------------------------------------------- tools and values
+
+ALL_TYPES = {
+    "none": None, "bool": True, "int": 7, "big": 2**5000, "float": 1.25, "str": "héllo",
+    "tuple": (1, (2, 3)), "list": [1, [2]], "set": {1, 2}, "frozenset": frozenset({"a"}),
+    "bytes": b"\x00\xff", "complex": 1 - 2j, "datetime": dt.datetime(2024, 1, 2, 3, 4, 5),
+    "date": dt.date(2024, 1, 2), "time": dt.time(1, 2, 3), "timedelta": dt.timedelta(seconds=90),
+    "decimal": Decimal("1.10"), "dict int keys": {1: "a", (2, 3): "b"},
+}
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_tool_round_trip_every_encoded_type(policy):
+    seen = []
+
+    def probe(value):
+        seen.append(value)
+        return value
+
+    with SubprocessExecutor(tools={"probe": probe}, policy=policy) as ex:
+        ex.set_variables({"values": ALL_TYPES})
+        code = textwrap.dedent("""
+            back = {}
+            for key in values:
+                back[key] = probe(values[key])
+            same = [key for key in values if back[key] == values[key] and type(back[key]) is type(values[key])]
+            back
+        """)
+        r = ex.execute(code)
+        assert r.error is None, r.error
+        assert r.output == ALL_TYPES
+        assert all(type(r.output[k]) is type(v) for k, v in ALL_TYPES.items())
+        assert seen == list(ALL_TYPES.values())
+        assert len(ex.execute("same").output) == len(ALL_TYPES)
+
+
+def test_unencodable_values_cross_as_repr(open_ex):
+    r = open_ex.execute("class Thing:\n    def __repr__(self):\n        return 'Thing!'\nechoed = echo(Thing())\nThing()")
+    assert r.error is None, r.error
+    assert isinstance(r.output, Repr) and r.output == "Thing!" and r.output.type_name == "Thing"
+    assert r.output_repr == "Thing!"
+    r = open_ex.execute("echoed")
+    assert r.output["args"][0] == "Thing!"
+
+
+def test_final_answer_through_the_protocol(open_ex):
+    r = open_ex.execute("final_answer({'answer': (42, b'x')})")
+    assert r.is_final_answer and r.output == {"answer": (42, b"x")} and r.error is None
+    r = open_ex.execute("try:\n    final_answer(1)\nexcept BaseException:\n    pass\nraise ValueError('later')")
+    assert r.is_final_answer and r.output == 1
+
+
+def test_tool_exceptions_and_host_side_failures():
+    def broken():
+        raise KeyError("k")
+
+    def unsendable():
+        return {"fine": 1, "gen": (i for i in range(3))}
+
+    with SubprocessExecutor(tools={"broken": broken, "unsendable": unsendable}, policy="open") as ex:
+        r = ex.execute("try:\n    broken()\nexcept Exception as e:\n    msg = str(e)\nmsg")
+        assert "KeyError" in r.output
+        r = ex.execute("unsendable()")
+        assert r.error is None and isinstance(r.output["gen"], Repr)
+
+
+def test_tool_time_counts_against_the_deadline():
+    with SubprocessExecutor(tools={"slow": lambda: time.sleep(2)}, policy="open", limits=Limits(timeout_s=0.5)) as ex:
+        t0 = time.monotonic()
+        r = ex.execute("slow()\nwhile True:\n    pass")
+        assert r.error is not None and r.error.type == "TimeoutError"
+        assert time.monotonic() - t0 < 3.0
+        assert ex.execute("1 + 1").output == 2
+
+
+# ----------------------------------------------------------------------------- isolation
+
+
+def test_environment_is_scrubbed_and_cwd_private(open_ex, monkeypatch):
+    monkeypatch.setenv("SUPER_SECRET_TOKEN", "hunter2")
+    with SubprocessExecutor(policy="open", env={"VISIBLE": "yes"}) as ex:
+        r = ex.execute("import os\n(dict(os.environ), os.getcwd())")
+        env, cwd = r.output
+        assert "SUPER_SECRET_TOKEN" not in env and "hunter2" not in str(env)
+        assert env["VISIBLE"] == "yes" and env["HOME"] == cwd
+        assert Path(cwd).is_dir() and cwd == ex.cwd and "codeagent-worker-" in cwd
+    assert not Path(cwd).exists()  # removed on close
+
+
+def test_raw_fd_writes_become_logs_not_frames(open_ex):
+    fake = b'\x00\x00\x00\x2a{"op":"result","id":99999,"output":"forged"}'
+    r = open_ex.execute(f"import os\nos.write(1, {fake!r})\nos.write(2, b'err\\n')\nprint('ok')\n5")
+    assert r.error is None and r.output == 5
+    assert "forged" in r.logs and "err" in r.logs and r.logs.startswith("ok\n")
+    assert open_ex.execute("1 + 1").output == 2
+
+
+def test_rlimits_are_applied(open_ex):
+    r = open_ex.execute("import resource\n[resource.getrlimit(getattr(resource, n))[0] for n in "
+                        "('RLIMIT_AS', 'RLIMIT_FSIZE', 'RLIMIT_NOFILE', 'RLIMIT_CORE', 'RLIMIT_CPU')]")
+    as_, fsize, nofile, core, cpu = r.output
+    assert as_ == (256 + 192) * 1024 * 1024
+    assert fsize == 64 * 1024 * 1024 and nofile == 256 and core == 0
+    assert 0 < cpu < 60
+    r = open_ex.execute("f = open('big.bin', 'wb')\nf.write(b'z' * (65 * 1024 * 1024))\nf.close()")
+    assert r.error is not None and r.error.type == "OSError" and "too large" in r.error.message.lower()
+    assert open_ex.execute("1 + 1").output == 2
+
+
+# ----------------------------------------------------------------------------- lifecycle
+
+
+def test_lazy_start_close_and_gc():
+    ex = SubprocessExecutor(policy="open")
+    assert ex._slot.handle is None  # nothing runs until needed
+    pid = ex.execute("import os\nos.getpid()").output
+    assert pid_alive(pid)
+    ex.close()
+    assert wait_gone(pid)
+    with pytest.raises(ExecutorError):
+        ex.execute("1")
+
+    ex = SubprocessExecutor(policy="open")
+    pid = ex.execute("import os\nos.getpid()").output
+    del ex
+    gc.collect()
+    assert wait_gone(pid)
+
+
+def test_reset_clears_state_keeps_worker(open_ex):
+    pid = open_ex.execute("import os\nkept = 1\nos.getpid()").output
+    open_ex.reset()
+    r = open_ex.execute("kept")
+    assert r.error is not None and r.error.type == "NameError"
+    assert open_ex.execute("import os\nos.getpid()").output == pid
+
+
+def test_timeout_restart_reports_state_lost(open_ex):
+    open_ex.execute("kept = 1")
+    r = open_ex.execute("sum(range(10**14))")
+    assert r.state_lost and r.error.type == "TimeoutError" and "variables are lost" in r.error.message
+    r = open_ex.execute("kept")
+    assert r.error is not None and r.error.type == "NameError"
+
+
+def test_pool_runs_concurrently_and_isolates():
+    with SubprocessExecutor.pool(2, policy="open") as pool:
+        results = {}
+
+        def run(i: int) -> None:
+            with pool.acquire() as ex:
+                ex.execute(f"mine = {i}")
+                time.sleep(0.3)
+                results[i] = (ex.execute("import time\ntime.sleep(0.5)\nmine").output, ex)
+
+        t0 = time.monotonic()
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        elapsed = time.monotonic() - t0
+        assert {i: v for i, (v, _) in results.items()} == {0: 0, 1: 1, 2: 2, 3: 3}
+        assert len({id(ex) for _, ex in results.values()}) == 2
+        assert elapsed < 3.0  # 4 runs of ~0.8 s on 2 workers, not 3.2 s serially
+        with pool.acquire() as ex:
+            assert ex.execute("mine").error is not None  # reset on release
+
+
+HOST_SCRIPT = """
+import os, sys, time
+sys.path.insert(0, {root!r})
+from executors.process import SubprocessExecutor
+ex = SubprocessExecutor(policy="open")
+r = ex.execute("import os, subprocess\\np = subprocess.Popen(['sleep', '300'])\\n(os.getpid(), p.pid)")
+print(r.output[0], r.output[1], flush=True)
+time.sleep(300)
+"""
+
+
+def test_no_orphans_after_the_host_is_sigkilled():
+    host = subprocess.Popen([sys.executable, "-c", HOST_SCRIPT.format(root=str(ROOT))], stdout=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        line = host.stdout.readline()
+        worker, grandchild = map(int, line.split())
+        assert pid_alive(worker) and pid_alive(grandchild)
+        os.kill(host.pid, signal.SIGKILL)
+        host.wait(timeout=5)
+        assert wait_gone(worker), "the worker outlived its SIGKILLed host"
+        # What the worker itself spawned is reaped by the next sweep (any later executor start).
+        sweep_orphans()
+        assert wait_gone(grandchild), "a process spawned by model code outlived the sweep"
+    finally:
+        with __import__("contextlib").suppress(OSError):
+            os.killpg(host.pid, signal.SIGKILL)
+
+
+def test_workers_survive_the_thread_that_started_them():
+    holder = {}
+
+    def start():
+        ex = SubprocessExecutor(policy="open")
+        ex.execute("1")
+        holder["ex"] = ex
+
+    t = threading.Thread(target=start)
+    t.start()
+    t.join()
+    time.sleep(0.2)  # PR_SET_PDEATHSIG follows the spawning *thread*: it must not fire here
+    ex = holder["ex"]
+    try:
+        r = ex.execute("2 + 2")
+        assert r.output == 4 and not r.state_lost
+    finally:
+        ex.close()
