@@ -152,6 +152,17 @@ def g(x: "[c for c in ().__class__.__base__.__subclasses__() if c.__name__ == '_
     return 1
 """
 
+SINGLEDISPATCH_VARIABLE = """
+import functools
+ANN = "[c for c in ().__class__.__base__.__subclasses__() if c.__name__ == '_wrap_close'][0].__init__.__globals__['system']('touch ' + MARKER)"
+@functools.singledispatch
+def f(x):
+    return 0
+@f.register
+def g(x: ANN):
+    return 1
+"""
+
 TYPE_HINTS = """
 import typing
 def g(x: "[c for c in ().__class__.__base__.__subclasses__() if c.__name__ == '_wrap_close'][0].__init__.__globals__['system']('touch ' + MARKER)"):
@@ -385,6 +396,45 @@ ATTEMPTS: list[Attempt] = [
         E = enum.Enum('E', {'ZeroDivisionError': 1}, module='builtins')
         enum.global_enum(E)
         """), cpython=False),
+    A("real_type_via_typing_get_origin", textwrap.dedent("""
+        import typing
+        T = typing.get_origin(typing.Type[int])
+        Meta = T('Meta', (T,), {'__instancecheck__': lambda cls, obj: True})
+        M = Meta('M', (), {'__match_args__': ('__globals__',)})
+        match add:
+            case M(g):
+                o = g['os']
+        """) + OS("o")),
+    A("real_type_via_metaclass_mro", textwrap.dedent("""
+        import enum
+        T = enum.EnumType.mro(enum.EnumType)[1]
+        Meta = T('Meta', (T,), {'__instancecheck__': lambda cls, obj: True})
+        M = Meta('M', (), {'__match_args__': ('__globals__',)})
+        match add:
+            case M(g):
+                o = g['os']
+        """) + OS("o")),
+    A("metaclass_from_numbers_abcmeta", textwrap.dedent("""
+        import numbers
+        Meta = numbers.ABCMeta('Meta', (numbers.ABCMeta,), {'__instancecheck__': lambda cls, obj: True})
+        M = Meta('M', (), {'__match_args__': ('__globals__',)})
+        match add:
+            case M(g):
+                o = g['os']
+        """) + OS("o")),
+    A("abc_register_unbound", textwrap.dedent("""
+        import collections, collections.abc, numbers
+        class GF(collections.namedtuple('B', 'gi_frame'), collections.abc.Hashable):
+            pass
+        def gen():
+            match x:
+                case GF(fr):
+                    pass
+            yield fr.f_builtins
+        x = gen()
+        numbers.ABCMeta.register(GF, type(x))
+        b = next(x)
+        """) + OS("b['__import__']('os')")),
     A("setattr_dunder_del", "class A:\n    pass\nsetattr(A, '__del__', lambda self: None)", cpython=False),
     A("function_globals_builtins", "def f():\n    pass\n" + BUILTINS("f.__globals__['__builtins__']")),
     A("lambda_code_functiontype", "c = (lambda: open(MARKER, 'w').write('x')).__code__\nfn = type(lambda: 0)(c, {'MARKER': MARKER})\nfn()"),
@@ -418,6 +468,7 @@ ATTEMPTS: list[Attempt] = [
     A("operator_methodcaller", "import operator\nprint(operator.methodcaller('__getattribute__', '__globals__')(add)['HOST_SECRET'])"),
     A("singledispatch_string_annotation", SINGLEDISPATCH),
     A("typing_get_type_hints", TYPE_HINTS),
+    A("singledispatch_annotation_from_variable", SINGLEDISPATCH_VARIABLE),
     # ---------------------------------------------------------------- frames
     A("generator_frame_walk", WALK_TO_BUILTINS_IN_GEN + OS("b['__import__']('os')")),
     A("generator_frame_getattr", WALK_TO_BUILTINS_IN_GEN.replace("x.gi_frame", "getattr(x, 'gi' + '_frame')") + OS("b['__import__']('os')")),
@@ -679,6 +730,7 @@ def _host_state() -> dict[str, Any]:
     import builtins
     import calendar
     import collections
+    import collections.abc
     import copy
     import csv
     import decimal
@@ -702,6 +754,7 @@ def _host_state() -> dict[str, Any]:
         "Counter.__name__": collections.Counter.__name__,
         "Counter.__qualname__": collections.Counter.__qualname__,
         "Counter.__doc__": collections.Counter.__doc__,
+        "Iterable.marker": getattr(collections.abc.Iterable, "marker", None),
         "Random.choice": getattr(random.Random, "choice", None),
         "Counter.most_common": getattr(collections.Counter, "most_common", None),
         "JSONEncoder.default": getattr(json.JSONEncoder, "default", None),
@@ -732,6 +785,7 @@ def _host_state() -> dict[str, Any]:
 def _restore_host_state(s: dict[str, Any]) -> None:
     import calendar
     import collections
+    import collections.abc
     import copy
     import csv
     import decimal
@@ -773,6 +827,8 @@ def _restore_host_state(s: dict[str, Any]) -> None:
         json.dumps.__name__ = s["json.dumps.__name__"]
         for extra in set(vars(json.dumps)) - set(s["json.dumps.attrs"]):
             delattr(json.dumps, extra)
+        if s["Iterable.marker"] is None and "marker" in vars(collections.abc.Iterable):
+            del collections.abc.Iterable.marker
         if hasattr(math, "custom") and s["math.custom"] is None:
             del math.custom
     except Exception:  # best effort: restoring must not hide the real failure
@@ -836,6 +892,8 @@ TAMPERING = [
     ("enum_global_enum_into_main", "import enum\nE = enum.Enum('E', {'injected_by_model': 1})\nenum.global_enum(E)"),
     ("calendar_different_locale_left_open", "import calendar\ncalendar.different_locale('C.UTF-8').__enter__()"),
     ("typevar_reinit", "import typing\ntyping.T.__init__('Hijacked')"),
+    ("typing_alias_forwards_setattr", "import typing\ntyping.Counter[str].most_common = lambda self, n=None: 'pwned'"),
+    ("typing_alias_forwards_setattr_abc", "import typing\ntyping.Iterable[int].marker = 1"),
     ("shadow_print", "print = lambda *a, **k: None\nprint('x')"),
     ("shadow_len", "len = None"),
     ("delete_builtin", "del len"),
