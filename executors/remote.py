@@ -173,6 +173,7 @@ class RemoteExecutor(ExecutorBase):
         self._configure_id: int | None = None  # configure sent, ack not read yet
         self._closed = False
         self._restarts = 0
+        self._lost = False  # a restart happened that no ExecutionResult has reported yet
         self._finalizer = weakref.finalize(self, _Slot.kill, self._slot)
 
     # -- subclass interface ---------------------------------------------------------------------
@@ -275,6 +276,7 @@ class RemoteExecutor(ExecutorBase):
         """Kill the worker and start a fresh one (not waiting for it to boot)."""
         self._discard()
         self._restarts += 1
+        self._lost = True
         if not self._closed:
             with contextlib.suppress(ExecutorError):
                 self._spawn()
@@ -315,6 +317,8 @@ class RemoteExecutor(ExecutorBase):
 
     def _request(self, message, what: str):
         """Send a control message and wait for its ok. Breakage kills/restarts and raises."""
+        if self._replace_if_unclean():
+            self._ready()
         deadline = time.monotonic() + max(10.0, 2 * (self.limits.timeout_s or 5.0))
         try:
             self._send(message, deadline)
@@ -339,8 +343,10 @@ class RemoteExecutor(ExecutorBase):
             raise TypeError(f"code must be a str, got {type(code).__name__}")
         with self._lock:
             self._check_open()
-            self._ready()
             started = time.perf_counter()
+            self._replace_if_unclean()
+            self._ready()
+            lost, self._lost = self._lost, False
             rid = self._new_id()
             try:
                 frame = Execute.model_construct(id=rid, code=code).frame(self.max_frame_bytes)
@@ -361,8 +367,11 @@ class RemoteExecutor(ExecutorBase):
                         continue
                     if isinstance(msg, Result) and msg.id == rid:
                         result = self._to_result(msg, started)
+                        if lost:
+                            result = dataclasses.replace(result, state_lost=True)
                         if msg.restart:  # e.g. threads left running after a timeout
                             self._restart()
+                            self._lost = False  # reported right here
                             error = result.error or ExecutionError("WorkerCrashed", "")
                             result = dataclasses.replace(result, state_lost=True, error=dataclasses.replace(
                                 error, message=f"{error.message} The sandbox had to be restarted "
@@ -399,6 +408,25 @@ class RemoteExecutor(ExecutorBase):
                 self._restart()
                 raise
 
+    def _replace_if_unclean(self) -> bool:
+        """Between requests the worker must be silent. Bytes waiting here (a frame forged after
+        the last result, say) or a worker that died while idle: replace it before going on (the
+        next ExecutionResult says state_lost). Returns True when it was replaced."""
+        handle = self._slot.handle
+        if handle is None or self._configure_id is not None:
+            return False
+        if not self._frames.pending():
+            try:
+                chunk = handle.channel.read(1 << 16, 0)
+            except TimeoutError:
+                return False  # silent, as it should be
+            except OSError:
+                chunk = b""
+            if chunk:
+                self._frames.feed(chunk)
+        self._restart()
+        return True
+
     def _send_raw(self, data: bytes, deadline: float | None) -> None:
         handle = self._slot.handle
         assert handle is not None
@@ -410,6 +438,7 @@ class RemoteExecutor(ExecutorBase):
             raise _WorkerDied(str(exc)) from None
 
     def _failure(self, type_: str, message: str, started: float) -> ExecutionResult:
+        self._lost = False  # this result reports the restart
         return ExecutionResult(
             error=ExecutionError(type_, message),
             duration_s=time.perf_counter() - started,
@@ -496,6 +525,7 @@ class RemoteExecutor(ExecutorBase):
                 self._request(Reset(id=self._new_id()), "reset")
             except ExecutorError:
                 pass  # the worker was replaced: its state is gone, which is what reset wants
+            self._lost = False  # nothing the caller wanted kept was lost
 
     def ping(self) -> float:
         """Round-trip a no-op frame; returns the seconds it took (starts the worker if needed)."""

@@ -452,6 +452,8 @@ class Worker:
             op = msg["op"]
             if op == "shutdown":
                 return
+            if op in ("tool_result", "tool_error"):
+                continue  # the answer to a tool_call forged by model code: nobody waits for it
             handler = handlers.get(op)
             if handler is None:
                 raise ProtocolError(f"unexpected message {op!r}")

@@ -1,0 +1,136 @@
+"""A hostile worker: open-policy code that gets hold of the protocol descriptors and writes
+garbage, huge frames, forged results and tool calls for tools that do not exist. The host must
+survive every one: `execute` returns an ExecutionResult (never raises), and `1 + 1` answers 2
+right after (possibly in a fresh worker, which the result then reports as state_lost).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from executors import ExecutionResult, Limits
+from executors.process import SubprocessExecutor
+
+TIMEOUT = 1.0
+
+# Model code that finds the worker object and defines `send(bytes)` on its private channel.
+PRELUDE = (
+    "import gc, os, json, struct\n"
+    "W = next(o for o in gc.get_objects() if type(o).__name__ == 'Worker')\n"
+    "def send(data):\n"
+    "    os.write(W.fd_out, data)\n"
+    "def frame(obj):\n"
+    "    body = json.dumps(obj).encode()\n"
+    "    return struct.pack('>I', len(body)) + body\n"
+)
+
+calls: list[tuple] = []
+
+
+def add(a, b):
+    calls.append((a, b))
+    return a + b
+
+
+@pytest.fixture(scope="module")
+def ex():
+    ex = SubprocessExecutor(tools={"add": add}, policy="open", limits=Limits(timeout_s=TIMEOUT),
+                            max_frame_bytes=1024 * 1024)
+    yield ex
+    ex.close()
+
+
+def survives(ex, code: str) -> ExecutionResult:
+    t0 = time.monotonic()
+    r = ex.execute(PRELUDE + code)
+    assert isinstance(r, ExecutionResult)
+    assert time.monotonic() - t0 < TIMEOUT + 1.5
+    assert len(r.logs) <= ex.limits.max_output_chars + 200
+    after = ex.execute("1 + 1")
+    assert after.error is None and after.output == 2, after
+    assert ex.execute("add(2, 3)").output == 5
+    return r
+
+
+ATTACKS = {
+    "garbage bytes": "send(b'\\xff' * 64)",
+    "declared 100 MB frame": "send(struct.pack('>I', 100 * 1024 * 1024))",
+    "real frame over the limit": "send(frame({'op': 'result', 'id': W.exec_id, 'logs': 'x' * (2 * 1024 * 1024)}))",
+    "not JSON": "send(struct.pack('>I', 8) + b'not json')",
+    "JSON but not an object": "send(frame([1, 2, 3]))",
+    "unknown op": "send(frame({'op': 'launch_missiles', 'id': W.exec_id}))",
+    "host-side op": "send(frame({'op': 'execute', 'id': W.exec_id, 'code': 'import os'}))",
+    "forged result, wrong id": "send(frame({'op': 'result', 'id': W.exec_id + 1000, 'output': 'forged'}))",
+    "forged result, extra field": "send(frame({'op': 'result', 'id': W.exec_id, 'pickle': 'gASV'}))",
+    "forged result, bad types": "send(frame({'op': 'result', 'id': W.exec_id, 'is_final_answer': 'yes'}))",
+    "forged result, unknown tag": "send(frame({'op': 'result', 'id': W.exec_id, 'output': {'$t': 'pickle', 'v': 'gASV'}}))",
+    "forged result, deep value": "send(frame({'op': 'result', 'id': W.exec_id, 'output': json.loads('[' * 900 + ']' * 900)}))",
+    "unsolicited pongs": "for i in range(100):\n    send(frame({'op': 'pong', 'id': i, 'pid': 1}))",
+    "tool call for a missing tool": "send(frame({'op': 'tool_call', 'id': W.exec_id, 'call': 99, 'name': 'rm_rf', 'args': [], 'kwargs': {}}))",
+    "tool call with a bad argument": "send(frame({'op': 'tool_call', 'id': W.exec_id, 'call': 99, 'name': 'add', 'args': [{'$t': 'bytes', 'v': 7}], 'kwargs': {}}))",
+    "tool call with the wrong id": "send(frame({'op': 'tool_call', 'id': -5, 'call': 1, 'name': 'add', 'args': [1, 2], 'kwargs': {}}))",
+    "half a frame": "send(struct.pack('>I', 50) + b'{\"op\": ')",
+    "half a frame, then silence": "send(struct.pack('>I', 50) + b'{\"op\": ')\nimport time\ntime.sleep(30)",
+    "close the channel, keep running": "os.close(W.fd_out)\nimport time\ntime.sleep(30)",
+    "frame on fd 1 and 2": "os.write(1, frame({'op': 'result', 'id': W.exec_id, 'output': 'forged'}))\nos.write(2, b'\\x00' * 10)",
+    "frame after the result": (
+        "import threading\n"
+        "threading.Timer(0.05, lambda: send(frame({'op': 'pong', 'id': 1, 'pid': 1}))).start()"
+    ),
+}
+
+
+@pytest.mark.parametrize("code", list(ATTACKS.values()), ids=list(ATTACKS))
+def test_host_survives(ex, code):
+    survives(ex, code)
+
+
+def test_protocol_breaks_are_reported_as_such(ex):
+    r = survives(ex, "send(b'\\xff' * 64)")
+    assert r.error is not None and r.error.type == "WorkerProtocolError" and r.state_lost
+    r = survives(ex, "send(frame({'op': 'launch_missiles', 'id': W.exec_id}))")
+    assert r.error is not None and r.error.type == "WorkerProtocolError"
+
+
+def test_forged_result_with_the_right_id(ex):
+    """Open-policy code *is* the worker, so it may answer for itself; the real answer that follows
+    is stale and must not leak into the next execute."""
+    r = ex.execute(PRELUDE + "send(frame({'op': 'result', 'id': W.exec_id, 'output': 'forged', 'logs': 'x' * 10**6}))\n'real'")
+    assert r.output in ("forged", "real")
+    assert len(r.logs) <= ex.limits.max_output_chars + 200  # the host truncates whatever arrives
+    after = ex.execute("1 + 1")
+    assert after.output == 2 and after.error is None
+    if r.output == "forged":
+        assert after.state_lost  # the stale real result forced a fresh worker
+
+
+def test_missing_tool_is_a_tool_error_for_the_caller(ex):
+    code = (
+        "W.call_seq += 0\n"
+        "try:\n"
+        "    W.call_tool('rm_rf', ('/',), {})\n"
+        "except Exception as e:\n"
+        "    msg = str(e)\n"
+        "msg"
+    )
+    r = ex.execute(PRELUDE + code)
+    assert r.error is None and "no tool named 'rm_rf'" in r.output
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.binary(min_size=1, max_size=200))
+def test_fuzz_random_bytes_on_the_channel(ex, data):
+    survives(ex, f"send({data!r})")
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.dictionaries(st.sampled_from(["op", "id", "call", "name", "output", "logs", "error", "args"]),
+                       st.one_of(st.none(), st.integers(), st.text(max_size=5), st.sampled_from(
+                           ["result", "tool_call", "ok", "pong", "error"])), max_size=6))
+def test_fuzz_random_messages(ex, msg):
+    survives(ex, f"send(frame(json.loads({json.dumps(msg)!r})))")
