@@ -460,7 +460,7 @@ class _Run:
         if result.is_final_answer:
             self.status, self.output, self.output_repr = "success", result.output, result.output_repr
             record.is_final_answer = True
-            record.observation = _observation(result, agent.max_observation_chars)
+            record.observation = _observation(result, agent.max_observation_chars, final=True)
             self._finish_record(record, started, model_time, exec_time, usage)
             yield self._event(
                 Observation, number, observation=record.observation, logs=result.logs,
@@ -515,7 +515,7 @@ def _join_notes(*notes: str | None) -> str | None:
     return "\n\n".join(kept) if kept else None
 
 
-def _observation(result: ExecutionResult, budget: int) -> str:
+def _observation(result: ExecutionResult, budget: int, *, final: bool = False) -> str:
     """What the model sees after its code ran: printed output, error or last value, within `budget`."""
     parts: list[str] = []
     if result.state_lost:
@@ -528,7 +528,8 @@ def _observation(result: ExecutionResult, budget: int) -> str:
             hint = "Fix the code and try again. Variables assigned before the error still exist."
         tail.append(truncate_middle(f"Error: {result.error}", 2_000) + "\n" + hint)
     elif result.output_repr is not None:
-        tail.append("Last value: " + truncate_middle(result.output_repr, budget // 3))
+        label = "Final answer: " if final else "Last value: "
+        tail.append(label + truncate_middle(result.output_repr, budget // 3))
     if result.logs:
         room = max(budget - sum(len(p) for p in parts + tail) - 40, 200)
         parts.append("Printed output:\n" + truncate_middle(result.logs.rstrip("\n"), room))
