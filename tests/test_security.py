@@ -435,6 +435,29 @@ ATTEMPTS: list[Attempt] = [
         numbers.ABCMeta.register(GF, type(x))
         b = next(x)
         """) + OS("b['__import__']('os')")),
+    A("match_args_register_via_generic_alias", textwrap.dedent("""
+        import typing, collections, collections.abc
+        T = typing.TypeVar('T')
+        class GF(collections.namedtuple('B', 'gi_frame'), collections.abc.Hashable, typing.Generic[T]):
+            pass
+        class FB(collections.namedtuple('C', 'f_back f_builtins'), collections.abc.Hashable, typing.Generic[T]):
+            pass
+        def gen():
+            match x:
+                case GF(fr):
+                    pass
+            FB[int].register(type(fr))
+            bl = None
+            while fr is not None:
+                match fr:
+                    case FB(back, b):
+                        bl = b
+                        fr = back
+            yield bl
+        x = gen()
+        GF[int].register(type(x))
+        b = next(x)
+        """) + OS("b['__import__']('os')")),
     A("setattr_dunder_del", "class A:\n    pass\nsetattr(A, '__del__', lambda self: None)", cpython=False),
     A("function_globals_builtins", "def f():\n    pass\n" + BUILTINS("f.__globals__['__builtins__']")),
     A("lambda_code_functiontype", "c = (lambda: open(MARKER, 'w').write('x')).__code__\nfn = type(lambda: 0)(c, {'MARKER': MARKER})\nfn()"),
@@ -550,6 +573,7 @@ ATTEMPTS: list[Attempt] = [
     A("type_three_args_in_list", "X = [type][0]('X', (), {'__init_subclass__': classmethod(lambda c: None)})", cpython=False),
     A("reduce_builds_class", "import copy\nclass A:\n    def __reduce__(self):\n        return (type, ('X', (), {'__del__': print}))\nX = copy.copy(A())", cpython=False),
     # ---------------------------------------------------------------- host-state tampering
+    # (writes into host containers are in TAMPERING below: isolating them is as good as refusing)
     A("overwrite_tool_assign", "add = lambda a, b: 0", cpython=False),
     A("overwrite_tool_def", "def add(a, b):\n    return 0", cpython=False),
     A("overwrite_tool_import_as", "import math as add", cpython=False),
@@ -570,8 +594,6 @@ ATTEMPTS: list[Attempt] = [
     A("host_class_attr_jsonencoder", "import json\njson.JSONEncoder.default = lambda self, o: 'pwned'", cpython=False),
     A("host_class_attr_template", "import string\nstring.Template.delimiter = '%'", cpython=False),
     A("host_class_attr_csv_dialect", "import csv\ncsv.excel.delimiter = ';'", cpython=False),
-    A("host_container_copy_dispatch", "import copy\ncopy.dispatch_table[complex] = lambda c: (print, ('pwned',))", cpython=False),
-    A("host_container_calendar_mdays", "import calendar\ncalendar.mdays[2] = 30", cpython=False),
     A("host_object_decimal_defaultcontext", "import decimal\ndecimal.DefaultContext.prec = 3", cpython=False),
     A("time_clock_settime", "import time\ntime.clock_settime(time.CLOCK_REALTIME, time.clock_gettime(time.CLOCK_REALTIME))", cpython=False),
     A("host_class_attr_delete", "import collections\ndel collections.Counter.most_common", cpython=False),
