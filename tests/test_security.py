@@ -458,6 +458,9 @@ ATTEMPTS: list[Attempt] = [
         GF[int].register(type(x))
         b = next(x)
         """) + OS("b['__import__']('os')")),
+    A("update_wrapper_merges_tool_globals", "import functools\ndef mine():\n    pass\nfunctools.update_wrapper(mine, add, assigned=(), updated=('__globals__',))\n" + OS("os")),
+    A("wraps_merges_tool_globals", "import functools\n@functools.wraps(shout, assigned=(), updated=('__globals__',))\ndef mine():\n    pass\n" + OS("os")),
+    A("update_wrapper_copies_private_attribute", "import functools\nclass Box:\n    pass\nb = Box()\nfunctools.update_wrapper(b, lookup, assigned=('__closure__',), updated=())\nmatch b:\n    case object(cells=c):\n        pass\nprint(functools.reduce(lambda acc, cell: acc + [cell.cell_contents], getattr(b, '__clo' + 'sure__'), []))"),
     A("setattr_dunder_del", "class A:\n    pass\nsetattr(A, '__del__', lambda self: None)", cpython=False),
     A("function_globals_builtins", "def f():\n    pass\n" + BUILTINS("f.__globals__['__builtins__']")),
     A("lambda_code_functiontype", "c = (lambda: open(MARKER, 'w').write('x')).__code__\nfn = type(lambda: 0)(c, {'MARKER': MARKER})\nfn()"),
