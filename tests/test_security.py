@@ -780,6 +780,7 @@ def _host_state() -> dict[str, Any]:
         "Counter.__qualname__": collections.Counter.__qualname__,
         "Counter.__doc__": collections.Counter.__doc__,
         "Iterable.marker": getattr(collections.abc.Iterable, "marker", None),
+        "JSONEncoder.__final__": getattr(json.JSONEncoder, "__final__", None),
         "Random.choice": getattr(random.Random, "choice", None),
         "Counter.most_common": getattr(collections.Counter, "most_common", None),
         "JSONEncoder.default": getattr(json.JSONEncoder, "default", None),
@@ -852,6 +853,8 @@ def _restore_host_state(s: dict[str, Any]) -> None:
         json.dumps.__name__ = s["json.dumps.__name__"]
         for extra in set(vars(json.dumps)) - set(s["json.dumps.attrs"]):
             delattr(json.dumps, extra)
+        if s["JSONEncoder.__final__"] is None and "__final__" in vars(json.JSONEncoder):
+            del json.JSONEncoder.__final__
         if s["Iterable.marker"] is None and "marker" in vars(collections.abc.Iterable):
             del collections.abc.Iterable.marker
         if hasattr(math, "custom") and s["math.custom"] is None:
@@ -919,6 +922,8 @@ TAMPERING = [
     ("typevar_reinit", "import typing\ntyping.T.__init__('Hijacked')"),
     ("typing_alias_forwards_setattr", "import typing\ntyping.Counter[str].most_common = lambda self, n=None: 'pwned'"),
     ("typing_alias_forwards_setattr_abc", "import typing\ntyping.Iterable[int].marker = 1"),
+    ("update_wrapper_keyword_wrapper", "import functools, json\ndef f():\n    pass\nf.marker = 1\nfunctools.update_wrapper(wrapper=json.dumps, wrapped=f)"),
+    ("typing_final_keyword", "import typing, json\ntyping.final(f=json.JSONEncoder)"),
     ("shadow_print", "print = lambda *a, **k: None\nprint('x')"),
     ("shadow_len", "len = None"),
     ("delete_builtin", "del len"),
