@@ -1,15 +1,16 @@
 """SubprocessExecutor: model code runs in a warm child process with OS-enforced limits.
 
 The child is `python worker.py` in its own session/process group with:
-  - rlimits: address space and data (Limits.max_memory_mb plus an allowance for the interpreter),
+  - rlimits (applied by the worker to itself before it reads its first frame): address space
+    and data (Limits.max_memory_mb plus an allowance for the interpreter),
     CPU seconds (re-armed by the worker before each execute), processes (RLIMIT_NPROC; root is
     exempt from it, so a pids cgroup is used too when /sys/fs/cgroup/pids is writable), file size,
     open files, no core dumps;
   - a scrubbed environment (nothing from the host's os.environ unless passed in `env=`) and a
     private temporary working directory, removed on close;
-  - PR_SET_PDEATHSIG=SIGKILL, so the worker dies with the host even if the host is SIGKILLed
-    (workers are spawned from one long-lived thread, because the death signal follows the
-    spawning *thread*).
+  - PR_SET_PDEATHSIG=SIGKILL (set by the worker itself, which then checks that its parent is
+    still the host), so the worker dies with the host even if the host is SIGKILLed; workers are
+    spawned from one long-lived thread, because the death signal follows the spawning *thread*.
 On a deadline the host kills the whole process group, every process left in the worker's pids
 cgroup (or, without one, its session), reaps the worker, and starts a fresh one.
 """
@@ -17,7 +18,6 @@ cgroup (or, without one, its session), reaps the worker, and starts a fresh one.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import itertools
 import os
 import queue
@@ -45,7 +45,6 @@ PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 PIDS_CGROUP_ROOT = Path("/sys/fs/cgroup/pids")
 # Virtual memory the interpreter itself needs on top of what the model code may use.
 INTERPRETER_ALLOWANCE_MB = 192
-_PR_SET_PDEATHSIG = 1
 _cgroup_counter = itertools.count(1)
 
 
@@ -285,17 +284,6 @@ class _Spawner:
 
 
 _spawner = _Spawner()
-_libc: Any = None
-
-
-def _load_libc() -> Any:
-    global _libc
-    if _libc is None:
-        try:
-            _libc = ctypes.CDLL(None, use_errno=True)
-        except OSError:
-            _libc = False
-    return _libc
 
 
 class SubprocessExecutor(RemoteExecutor):
@@ -368,14 +356,17 @@ class SubprocessExecutor(RemoteExecutor):
 
     def _start_worker(self) -> WorkerHandle:
         cgroup = self._make_cgroup()
-        preexec = self._preexec(cgroup)
+        # The worker hardens itself before it reads its first frame (death signal, rlimits):
+        # a preexec_fn would force a full fork() of this (large) host instead of vfork(), which
+        # costs milliseconds per start.
+        spec = _json_arg({"parent": os.getpid(), "rlimits": self._rlimits()})
         # `-I`: isolated (no PYTHON* variables, no user site, no script dir on sys.path).
         # Importing the worker as a module reuses its cached bytecode instead of recompiling it.
         boot = (
             f"import sys,os;sys.path.insert(0,{str(WORKER_PATH.parent)!r});"
             "import worker;del sys.path[0];os._exit(worker.main())"
         )
-        argv = [self.python, "-I", "-c", boot]
+        argv = [self.python, "-I", "-c", boot, spec]
         cwd, env = self.cwd, self._environment()
 
         def spawn() -> subprocess.Popen:
@@ -387,7 +378,6 @@ class SubprocessExecutor(RemoteExecutor):
                 cwd=cwd,
                 env=env,
                 start_new_session=True,
-                preexec_fn=preexec,
                 close_fds=True,
             )
 
@@ -398,9 +388,13 @@ class SubprocessExecutor(RemoteExecutor):
                 with contextlib.suppress(OSError):
                     cgroup.rmdir()
             raise ExecutorError(f"cannot start the worker with python={self.python!r}: {exc}") from exc
-        if cgroup is not None:  # the child also joined in preexec; this covers a failed write
-            with contextlib.suppress(OSError):
+        if cgroup is not None:  # before the first frame is sent, so before any model code runs
+            try:
                 (cgroup / "cgroup.procs").write_text(str(proc.pid))
+            except OSError:
+                with contextlib.suppress(OSError):
+                    cgroup.rmdir()
+                cgroup = None
         return ProcessWorker(proc, cgroup)
 
     def _make_cgroup(self) -> Path | None:
@@ -417,48 +411,26 @@ class SubprocessExecutor(RemoteExecutor):
             return None
         return path
 
-    def _preexec(self, cgroup: Path | None) -> Callable[[], None]:
-        import resource
-
-        libc = _load_libc()
-        host_pid = os.getpid()
+    def _rlimits(self) -> dict[str, int]:
+        """What the worker applies to itself (soft = hard) before it reads its first frame."""
+        limits = {
+            "RLIMIT_CORE": 0,
+            "RLIMIT_FSIZE": self.max_file_mb * 1024 * 1024,
+            "RLIMIT_NOFILE": self.max_open_files,
+        }
         mem = self.limits.max_memory_mb
-        rlimits: list[tuple[int, int]] = [
-            (resource.RLIMIT_CORE, 0),
-            (resource.RLIMIT_FSIZE, self.max_file_mb * 1024 * 1024),
-            (resource.RLIMIT_NOFILE, self.max_open_files),
-        ]
         if mem is not None:
             cap = (mem + INTERPRETER_ALLOWANCE_MB) * 1024 * 1024
-            rlimits += [(resource.RLIMIT_AS, cap), (resource.RLIMIT_DATA, cap)]
-        if os.geteuid() != 0:  # root ignores RLIMIT_NPROC; the cgroup covers that case
-            rlimits.append((resource.RLIMIT_NPROC, _user_process_count() + self.max_processes))
-        procs_path = None if cgroup is None else os.fsencode(cgroup / "cgroup.procs")
+            limits["RLIMIT_AS"] = limits["RLIMIT_DATA"] = cap
+        if os.geteuid() != 0:  # root ignores RLIMIT_NPROC; the pids cgroup covers that case
+            limits["RLIMIT_NPROC"] = _user_process_count() + self.max_processes
+        return limits
 
-        def preexec() -> None:  # runs in the child between fork and exec: syscalls only
-            if libc:
-                libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            if os.getppid() != host_pid:  # the host died before prctl took effect
-                os._exit(1)
-            if procs_path is not None:
-                try:
-                    fd = os.open(procs_path, os.O_WRONLY)
-                    try:
-                        os.write(fd, b"0")
-                    finally:
-                        os.close(fd)
-                except OSError:
-                    pass
-            for which, value in rlimits:
-                try:
-                    _soft, hard = resource.getrlimit(which)
-                    if hard != resource.RLIM_INFINITY and value > hard:
-                        value = hard
-                    resource.setrlimit(which, (value, value))
-                except (OSError, ValueError):
-                    pass
 
-        return preexec
+def _json_arg(value: Any) -> str:
+    import json
+
+    return json.dumps(value, separators=(",", ":"))
 
 
 def _user_process_count() -> int:

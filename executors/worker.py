@@ -19,12 +19,13 @@ register_tools, reset, ping, shutdown.  Worker -> host: ok, error, pong, result,
 
 from __future__ import annotations
 
-import ast
+# Start-up time matters: the C modules `_ast` and `_signal` avoid the imports (enum, contextlib,
+# re, ...) that `ast`, `signal` and `json` would pull in.
+import _ast as ast
+import _signal as signal
 import binascii
-import json
 import math
 import os
-import signal
 import sys
 import time
 
@@ -240,12 +241,69 @@ def _decode_tagged(tag, data, d):
 
 
 # ---------------------------------------------------------------------------------------------
+# JSON: the C scanner/encoder behind the json module, used directly when available (`import
+# json` pulls in `re`, enum, functools, ...).
+
+
+def _no_constants(name: str):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _fast_json():
+    try:
+        import _json
+
+        class _Context:
+            strict = True
+            object_hook = None
+            object_pairs_hook = None
+            parse_float = float
+            parse_int = int
+            parse_constant = staticmethod(_no_constants)
+            memo: dict = {}
+
+        scanner = _json.make_scanner(_Context())
+        encoder = _json.make_encoder(
+            None, None, _json.encode_basestring_ascii, None, ":", ",", False, False, False
+        )
+
+        def dumps(obj) -> str:
+            return "".join(encoder(obj, 0))
+
+        def loads(text: str):
+            try:
+                obj, end = scanner(text, 0)
+            except StopIteration:
+                raise ValueError("invalid JSON") from None
+            if end != len(text):
+                raise ValueError("extra data after the JSON value")
+            return obj
+
+        if loads(dumps({"a": [1, 2.5, "\u00e9", None, True]})) != {"a": [1, 2.5, "\u00e9", None, True]}:
+            raise ValueError("self-test failed")
+        return dumps, loads
+    except Exception:  # another Python: fall back to the json module
+        import json
+
+        def dumps(obj) -> str:
+            return json.dumps(obj, separators=(",", ":"), allow_nan=False)
+
+        def loads(text: str):
+            return json.loads(text, parse_constant=_no_constants)
+
+        return dumps, loads
+
+
+_dumps, _loads = _fast_json()
+
+
+# ---------------------------------------------------------------------------------------------
 # Framing
 
 
 def pack_frame(message: dict, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> bytes:
-    """Serialize one message. Raises FrameTooLarge when it would exceed the limit."""
-    body = json.dumps(message, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    """Serialize one message (compact JSON, ASCII, no NaN). Raises FrameTooLarge over the limit."""
+    body = _dumps(message).encode("ascii")
     if len(body) > max_frame_bytes:
         raise FrameTooLarge(f"frame of {len(body)} bytes exceeds the {max_frame_bytes}-byte limit")
     return len(body).to_bytes(HEADER_BYTES, "big") + body
@@ -254,8 +312,8 @@ def pack_frame(message: dict, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) ->
 def unpack_message(body: bytes) -> dict:
     """Parse one frame body into a message dict with a str "op" (raises ProtocolError)."""
     try:
-        msg = json.loads(body)
-    except (ValueError, RecursionError) as exc:
+        msg = _loads(body.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise ProtocolError(f"frame is not valid JSON: {str(exc)[:200]}") from None
     if type(msg) is not dict or type(msg.get("op")) is not str:
         raise ProtocolError("frame is not a JSON object with an 'op'")
@@ -798,9 +856,50 @@ def _protect_channel() -> tuple[int, int, int | None]:
     return fd_in, fd_out, capture
 
 
-def main() -> int:
-    import signal
+def _harden(spec: dict) -> None:
+    """Process settings the host asks for (subprocess workers), applied before any frame is read:
+    die with the parent (PR_SET_PDEATHSIG), and rlimits, soft = hard so model code cannot raise
+    them (unless it runs as root)."""
+    parent = spec.get("parent")
+    if isinstance(parent, int):
+        try:
+            import ctypes
 
+            ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+        except Exception:
+            pass
+        if os.getppid() != parent:  # the host died before the death signal was armed
+            os._exit(1)
+    rlimits = spec.get("rlimits")
+    if isinstance(rlimits, dict) and rlimits:
+        import resource
+
+        for name, value in rlimits.items():
+            which = getattr(resource, str(name), None)
+            if not isinstance(which, int) or not isinstance(value, int):
+                continue
+            try:
+                _soft, hard = resource.getrlimit(which)
+                if hard != resource.RLIM_INFINITY and value > hard:
+                    value = hard
+                resource.setrlimit(which, (value, value))
+            except (OSError, ValueError):
+                pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve the host on fds 0/1. argv[1], if given, is a JSON object of process settings
+    (see _harden); `python worker.py` with no arguments just serves."""
+    argv = sys.argv if argv is None else argv
+    if len(argv) > 1:
+        try:
+            spec = _loads(argv[1])
+        except ValueError:
+            spec = None
+        if not isinstance(spec, dict):
+            os.write(2, b"worker: argv[1] must be a JSON object\n")
+            return 2
+        _harden(spec)
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # RLIMIT_FSIZE -> OSError, not death
     fd_in, fd_out, capture = _protect_channel()
