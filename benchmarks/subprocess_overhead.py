@@ -1,0 +1,218 @@
+"""SubprocessExecutor overhead, measured side by side in one run.
+
+    .venv/bin/python benchmarks/subprocess_overhead.py [--reps 2000] [--json]
+
+  floor       a raw pipe echo to a Python child (what any process boundary costs on this machine)
+  ping        a protocol frame round trip through the executor (framing + validation, no code)
+  warm        execute() of a trivial action, unique source each time (no compile cache helps)
+  tool call   execute("add(1, 2)"): one host tool call through the protocol; and the marginal
+              cost of one more call (a loop of 100 calls inside one execute)
+  cold start  SubprocessExecutor(...) to its first result, next to `python -I -c pass`
+  loops       the in-process benchmark's snippets (benchmarks/executor_overhead.py) run through
+              the worker, with CPython exec and LocalExecutor in this process alongside
+
+Medians with p90; this machine is shared and noisy, so the ratios measured in the same run are
+the figures to trust. Targets (issue 5): warm <= 0.3 ms, tool call <= 0.3 ms, cold start <= 60 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from executor_overhead import SNIPPETS  # noqa: E402
+
+from executors import Limits  # noqa: E402
+from executors.process import SubprocessExecutor  # noqa: E402
+
+ECHO_CHILD = "import os\nwhile True:\n    d = os.read(0, 65536)\n    if not d:\n        break\n    os.write(1, d)\n"
+
+
+def add(a, b):
+    return a + b
+
+
+def sample(fn: Callable[[], object], reps: int, warmup: int = 50) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    samples = sorted(samples)
+    return {
+        "median_ms": statistics.median(samples) * 1e3,
+        "p90_ms": samples[int(len(samples) * 0.9)] * 1e3,
+        "n": len(samples),
+    }
+
+
+def pipe_floor(reps: int) -> list[float]:
+    import os
+
+    child = subprocess.Popen([sys.executable, "-I", "-c", ECHO_CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    w, r = child.stdin.fileno(), child.stdout.fileno()
+    msg = b"x" * 64
+
+    def once():
+        os.write(w, msg)
+        os.read(r, 65536)
+
+    try:
+        return sample(once, reps)
+    finally:
+        child.stdin.close()
+        child.wait()
+
+
+def warm_figures(policy: str, reps: int) -> dict[str, dict[str, float]]:
+    counter = itertools.count()
+    out: dict[str, dict[str, float]] = {}
+    with SubprocessExecutor(tools={"add": add}, policy=policy, limits=Limits(timeout_s=10)) as ex:
+        out["ping"] = summary(sample(ex.ping, reps))
+
+        def trivial():
+            r = ex.execute(f"x = 1 + {next(counter)}")
+            assert r.error is None, r.error
+
+        out["warm"] = summary(sample(trivial, reps))
+
+        def tool():
+            r = ex.execute(f"add(1, {next(counter)})")
+            assert r.error is None, r.error
+
+        out["tool_call"] = summary(sample(tool, reps))
+        n = 100
+        loop_calls = f"s = 0\nfor i in range({n}):\n    s = add(s, i)\ns"
+        loop_plain = f"s = 0\nfor i in range({n}):\n    s = s + i\ns"
+        with_calls = sample(lambda: ex.execute(loop_calls), max(20, reps // 40), warmup=5)
+        without = sample(lambda: ex.execute(loop_plain), max(20, reps // 40), warmup=5)
+        marginal = (statistics.median(with_calls) - statistics.median(without)) / n
+        out["tool_call_marginal"] = {"median_ms": marginal * 1e3, "p90_ms": float("nan"), "n": len(with_calls)}
+    return out
+
+
+def cold_figures(policy: str, reps: int) -> dict[str, float]:
+    samples = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        ex = SubprocessExecutor(policy=policy)
+        r = ex.execute("1 + 1")
+        samples.append(time.perf_counter() - t0)
+        assert r.output == 2, r
+        ex.close()
+    return summary(samples)
+
+
+def python_start(reps: int) -> dict[str, float]:
+    samples = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-I", "-c", "pass"], check=True)
+        samples.append(time.perf_counter() - t0)
+    return summary(samples)
+
+
+def loop_figures(reps: int) -> dict[str, dict[str, float]]:
+    import contextlib
+    import io
+
+    from executors.local import LocalExecutor
+
+    def cpython(code: str):
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(code, "<bench>", "exec"), {"__name__": "__main__"})
+
+    rows: dict[str, dict[str, float]] = {}
+    local = LocalExecutor()
+    subs = {p: SubprocessExecutor(policy=p) for p in ("restricted", "open")}
+    try:
+        for name, code in SNIPPETS.items():
+            if name == "trivial_action":
+                continue
+            row = {"cpython_ms": statistics.median(sample(lambda c=code: cpython(c), reps, warmup=2)) * 1e3}
+
+            def via(ex, c=code):
+                ex.reset()
+                r = ex.execute(c)
+                assert r.error is None, r.error
+
+            row["local_ms"] = statistics.median(sample(lambda: via(local), reps, warmup=2)) * 1e3
+            for policy, ex in subs.items():
+                row[f"subprocess_{policy}_ms"] = statistics.median(sample(lambda e=ex: via(e), reps, warmup=2)) * 1e3
+            rows[name] = row
+    finally:
+        local.close()
+        for ex in subs.values():
+            ex.close()
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reps", type=int, default=2000, help="round trips per warm figure")
+    parser.add_argument("--cold", type=int, default=15, help="cold starts per policy")
+    parser.add_argument("--loop-reps", type=int, default=7)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+
+    figures: dict[str, object] = {"floor_pipe_echo": summary(pipe_floor(args.reps))}
+    for policy in ("open", "restricted"):
+        figures[f"warm_{policy}"] = warm_figures(policy, args.reps)
+    figures["python_start"] = python_start(args.cold)
+    for policy in ("open", "restricted"):
+        figures[f"cold_{policy}"] = cold_figures(policy, args.cold)
+    figures["loops"] = loop_figures(args.loop_reps)
+    if args.json:
+        print(json.dumps(figures, indent=1))
+        return 0
+
+    floor = figures["floor_pipe_echo"]["median_ms"]  # type: ignore[index]
+    print(f"SubprocessExecutor overhead — Python {sys.version.split()[0]}, medians (p90) in ms; "
+          f"{args.reps} round trips per warm figure")
+    print(f"raw pipe echo (floor)               {floor:8.3f}  ({figures['floor_pipe_echo']['p90_ms']:.3f})")  # type: ignore[index]
+    print(f"{'':36}{'open':>18}{'restricted':>20}   target")
+    rows = [("protocol ping", "ping", None), ("warm round trip (trivial action)", "warm", 0.3),
+            ("tool call round trip (1 call)", "tool_call", 0.3), ("  marginal cost of one more call", "tool_call_marginal", 0.3)]
+    for label, key, target in rows:
+        cells = ""
+        for policy in ("open", "restricted"):
+            f = figures[f"warm_{policy}"][key]  # type: ignore[index]
+            p90 = "" if f["p90_ms"] != f["p90_ms"] else f" ({f['p90_ms']:.3f})"
+            cells += f"{f['median_ms']:>10.3f}{p90:<10}"
+        print(f"{label:<36}{cells}  {f'<= {target}' if target else ''}")
+    py = figures["python_start"]["median_ms"]  # type: ignore[index]
+    co, cr = figures["cold_open"]["median_ms"], figures["cold_restricted"]["median_ms"]  # type: ignore[index]
+    print(f"{'cold start (spawn to first result)':<36}{co:>10.1f}{'':10}{cr:>10.1f}{'':10}  <= 60")
+    print(f"{'  python -I -c pass, same run':<36}{py:>10.1f}   ratios: open {co / py:.2f}x, restricted {cr / py:.2f}x")
+    w = figures["warm_open"]["warm"]["median_ms"]  # type: ignore[index]
+    print(f"warm round trip / pipe floor: open {w / floor:.1f}x, "
+          f"restricted {figures['warm_restricted']['warm']['median_ms'] / floor:.1f}x")  # type: ignore[index]
+    print()
+    print(f"loop snippets, median of {args.loop_reps} (ms) — ratio to CPython exec in this process")
+    print(f"{'snippet':<22}{'CPython':>9}{'Local':>9}{'ratio':>7}{'Sub-restr':>11}{'ratio':>7}{'Sub-open':>10}{'ratio':>7}")
+    for name, row in figures["loops"].items():  # type: ignore[union-attr]
+        c = row["cpython_ms"]
+        print(f"{name:<22}{c:>9.2f}{row['local_ms']:>9.2f}{row['local_ms'] / c:>6.2f}x"
+              f"{row['subprocess_restricted_ms']:>11.2f}{row['subprocess_restricted_ms'] / c:>6.2f}x"
+              f"{row['subprocess_open_ms']:>10.2f}{row['subprocess_open_ms'] / c:>6.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
