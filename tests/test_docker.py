@@ -562,23 +562,38 @@ time.sleep(600)
 """
 
 
+def _start_host(image: str) -> tuple[subprocess.Popen, str]:
+    """A separate host process with a live executor; returns it and its container id."""
+    proc = subprocess.Popen([sys.executable, "-c", ORPHAN_HOST, image], stdout=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONPATH=str(REPO)), text=True)
+    cid = proc.stdout.readline().strip()
+    if not cid:
+        proc.kill()
+        proc.wait()
+        pytest.fail("the host process did not start its executor")
+    return proc, cid
+
+
 def test_sweep_removes_containers_of_a_killed_host(client, image):
     from executors.container import sweep
 
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([sys.executable, "-c", ORPHAN_HOST, image], stdout=subprocess.PIPE,
-                            env=env, text=True)
+    first, first_cid = _start_host(image)
     try:
-        cid = proc.stdout.readline().strip()
-        assert cid, "the host process did not start its executor"
-        assert cid in _ours(client)
-        assert cid not in sweep(client=client)  # its owner is alive: left alone
+        assert first_cid in _ours(client)
+        assert first_cid not in sweep(client=client)  # its owner is alive: left alone
     finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    assert cid in _ours(client)  # nothing could clean up after a SIGKILL...
-    assert cid in sweep(client=client)  # ...until the next sweep
-    assert cid not in _ours(client)
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    assert first_cid in _ours(client)  # nothing could clean up after a SIGKILL...
+
+    second, second_cid = _start_host(image)  # ...until the next start (its first executor sweeps)
+    try:
+        assert first_cid not in _ours(client) and second_cid in _ours(client)
+    finally:
+        second.send_signal(signal.SIGKILL)
+        second.wait()
+    assert second_cid in sweep(client=client)  # or an explicit sweep()
+    assert second_cid not in _ours(client)
 
 
 def test_interpreter_exit_removes_containers(client, image):
