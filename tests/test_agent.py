@@ -342,3 +342,35 @@ def test_printing_a_result_never_runs_model_code_on_the_host():
     result.output = Boom()  # a stand-in that tells whether repr() reaches the object
     assert "output=rendered in the sandbox" in repr(result)
     assert json.loads(result.to_json())["output"] is None
+
+
+def test_weak_model_habits_end_to_end():
+    """Fenced code, a JSON tool call and a closing-tag-less reply all become actions."""
+    replies = [
+        "Let me add them.\n```python\nx = add(2, 40)\nprint(x)\n```",
+        '{"name": "add", "arguments": {"a": 1, "b": 1}}',
+        "Thought: done\n<code>\nfinal_answer(x)",
+    ]
+    result, _ = run_against(replies)
+    assert result.status == "success" and result.output == 42
+    assert result.steps[0].logs == "42\n" and "2" in (result.steps[1].output_repr or "")
+
+
+def test_any_object_with_complete_is_a_model():
+    from codeagent import ModelReply
+
+    class EchoModel:
+        model_id = "echo"
+
+        def __init__(self):
+            self.seen = []
+
+        def complete(self, messages, stop=None):
+            self.seen.append(stop)
+            return ModelReply(text=code(f"final_answer({len(messages)})"))
+
+    model = EchoModel()
+    with CodeAgent(model) as agent:
+        result = agent.run("count the messages")
+    assert result.output == 2 and result.model == "echo" and not result.scripted
+    assert model.seen == [agent.stop_sequences]
