@@ -383,7 +383,7 @@ def _data_program(draw: Callable[[st.SearchStrategy[Any]], Any], tools, final: s
         choices = ["assign", "assign", "assign", "print", "print", "for", "while", "if",
                    "func", "try", "comp", "string", "augassign", "class", "walrus", "match",
                    "gen", "with", "unpack", "lambda", "closure", "dataclass", "enum", "module",
-                   "decorator", "exc_chain", "del_assert", "dict_ops", "print_kw"]
+                   "decorator", "exc_chain", "del_assert", "dict_ops", "print_kw", "idiom", "idiom"]
         if specs:
             choices += ["tool", "tool", "tool"]
         c = draw(st.sampled_from(choices))
@@ -576,6 +576,8 @@ def _data_program(draw: Callable[[st.SearchStrategy[Any]], Any], tools, final: s
                     f"    print(key, val)\nprint(len({name}), {word()} in {name})")
             env.vars["dict"].append(name)
             return code
+        if c == "idiom":
+            return _idiom(draw, lit_int, word, e_list, e_strlist, e_str, env)
         if c == "tool":
             name, params = draw(st.sampled_from(specs))
             n_positional = draw(st.integers(0, len(params)))
@@ -600,6 +602,77 @@ def _data_program(draw: Callable[[st.SearchStrategy[Any]], Any], tools, final: s
         out.append(f"final_answer({expr(kind, 2)})")
     head = [_MODULE_IMPORTS[m] for m in sorted(env.imports)]
     return "\n".join(head + out) + "\n"
+
+
+def _idiom(draw, lit_int, word, e_list, e_strlist, e_str, env: _Env) -> str:
+    """Everyday idioms with generated values: the constructs a model reaches for."""
+    k = draw(st.integers(1, 9))
+    name = draw(st.sampled_from([
+        "sets", "dict_merge", "divmod", "conversions", "chained", "slice_assign", "send",
+        "yield_from", "global", "raise_from_none", "finally_return", "total_ordering", "lru_cache",
+        "groupby", "defaultdict", "deque", "namedtuple", "translate", "textwrap", "datetime",
+        "json_indent", "re_sub_fn", "dataclass_order", "enum_auto", "match_patterns",
+        "property_setter", "dunder_container", "mro", "sorted_multi", "zip_enumerate",
+        "walrus_comp", "format_builtin", "star_call", "nested_comp", "any_all", "str_methods",
+        "int_bases", "round_half_even", "exception_args", "else_loops",
+    ]))
+    if name in {"groupby"}:
+        env.imports.add("itertools")
+    if name in {"total_ordering", "lru_cache"}:
+        env.imports.add("functools")
+    if name in {"defaultdict", "deque", "namedtuple"}:
+        env.imports.add("collections")
+    if name == "dataclass_order":
+        env.imports.add("dataclasses")
+    if name == "enum_auto":
+        env.imports.add("enum")
+    if name == "json_indent":
+        env.imports.add("json")
+    if name == "re_sub_fn":
+        env.imports.add("re")
+    return {
+        "sets": lambda: f"a = set({e_list(1)})\nb = set({e_list(1)})\nprint(sorted(a | b), sorted(a & b), sorted(a - b), sorted(a ^ b), a <= b)",
+        "dict_merge": lambda: f"left = {{'a': {lit_int()}, 'b': 2}}\nright = {{'b': {lit_int()}, 'c': 3}}\nprint(left | right, {{**right, **left}})\nleft |= right\nprint(left)",
+        "divmod": lambda: f"print(divmod({lit_int()}, {k}), divmod(-{k * 7}, {k}), {lit_int()} % -{k}, -{k * 5} // 3)",
+        "conversions": lambda: f"print(bin({k * 37}), hex({lit_int()}), oct({k}), int('{k}{k}', {k + 6 if k + 6 <= 36 else 10}), float('1e{k}'), chr(65 + {k}))",
+        "chained": lambda: f"v = {lit_int()}\nprint(-500 < v <= 500, 0 <= v < {k} < 10, v == v != v + 1)",
+        "slice_assign": lambda: f"items = list(range(10))\nitems[1:{k}] = ['x', 'y']\ndel items[::3]\nitems[-1:] = []\nprint(items)",
+        "send": lambda: "def acc():\n    total = 0\n    while True:\n        got = yield total\n        if got is None:\n            return total\n        total += got\n"
+                f"g = acc()\nnext(g)\nfor v in {e_list(1)}:\n    print(g.send(v))",
+        "yield_from": lambda: f"def inner(n):\n    yield from range(n)\n    return n * 10\ndef outer():\n    got = yield from inner({k})\n    yield got\nprint(list(outer()))",
+        "global": lambda: f"count = 0\ndef bump():\n    global count\n    count += {k}\n    return count\nbump()\nprint(bump(), count)",
+        "raise_from_none": lambda: "try:\n    try:\n        int('x')\n    except ValueError:\n        raise KeyError('k') from None\nexcept KeyError as e:\n    print(repr(e), e.__suppress_context__, e.__cause__)",
+        "finally_return": lambda: f"def f():\n    try:\n        return {k}\n    finally:\n        print('cleanup')\nprint(f())",
+        "total_ordering": lambda: f"@functools.total_ordering\nclass V:\n    def __init__(self, n):\n        self.n = n\n    def __eq__(self, o):\n        return self.n == o.n\n    def __lt__(self, o):\n        return self.n < o.n\n    def __repr__(self):\n        return f'V({{self.n}})'\nprint(sorted([V(x) for x in {e_list(1)}]), V(1) >= V({k}))",
+        "lru_cache": lambda: f"@functools.lru_cache(maxsize=None)\ndef fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nprint(fib({k * 4}), fib.cache_info().hits > 0)",
+        "groupby": lambda: f"data = sorted({e_strlist(1)} + {e_strlist(1)}, key=len)\nfor size, group in itertools.groupby(data, key=len):\n    print(size, list(group))",
+        "defaultdict": lambda: f"groups = collections.defaultdict(list)\nfor w in {e_strlist(1)}:\n    groups[len(w)].append(w)\nprint(dict(groups), groups[99])",
+        "deque": lambda: f"q = collections.deque({e_list(1)}, maxlen={k})\nq.appendleft(0)\nq.rotate(1)\nprint(q, q.pop(), len(q))",
+        "namedtuple": lambda: f"Pt = collections.namedtuple('Pt', 'x y')\np = Pt({lit_int()}, y={lit_int()})\nprint(p, p._replace(x=0), p._asdict(), p.x + p.y)",
+        "translate": lambda: f"table = str.maketrans('aeiou', '12345', 'xyz')\nprint({e_str(1)}.translate(table))",
+        "textwrap": lambda: f"import textwrap\nprint(textwrap.fill({e_str(1)} * {k}, width={k + 10}))\nprint(textwrap.shorten('hello world ' * {k}, width=20))",
+        "datetime": lambda: f"import datetime\nd = datetime.date(2024, {k}, {k + 10}) + datetime.timedelta(days={lit_int()})\nprint(d, d.isoformat(), d.weekday(), d.strftime('%Y/%m/%d %A'))",
+        "json_indent": lambda: f"print(json.dumps({{'k': {e_list(1)}, 'n': None, 't': True}}, indent={k % 4}, sort_keys=True))",
+        "re_sub_fn": lambda: f"print(re.sub(r'\\d+', lambda m: str(int(m.group()) * 2), 'a1 b22 c{k}'), re.split(r'[,;]\\s*', 'x, y;z'))",
+        "dataclass_order": lambda: f"@dataclass(order=True, frozen=True)\nclass Card:\n    rank: int\n    suit: str = 'h'\ncards = sorted([Card({lit_int()}), Card({k}, 's'), Card({k})])\nprint(cards, cards[0] < cards[-1], hash(Card(1)) == hash(Card(1)))",
+        "enum_auto": lambda: "class Color(enum.Enum):\n    RED = enum.auto()\n    GREEN = enum.auto()\nprint(list(Color), Color(2), Color['RED'].value, Color.RED is Color(1), repr(Color.GREEN))",
+        "match_patterns": lambda: f"for item in [{lit_int()}, 'text', [1, 2, 3], {{'kind': 'pt', 'x': {k}}}, (1, 'a'), None]:\n    match item:\n        case int() if item > 0:\n            print('pos', item)\n        case str() as s:\n            print('str', s)\n        case [first, *rest]:\n            print('seq', first, rest)\n        case {{'kind': 'pt', 'x': x}}:\n            print('pt', x)\n        case None:\n            print('none')\n        case _:\n            print('other', item)",
+        "property_setter": lambda: f"class Temp:\n    def __init__(self):\n        self._c = 0\n    @property\n    def c(self):\n        return self._c\n    @c.setter\n    def c(self, v):\n        if v < -273:\n            raise ValueError('too cold')\n        self._c = v\nt = Temp()\nt.c = {lit_int()}\nprint(t.c)",
+        "dunder_container": lambda: f"class Bag:\n    def __init__(self, items):\n        self.items = list(items)\n    def __len__(self):\n        return len(self.items)\n    def __getitem__(self, i):\n        return self.items[i]\n    def __contains__(self, x):\n        return x in self.items\n    def __call__(self, n):\n        return self.items[:n]\nb = Bag({e_list(1)})\nprint(len(b), b[0], {k} in b, b({k}), list(b), sorted(b))",
+        "mro": lambda: "class A:\n    def who(self):\n        return 'A'\nclass B(A):\n    def who(self):\n        return 'B' + super().who()\nclass C(A):\n    def who(self):\n        return 'C' + super().who()\nclass D(B, C):\n    def who(self):\n        return 'D' + super().who()\nprint(D().who(), [k.__name__ for k in D.__mro__], isinstance(D(), A), issubclass(D, (C, int)))",
+        "sorted_multi": lambda: f"rows = [{{'n': {word()}, 'v': {lit_int()}}}, {{'n': {word()}, 'v': {lit_int()}}}, {{'n': 'z', 'v': {k}}}]\nprint(sorted(rows, key=lambda r: (-r['v'], r['n'])), max(rows, key=lambda r: r['v'])['n'])",
+        "zip_enumerate": lambda: f"for i, (a, b) in enumerate(zip({e_list(1)}, {e_strlist(1)}), start={k}):\n    print(i, a, b)\nprint(list(zip(*[(1, 'a'), (2, 'b')])))",
+        "walrus_comp": lambda: f"vals = [y for x in {e_list(1)} if (y := x * 2) > {lit_int()}]\nprint(vals)",
+        "format_builtin": lambda: f"print(format({lit_int()}, '>+8,'), format(3.14159, '.{k % 5}f'), format('s', '^5'), '{{:08.3f}}'.format({k}/7), '{{0!r:>12}}'.format('q'))",
+        "star_call": lambda: f"def f(a, b=2, *args, c, d=4, **kw):\n    return (a, b, args, c, d, sorted(kw.items()))\nprint(f(1, c={k}), f(*[1, 2, 3], c=0, **{{'e': 5}}), f(1, 2, 3, 4, c=1, d=0, z=9))",
+        "nested_comp": lambda: f"m = [[i * j for j in range({k % 5 + 1})] for i in range(3)]\nprint(m, [x for row in m for x in row if x], {{i: [c for c in w] for i, w in enumerate({e_strlist(1)})}})",
+        "any_all": lambda: f"vals = {e_list(1)}\nprint(any(v > {lit_int()} for v in vals), all(v % 2 == 0 for v in vals), sum(1 for v in vals if v < 0))",
+        "str_methods": lambda: f"t = {e_str(1)}\nprint(t.isdigit(), t.isalpha(), t.casefold(), t.removeprefix('a'), t.splitlines(), t.rjust(8, '_'), t.expandtabs(2), t.count(''), t.rsplit(' ', 1))",
+        "int_bases": lambda: f"print(int('ff', 16), int('0b101', 0), int('  {k}  '), (255).to_bytes(2, 'big'), int.from_bytes(b'\\x01\\x00', 'little'), (2 ** {k * 7}).bit_length())",
+        "round_half_even": lambda: f"print(round(0.5), round(1.5), round(2.5), round(-{k}.5), round({k}.125, 2), round({lit_int()}, -1))",
+        "exception_args": lambda: f"try:\n    raise ValueError('bad', {k})\nexcept ValueError as e:\n    print(e.args, str(e), repr(e))\ntry:\n    {{}}['missing']\nexcept KeyError as e:\n    print(repr(e), e.args)",
+        "else_loops": lambda: f"for n in range(2, {k + 12}):\n    for d in range(2, n):\n        if n % d == 0:\n            break\n    else:\n        print('prime', n)\nwhile False:\n    pass\nelse:\n    print('while-else')",
+    }[name]()
 
 
 @st.composite
@@ -801,7 +874,7 @@ def _encode_string(draw, text: str, style: str, setup: set[str]) -> str:
 _STRING_STYLES = ("literal", "concat", "join", "chr", "reversed", "bytes", "format", "percent",
                   "replace", "case", "nfkc")
 _ATTR_STYLES = ("literal", "literal", "fullwidth", "getattr", "getattr", "getattr_default",
-                "attrgetter", "reduce", "map", "getattribute")
+                "attrgetter", "reduce", "map", "getattribute", "methodcaller", "partial")
 
 
 class _Renderer:
@@ -830,6 +903,12 @@ class _Renderer:
             return f"next(map(getattr, [{x}], [{self.s(name)}]))"
         if style == "getattribute":
             return f"object.__getattribute__({x}, {self.s(name)})"
+        if style == "methodcaller":
+            self.setup.add("import operator")
+            return f"operator.methodcaller({self.s('__getattribute__')}, {self.s(name)})({x})"
+        if style == "partial":
+            self.setup.add("import functools")
+            return f"functools.partial(getattr, {x})({self.s(name)})"
         if style == "getattr_default":
             return f"getattr({x}, {self.s(name)}, None)"
         return f"getattr({x}, {self.s(name)})"
@@ -1000,6 +1079,21 @@ def _source(draw, r: _Renderer, family: str, tools: list[str], authorized: tuple
             ({"import ctypes"}, "ctypes"), ({"import types"}, "types"),
             ({"from io import FileIO"}, "FileIO"), ({"import json.decoder"}, "json.decoder"),
         ]))
+    if family == "stdlib_eval":
+        # Library code that compiles or evaluates strings itself, outside any AST transform.
+        text = draw(st.sampled_from(["().__class__.__base__.__subclasses__()", "__import__('os')",
+                                     "print.__self__", "globals()"]))
+        return draw(st.sampled_from([
+            ({"import typing", f"def annotated(x: {text!r}):\n    return x"},
+             "typing.get_type_hints(annotated)"),
+            ({"import typing"}, f"typing.get_type_hints(type('A', (), {{'__annotations__': {{'x': {text!r}}}}}))"),
+            ({"import typing"}, f"typing.ForwardRef({text!r})._evaluate(globals(), None, frozenset())"),
+            ({"import typing"}, f"typing.get_type_hints(type('A', (), {{'__annotations__': {{'x': typing.List[{text!r}]}}}}))"),
+            ({"import functools", f"def target(a: {text!r}):\n    return a"},
+             "functools.singledispatch(lambda a: a).register(target)"),
+            ({"import collections"}, f"collections.namedtuple('P', ['a'], defaults=[{text!r}])"),
+            ({"import dataclasses"}, f"dataclasses.make_dataclass('D', [('x', {text!r})])"),
+        ]))
     raise AssertionError(family)
 
 
@@ -1128,7 +1222,7 @@ def _carry(carrier: str, stmt: str, expr_ok: str | None) -> str:
 
 
 _FAMILIES = ("dunder_walk", "module_pivot", "frames", "builtins", "tool_internals",
-             "refused_import", "format_string", "direct")
+             "refused_import", "format_string", "direct", "stdlib_eval")
 
 
 @st.composite
@@ -1247,8 +1341,9 @@ def _bomb(draw, kinds, mem_mb, max_output, max_depth):
             ("list_mul_aug", f"x = [0]\nx *= {n8}"),
             ("str_mul_aug", f"x = 'a'\nx *= {nbytes}"),
             ("range_list", f"x = list(range({n8}))"),
-            ("bytearray", f"x = bytearray({nbytes})"),
-            ("bytes", f"x = bytes({nbytes})"),
+            # zero-filled buffers are lazily mapped: touch them, or they cost nothing
+            ("bytearray", f"x = bytearray(b'x') * {nbytes}"),
+            ("bytes", f"x = b'x' * {nbytes}"),
             ("big_pow", f"x = 10 ** {nbytes * 2}"),
             ("big_shift", f"x = 1 << {nbytes * 8}"),
             ("pow_builtin", f"x = pow(10, {nbytes * 2})"),
