@@ -216,6 +216,7 @@ CASES: list[Case] = [
     C("print_flood_forever", "while True:\n    print('x' * 1000)", max_logs=25_000),
     C("print_flood_one_huge_line", "print('y' * 10**9)", expect="any", max_logs=25_000),
     # ------------------------------------------------------------ pathological source
+    C("huge_source_compile_time", "".join(f"x{i} = [{i}, {i} + 1, (lambda q: q)({i})]\n" for i in range(8000)), expect="any"),
     C("deep_unary_source", "x = " + "-" * 100_000 + "1", expect="any"),
     C("long_binop_chain_source", "x = " + "+".join(["1"] * 100_000), expect="any"),
     C("deep_parentheses_source", "x = " + "(" * 5000 + "1" + ")" * 5000),
