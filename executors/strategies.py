@@ -1203,7 +1203,7 @@ def _carry(carrier: str, stmt: str, expr_ok: str | None) -> str:
     if carrier == "repr_hook":
         return f"class Shown:\n    def __repr__(self):\n{ind(stmt, 8)}\n        return 'shown'\n\nShown()"
     if carrier == "str_hook":
-        return f"class Answer:\n    def __str__(self):\n{ind(stmt, 8)}\n        return 'answer'\n\n    __repr__ = __str__\n\nfinal_answer(Answer())"
+        return f"class Answer:\n    def __str__(self):\n{ind(stmt, 8)}\n        return 'answer'\n\n    def __repr__(self):\n        return str(self)\n\nfinal_answer(Answer())"
     if carrier == "eq_hook":
         return (f"class Sly:\n    def __eq__(self, other):\n{ind(stmt, 8)}\n        return True\n\n"
                 f"    def __hash__(self):\n        return 1\n\nfinal_answer(Sly())")
@@ -1329,6 +1329,13 @@ def _bomb(draw, kinds, mem_mb, max_output, max_depth):
             ("sorted_big", f"sorted(range({big}))"),
             ("swallow_all", "def spin():\n    while True:\n        try:\n            spin()\n        except BaseException:\n            pass\nspin()"),
             ("generator_loop", "def g():\n    while True:\n        yield 1\nfor _ in g():\n    pass"),
+            # model code the executor itself might run after the step: rendering the last value,
+            # the final answer or an exception message must happen under the same limits
+            ("repr_of_output", "class Slow:\n    def __repr__(self):\n        while True:\n            pass\nSlow()"),
+            ("str_of_final_answer", "class Slow:\n    def __str__(self):\n        while True:\n            pass\n\n    def __repr__(self):\n        while True:\n            pass\nfinal_answer(Slow())"),
+            ("str_of_exception", "class Slow(Exception):\n    def __str__(self):\n        while True:\n            pass\nraise Slow()"),
+            ("repr_in_exception_args", "class Slow:\n    def __repr__(self):\n        while True:\n            pass\nraise ValueError(Slow())"),
+            ("eq_of_output", "class Slow:\n    def __eq__(self, other):\n        while True:\n            pass\n    __hash__ = None\nfinal_answer([Slow()])"),
         ]))
         return Bomb(kind, code, name, n)
     if kind == "memory":
