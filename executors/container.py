@@ -157,8 +157,10 @@ class DockerExecutor(RemoteExecutor):
         self.tmp_mb, self.workdir, self.workdir_mb = tmp_mb, workdir, workdir_mb
         self.environment = dict(environment or {})
         self.python = python
+        if workdir.rstrip("/") in {p.rstrip("/") for p in [*self.mounts_ro.values(),
+                                                           *self.mounts_rw.values()]}:
+            raise ValueError(f"the working directory {workdir!r} is a tmpfs: mount elsewhere")
         self._deaths: list[str] = []  # filled by our containers when the kernel OOM-kills one
-        self._handle: WorkerContainer | None = None
 
     # -- the RemoteExecutor interface ----------------------------------------------------------
     def _start_worker(self) -> WorkerContainer:
@@ -169,10 +171,8 @@ class DockerExecutor(RemoteExecutor):
                 self.image = ensure_image(client=client)
             except Exception as e:
                 raise ExecutorError(f"cannot build the default image offline: {e}; pass image=") from e
-        handle = WorkerContainer(client, self._spec(), name=f"codeagent-{os.getpid()}-{uuid.uuid4().hex[:8]}",
-                                 deaths=self._deaths)
-        self._handle = handle
-        return handle
+        name = f"codeagent-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        return WorkerContainer(client, self._spec(), name=name, deaths=self._deaths)
 
     def _package_paths(self) -> list[str]:
         return [_INSIDE] if self.policy == "restricted" else []

@@ -128,13 +128,14 @@ class ContainerSpec:
         return str(self.network)
 
     def create_kwargs(self, client: Any) -> dict[str, Any]:
-        binds = {}
-        for mounts, mode in ((self.mounts_ro, "ro"), (self.mounts_rw, "rw")):
-            for host, inside in mounts.items():
-                host = os.path.abspath(os.fspath(host))
-                if not os.path.exists(host):
-                    raise ValueError(f"mount source {host!r} does not exist")
-                binds[host] = {"bind": inside, "mode": mode}
+        from docker.types import Mount
+
+        mounts = [
+            Mount(target=inside, source=os.path.abspath(os.fspath(host)), type="bind",
+                  read_only=read_only)
+            for table, read_only in ((self.mounts_ro, True), (self.mounts_rw, False))
+            for host, inside in table.items()
+        ]
         # tmpfs mounts are noexec,nosuid,nodev by default; size= caps what the code can write.
         tmpfs = {
             "/tmp": f"rw,size={self.tmp_mb}m,mode=1777",
@@ -153,7 +154,7 @@ class ContainerSpec:
             nano_cpus=int(self.cpus * 1e9) if self.cpus else None,
             init=True,  # a real PID 1 reaps zombies and forwards signals
             tmpfs=tmpfs,
-            binds=binds or None,
+            mounts=mounts or None,
             ipc_mode="private",
             log_config={"type": "none"},  # the protocol stream must not be copied to disk
             ulimits=[{"Name": "nofile", "Soft": 1024, "Hard": 1024}],
