@@ -398,3 +398,47 @@ def test_workers_survive_the_thread_that_started_them():
         assert r.output == 4 and not r.state_lost
     finally:
         ex.close()
+
+
+@pytest.mark.parametrize("how", ["script copy", "module"])
+def test_worker_program_standalone(tmp_path, how):
+    """`python worker.py` with nothing but that file (and `python -m executors.worker`) serves
+    the protocol: configure, execute with a print, a result frame back."""
+    from executors.protocol import FrameBuffer, pack_frame, unpack_message
+
+    if how == "script copy":
+        (tmp_path / "worker.py").write_text((ROOT / "executors" / "worker.py").read_text())
+        argv = [sys.executable, "-I", str(tmp_path / "worker.py")]
+    else:
+        argv = [sys.executable, "-I", "-m", "executors.worker"]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=tmp_path if how == "script copy" else ROOT)
+    frames = (pack_frame({"op": "configure", "id": 1, "policy": "open"})
+              + pack_frame({"op": "execute", "id": 2, "code": "import os\nos.write(1, b'raw')\nprint('hi')\n(6 * 7, {1})"})
+              + pack_frame({"op": "shutdown"}))
+    out, err = proc.communicate(frames, timeout=30)
+    assert proc.returncode == 0, err
+    buf = FrameBuffer()
+    buf.feed(out)
+    ok = unpack_message(buf.next_frame())
+    result = unpack_message(buf.next_frame())
+    assert ok == {"op": "ok", "id": 1}
+    assert result["op"] == "result" and result["id"] == 2 and result["error"] is None
+    assert result["output"] == {"$t": "tuple", "v": [42, {"$t": "set", "v": [1]}]}
+    assert result["logs"] == "hi\nraw"  # the raw fd-1 write became logs, not a frame
+    assert buf.next_frame() is None
+
+
+@needs_restricted
+def test_generated_bombs_are_contained():
+    """The fuzzing suite's generated resource bombs (executors.testing), restricted policy."""
+    from executors.testing import check_bombs_contained
+
+    check_bombs_contained(SubprocessExecutor, Limits(timeout_s=1), margin_s=1.0, examples=10)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_generated_programs_never_break_the_executor(policy):
+    from executors.testing import check_no_internal_errors
+
+    check_no_internal_errors(lambda: SubprocessExecutor(policy=policy), examples=20)
