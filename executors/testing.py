@@ -523,7 +523,8 @@ class _InlineRunner:
             self.ex.close()
 
 
-def _child_main(conn: Any, factory: Callable[[], Any], ctx: _Context, log_path: str) -> None:
+def _child_main(conn: Any, parent_end: Any, factory: Callable[[], Any], ctx: _Context, log_path: str) -> None:
+    parent_end.close()  # so that the parent's death reads as EOF here: an orphan must not linger
     # Our stdout/stderr go to a file the parent never trusts but scans for leaked secrets:
     # a finalizer that runs model code after execute() could print to the real stdout.
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -582,7 +583,7 @@ class _ForkRunner:
     def _spawn(self) -> None:
         parent, child = self.mp.Pipe()
         log_path = os.path.join(self.log_dir, f"child-{secrets.token_hex(4)}.log")
-        self.proc = self.mp.Process(target=_child_main, args=(child, self.factory, self.ctx, log_path),
+        self.proc = self.mp.Process(target=_child_main, args=(child, parent, self.factory, self.ctx, log_path),
                                     daemon=True)
         self.proc.start()
         child.close()
