@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import decimal
 import io
 import sys
 import traceback
@@ -66,7 +67,8 @@ def _run_one(code: str, ns: dict[str, Any]) -> Reference:
         tree, last = split_last_expression(code)
         body = compile(tree, SNIPPET_FILENAME, "exec")
         tail = compile(last, SNIPPET_FILENAME, "eval") if last is not None else None
-        with contextlib.redirect_stdout(buf):
+        # localcontext: snippets that set getcontext().prec must not change the test process.
+        with contextlib.redirect_stdout(buf), decimal.localcontext():
             exec(body, ns)
             if tail is not None:
                 output = eval(tail, ns)

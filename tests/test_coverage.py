@@ -762,6 +762,14 @@ CASES: list[tuple[str, str]] = [
         """)),
     ("import_inside_function", "def f():\n    import math\n    from statistics import mean\n    return math.floor(mean([1, 2, 4]))\nf()"),
     ("import_as_and_from_as", "import math as m\nfrom collections import Counter as C\nfrom itertools import chain as ch, repeat\n(m.tau == 2 * m.pi, C('aab')['a'], list(ch('a', 'b')), list(repeat(1, 2)))"),
+    # ------------------------------------------------------------ host classes used the ordinary way
+    ("host_class_instance_attribute_write", "import textwrap\nw = textwrap.TextWrapper()\nw.width = 12\nw.break_long_words = False\nw.fill('the quick brown fox jumps over the lazy dog')"),
+    ("decimal_getcontext_prec", "from decimal import Decimal, getcontext\ngetcontext().prec = 50\nstr(Decimal(1) / Decimal(7))"),
+    ("json_encoder_subclass_default", "import json, datetime\nclass Enc(json.JSONEncoder):\n    def default(self, o):\n        if isinstance(o, datetime.date):\n            return o.isoformat()\n        return super().default(o)\njson.dumps({'d': datetime.date(2024, 1, 2)}, cls=Enc)"),
+    ("subclass_of_host_class_attributes", "import collections\nclass Tally(collections.Counter):\n    label = 'votes'\nTally.label = 'ballots'\nt = Tally('aab')\nt.source = 'x'\n(Tally.label, t.source, t.most_common(1))"),
+    ("subclass_of_builtin_super_init", "class Stack(list):\n    def __init__(self, *items):\n        super().__init__(items)\n        self.pushes = 0\n    def push(self, x):\n        self.append(x)\n        self.pushes += 1\ns = Stack(1, 2)\ns.push(3)\n(list(s), s.pushes)"),
+    ("type_of_types", "print(type(int), type(type), isinstance(int, type), type(3) is int, type(int) is type, issubclass(bool, int))\nclass A:\n    pass\nprint(type(A), type(A()).__name__, isinstance(A, type))"),
+    ("function_attributes", "def f():\n    f.calls += 1\n    return f.calls\nf.calls = 0\nf()\nf()"),
     # ------------------------------------------------------------ realistic data-task snippets
     ("data_task_group_and_aggregate", D("""
         from collections import defaultdict

@@ -402,3 +402,56 @@ def test_timeout_error_says_which_setting(local_executor_factory):
     assert r.error is not None and r.error.type == "TimeoutError"
     assert "timeout" in r.error.message.lower()
     assert r.error.lineno == 1
+
+
+_STORM = r"""
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+import conftest
+from executors import Limits
+from executors.local import LocalExecutor
+
+snippets = [
+    "while True:\n    print('x' * 100)",
+    "x = []\nwhile True:\n    x.append(len(x))",
+    "import random\nrandom.choices('ab', k=10**8)",
+    "def f(n):\n    return f(n + 1)\nf(0)",
+    "class E(Exception):\n    def __str__(self):\n        while True:\n            pass\nraise E()",
+    "try:\n    while True:\n        pass\nexcept BaseException:\n    final_answer(1)",
+    "import time\ntime.sleep(0.03)\nsum(i for i in range(10**6))",
+    "s = 0\nfor i in range(10**7):\n    s += i",
+]
+rlimit0, depth0 = resource.getrlimit(resource.RLIMIT_AS), sys.getrecursionlimit()
+ex = LocalExecutor(tools=conftest.make_host_tools(), limits=Limits(timeout_s=0.05))
+raised = []
+t0 = time.monotonic()
+for i in range(240):
+    code = snippets[i % len(snippets)]
+    try:
+        r = ex.execute(code)
+        assert r.error is not None or r.is_final_answer or r.output is not None or code.startswith("import time"), r
+    except BaseException as e:  # execute() must never raise for anything the code did
+        raised.append(f"{type(e).__name__}: {e!r} on {code!r}")
+ok = ex.execute("1 + 1")
+print(json.dumps({
+    "raised": raised[:5], "n_raised": len(raised), "elapsed": time.monotonic() - t0,
+    "rlimit_restored": resource.getrlimit(resource.RLIMIT_AS) == rlimit0,
+    "recursion_restored": sys.getrecursionlimit() == depth0,
+    "followup": [ok.output, str(ok.error) if ok.error else None],
+}))
+"""
+
+
+def test_interrupt_storm_never_escapes_execute():
+    """Many runs that hit their deadline at random points: execute() never raises, and the
+    process-wide settings it changes (address-space cap, recursion limit) are restored."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _STORM, str(Path(__file__).parent)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, f"the host process died: rc={proc.returncode} {proc.stderr[-2000:]}"
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["n_raised"] == 0, f"execute() raised {report['n_raised']} times, e.g. {report['raised']}"
+    assert report["rlimit_restored"], "RLIMIT_AS was not restored after the runs"
+    assert report["recursion_restored"], "the recursion limit was not restored after the runs"
+    assert report["followup"] == [2, None], report
