@@ -13,6 +13,9 @@ The child is `python worker.py` in its own session/process group with:
     spawned from one long-lived thread, because the death signal follows the spawning *thread*.
 On a deadline the host kills the whole process group, every process left in the worker's pids
 cgroup (or, without one, its session), reaps the worker, and starts a fresh one.
+
+Caveat: root ignores RLIMIT_NPROC, so a host running as root without a writable pids cgroup has
+no process cap under policy="open" but the deadline (the restricted policy cannot fork at all).
 """
 
 from __future__ import annotations
