@@ -106,7 +106,7 @@ def READ(expr: str) -> str:
     return f"reader = {expr}\nprint(reader(SECRET_FILE))\n"
 
 
-def FMT(call: str, field: str = "0") -> str:
+def FMT(call: str, field: str = "0", pre: str = "") -> str:
     """Try one formatting entry point with templates that walk into host objects.
 
     `call` formats template T with object O. Successes are printed (the canary or a host repr
@@ -125,7 +125,8 @@ def FMT(call: str, field: str = "0") -> str:
     return (
         f"for T, O in [{listing}]:\n"
         "    try:\n"
-        f"        print({call})\n"
+        + textwrap.indent(pre + "\n" if pre else "", "        ")
+        + f"        print({call})\n"
         "    except Exception:\n"
         "        pass\n"
         "raise LookupError('format probe finished')\n"
@@ -461,6 +462,34 @@ ATTEMPTS: list[Attempt] = [
     A("update_wrapper_merges_tool_globals", "import functools\ndef mine():\n    pass\nfunctools.update_wrapper(mine, add, assigned=(), updated=('__globals__',))\n" + OS("os")),
     A("wraps_merges_tool_globals", "import functools\n@functools.wraps(shout, assigned=(), updated=('__globals__',))\ndef mine():\n    pass\n" + OS("os")),
     A("update_wrapper_copies_private_attribute", "import functools\nclass Box:\n    pass\nb = Box()\nfunctools.update_wrapper(b, lookup, assigned=('__closure__',), updated=())\nmatch b:\n    case object(cells=c):\n        pass\nprint(functools.reduce(lambda acc, cell: acc + [cell.cell_contents], getattr(b, '__clo' + 'sure__'), []))"),
+    A("match_keyword_pattern_reads_register", textwrap.dedent("""
+        import collections, collections.abc
+        class GF(collections.namedtuple('B', 'gi_frame'), collections.abc.Hashable):
+            pass
+        class FB(collections.namedtuple('C', 'f_back f_builtins'), collections.abc.Hashable):
+            pass
+        match GF:
+            case object(register=reg_gf):
+                pass
+        match FB:
+            case object(register=reg_fb):
+                pass
+        def gen():
+            match x:
+                case GF(fr):
+                    pass
+            reg_fb(type(fr))
+            bl = None
+            while fr is not None:
+                match fr:
+                    case FB(back, b):
+                        bl = b
+                        fr = back
+            yield bl
+        x = gen()
+        reg_gf(type(x))
+        b = next(x)
+        """) + OS("b['__import__']('os')")),
     A("setattr_dunder_del", "class A:\n    pass\nsetattr(A, '__del__', lambda self: None)", cpython=False),
     A("function_globals_builtins", "def f():\n    pass\n" + BUILTINS("f.__globals__['__builtins__']")),
     A("lambda_code_functiontype", "c = (lambda: open(MARKER, 'w').write('x')).__code__\nfn = type(lambda: 0)(c, {'MARKER': MARKER})\nfn()"),
@@ -488,6 +517,7 @@ ATTEMPTS: list[Attempt] = [
     A("getattr_format_method", FMT("getattr(T, 'form' + 'at')(O)")),
     A("getattr_str_format_unbound", FMT("getattr(str, 'format')(T, O)")),
     A("format_method_in_class_body", "class K:\n    fmt = str.format\n" + FMT("K.fmt(T, O)")),
+    A("format_via_match_keyword_pattern", FMT("f(O)", pre="match T:\n    case object(format=f):\n        pass")),
     A("string_formatter_vformat", "import string\n" + FMT("string.Formatter().vformat(T, [O], {})")),
     A("string_formatter_get_field", "import string\nprint(string.Formatter().get_field('0.__globals__', [add], {})[0]['HOST_SECRET'])"),
     A("operator_attrgetter", "import operator\nprint(operator.attrgetter('__globals__')(add)['HOST_SECRET'])"),
