@@ -207,6 +207,13 @@ class RemoteExecutor(ExecutorBase):
             self._on_close()
 
     @property
+    def tools(self) -> dict[str, Callable[..., Any]]:
+        return dict(self._tools)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(policy={self.policy!r}, tools={sorted(self._tools)}, limits={self.limits})"
+
+    @property
     def restarts(self) -> int:
         """How many times the worker was killed and replaced (timeouts, crashes, bad frames)."""
         return self._restarts
