@@ -132,7 +132,7 @@ def test_escape_attempts_compile(attempt: EscapeAttempt) -> None:
 
 def test_escape_attempts_escape_plain_cpython() -> None:
     """The generator is worth something only if its attempts work where nothing stops them."""
-    report = fuzz(UnsafeExecutor, examples=120, properties=["escapes"], seed=1, isolate=True)
+    report = fuzz(UnsafeExecutor, examples=80, properties=["escapes"], seed=1, isolate=True)
     escaped = report.total("escape", "escape")
     assert escaped >= 0.6 * report.total("escape"), dict(report.counts)
     families = {o.label.split("/")[0] for o in report.failures if o.status == "escape"}
@@ -162,7 +162,7 @@ def _short_campaign(kind: str, cls: type) -> Any:
     def make() -> Any:
         return cls(limits=limits)
 
-    examples, seconds = {"local": (120, 15), "subprocess": (80, 20), "docker": (60, 30)}[kind]
+    examples, seconds = {"local": (100, 10), "subprocess": (80, 15), "docker": (60, 20)}[kind]
     return fuzz(make, examples=examples, seconds=seconds, tools=tools, margin_s=2.0, seed=0)
 
 
@@ -192,7 +192,7 @@ def test_grammar_programs_on_local() -> None:
     """hypothesmith programs: refused cleanly or CPython's output; a few seconds' worth."""
     from executors.local import LocalExecutor
 
-    report = fuzz(lambda: LocalExecutor(limits=Limits(timeout_s=1.0)), examples=25, seconds=8,
+    report = fuzz(lambda: LocalExecutor(limits=Limits(timeout_s=1.0)), examples=15, seconds=6,
                   properties=["cpython"], mode="grammar", seed=4)
     report.assert_ok({"internal-error", "hang", "mismatch"})
 
@@ -255,3 +255,35 @@ def test_cli_exits_nonzero_and_saves_replayable_failures(tmp_path: Path, monkeyp
     monkeypatch.undo()
     assert fuzz_cli.run_fuzz(_args(replay=[str(saved[0])], timeout=1.0)) == 0
     assert "held" in capsys.readouterr().out
+
+
+class _Wrapped:
+    """Delegates to LocalExecutor, then spoils the result in one way."""
+
+    def __init__(self, spoil: str) -> None:
+        from executors.local import LocalExecutor
+
+        self.inner = LocalExecutor(limits=Limits(timeout_s=1.0))
+        self.spoil = spoil
+        self.limits, self.authorized_imports = self.inner.limits, self.inner.authorized_imports
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def execute(self, code: str) -> ExecutionResult:
+        r = self.inner.execute(code)
+        if self.spoil == "logs" and r.logs:
+            return ExecutionResult(output=r.output, logs=r.logs + "!", is_final_answer=r.is_final_answer)
+        if self.spoil == "raise" and "print" in code:
+            raise RuntimeError("executor bug")
+        return r
+
+
+def test_check_matches_cpython_catches_a_wrong_output() -> None:
+    with pytest.raises(AssertionError, match="mismatch"):
+        check_matches_cpython(lambda: _Wrapped("logs"), examples=20, seed=8, isolate=False)
+
+
+def test_check_no_internal_errors_catches_execute_raising() -> None:
+    with pytest.raises(AssertionError, match="execute\\(\\) raised RuntimeError"):
+        check_no_internal_errors(lambda: _Wrapped("raise"), examples=20, mode="data", seed=9, isolate=False)
