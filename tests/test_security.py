@@ -796,6 +796,7 @@ def _host_state() -> dict[str, Any]:
     import numbers
     import random
     import string
+    import textwrap
     import typing
     import uuid
     import zoneinfo
@@ -810,6 +811,8 @@ def _host_state() -> dict[str, Any]:
         "Counter.__qualname__": collections.Counter.__qualname__,
         "Counter.__doc__": collections.Counter.__doc__,
         "Iterable.marker": getattr(collections.abc.Iterable, "marker", None),
+        "TextWrapper.unicode_whitespace_trans": dict(textwrap.TextWrapper.unicode_whitespace_trans),
+        "HTMLCalendar.cssclasses": list(calendar.HTMLCalendar.cssclasses),
         "JSONEncoder.__final__": getattr(json.JSONEncoder, "__final__", None),
         "Random.choice": getattr(random.Random, "choice", None),
         "Counter.most_common": getattr(collections.Counter, "most_common", None),
@@ -851,6 +854,7 @@ def _restore_host_state(s: dict[str, Any]) -> None:
     import math
     import random
     import string
+    import textwrap
     import typing
     import uuid
     import zoneinfo
@@ -874,6 +878,9 @@ def _restore_host_state(s: dict[str, Any]) -> None:
         typing.EXCLUDED_ATTRIBUTES[:] = s["typing.EXCLUDED_ATTRIBUTES"]
         zoneinfo.reset_tzpath(s["zoneinfo.TZPATH"])
         random.Random.choice = s["Random.choice"]
+        textwrap.TextWrapper.unicode_whitespace_trans.clear()
+        textwrap.TextWrapper.unicode_whitespace_trans.update(s["TextWrapper.unicode_whitespace_trans"])
+        calendar.HTMLCalendar.cssclasses[:] = s["HTMLCalendar.cssclasses"]
         locale.setlocale(locale.LC_TIME, s["locale.LC_TIME"])
         typing.T.__init__(s["typing.T.__name__"])
         uuid.NAMESPACE_DNS.__init__(s["uuid.NAMESPACE_DNS"])
@@ -954,6 +961,8 @@ TAMPERING = [
     ("typing_alias_forwards_setattr_abc", "import typing\ntyping.Iterable[int].marker = 1"),
     ("update_wrapper_keyword_wrapper", "import functools, json\ndef f():\n    pass\nf.marker = 1\nfunctools.update_wrapper(wrapper=json.dumps, wrapped=f)"),
     ("typing_final_keyword", "import typing, json\ntyping.final(f=json.JSONEncoder)"),
+    ("host_class_level_dict", "import textwrap\ntextwrap.TextWrapper.unicode_whitespace_trans[ord('x')] = ord('y')"),
+    ("host_class_level_list", "import calendar\ncalendar.HTMLCalendar.cssclasses[0] = 'pwned'"),
     ("shadow_print", "print = lambda *a, **k: None\nprint('x')"),
     ("shadow_len", "len = None"),
     ("delete_builtin", "del len"),
