@@ -145,16 +145,18 @@ def loop_figures(reps: int) -> dict[str, dict[str, float]]:
         for name, code in SNIPPETS.items():
             if name == "trivial_action":
                 continue
-            row = {"cpython_ms": statistics.median(sample(lambda c=code: cpython(c), reps, warmup=2)) * 1e3}
+            first = statistics.median(sample(lambda c=code: cpython(c), reps, warmup=2))
+            n = min(300, max(reps, int(0.25 / max(first, 1e-6))))  # short snippets: more samples
+            row = {"cpython_ms": statistics.median(sample(lambda c=code: cpython(c), n, warmup=2)) * 1e3}
 
             def via(ex, c=code):
                 ex.reset()
                 r = ex.execute(c)
                 assert r.error is None, r.error
 
-            row["local_ms"] = statistics.median(sample(lambda: via(local), reps, warmup=2)) * 1e3
+            row["local_ms"] = statistics.median(sample(lambda: via(local), n, warmup=2)) * 1e3
             for policy, ex in subs.items():
-                row[f"subprocess_{policy}_ms"] = statistics.median(sample(lambda e=ex: via(e), reps, warmup=2)) * 1e3
+                row[f"subprocess_{policy}_ms"] = statistics.median(sample(lambda e=ex: via(e), n, warmup=2)) * 1e3
             rows[name] = row
     finally:
         local.close()
@@ -204,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"warm round trip / pipe floor: open {w / floor:.1f}x, "
           f"restricted {figures['warm_restricted']['warm']['median_ms'] / floor:.1f}x")  # type: ignore[index]
     print()
-    print(f"loop snippets, median of {args.loop_reps} (ms) — ratio to CPython exec in this process")
+    print(f"loop snippets, median of >= {args.loop_reps} runs (more for short ones), ms — ratio to CPython "
+          "exec in this process")
     print(f"{'snippet':<22}{'CPython':>9}{'Local':>9}{'ratio':>7}{'Sub-restr':>11}{'ratio':>7}{'Sub-open':>10}{'ratio':>7}")
     for name, row in figures["loops"].items():  # type: ignore[union-attr]
         c = row["cpython_ms"]
