@@ -483,24 +483,30 @@ def test_read_only_and_read_write_mounts(client, image, tmp_path):
 @pytest.mark.parametrize("payload", [
     "b'garbage that is not a frame' * 100",
     "(2**31).to_bytes(4, 'big') + b'{'",  # a huge announced frame
-    "(30).to_bytes(4, 'big') + b'{\"op\": \"result\", \"id\": 999}'",  # forged, wrong id
-    "(2).to_bytes(4, 'big') + b'[]'",
+    "frame({'op': 'result', 'id': 10**9, 'output': 'forged'})",  # forged result, wrong id
+    "frame({'op': 'tool_call', 'id': 10**9, 'call': 1, 'name': 'add', 'args': [1, 2]})",
+    "frame({'op': 'surprise'})",  # unknown op
+    "frame([])",  # not an object
 ])
 def test_hostile_worker_garbage(ex, payload):
+    # The protocol descriptors are among fds 1..19 (the worker moved them off 0/1): hit them all.
     code = textwrap.dedent(f"""
-        import os
+        import json, os
+        def frame(obj):
+            body = json.dumps(obj).encode()
+            return len(body).to_bytes(4, "big") + body
         data = {payload}
         for fd in range(1, 20):
             try:
                 os.write(fd, data)
             except OSError:
                 pass
-        import time; time.sleep(0.2)
         'done'
     """)
     r = ex.execute(code)
     assert isinstance(r, ExecutionResult)  # never raises into the caller
-    assert r.output in ("done", None)
+    assert r.error is not None and r.error.type == "WorkerProtocolError" and r.state_lost, r
+    assert r.output is None  # nothing forged made it through
     assert_alive(ex)
 
 
