@@ -165,6 +165,10 @@ class RemoteExecutor(ExecutorBase):
         self.limits = limits or Limits()
         self.authorized_imports = normalize_imports(authorized_imports)
         self.max_frame_bytes = int(max_frame_bytes)
+        floor = 64 * 1024 + 12 * self.limits.max_output_chars  # logs and repr, JSON-escaped
+        if self.max_frame_bytes < floor:
+            raise ValueError(f"max_frame_bytes must be at least {floor} for these limits "
+                             f"(Limits.max_output_chars={self.limits.max_output_chars}), got {max_frame_bytes}")
         self._tools: dict[str, Callable[..., Any]] = normalize_tools(tools)
         self._lock = threading.RLock()
         self._slot = _Slot()
@@ -246,8 +250,12 @@ class RemoteExecutor(ExecutorBase):
         try:
             handle.channel.write(message.frame(self.max_frame_bytes), self.startup_timeout_s)
         except (OSError, TimeoutError) as exc:
+            why = handle.exit_description() if isinstance(exc, OSError) else ""
             self._discard()
-            raise ExecutorError(f"could not talk to the new worker: {exc}") from exc
+            raise ExecutorError(
+                f"the {type(self).__name__} worker failed to start: it did not take its "
+                f"configuration ({why or exc})"
+            ) from exc
         self._configure_id = cid
 
     def _ready(self) -> WorkerHandle:

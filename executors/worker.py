@@ -717,9 +717,20 @@ class Worker:
         result["id"] = self.exec_id
         try:
             self.send(result)
-        except (FrameTooLarge, ValueError, _TooLarge):
-            result["output"] = {TAG: "repr", "v": truncate_text(result.get("output_repr") or "", 10_000), "type": "too large"}
+            return
+        except (FrameTooLarge, ValueError):  # the value is too big (or odd) for one frame
+            pass
+        result["output"] = {TAG: "repr", "v": truncate_text(result.get("output_repr") or "", 10_000), "type": "too large"}
+        try:
             self.send(result)
+            return
+        except (FrameTooLarge, ValueError):
+            pass
+        for key in ("logs", "output_repr"):  # a tiny max_frame_bytes: keep only a little of each
+            if result.get(key):
+                result[key] = truncate_text(result[key], 1000)
+        result["output"] = {TAG: "repr", "v": "<too large to send>", "type": "too large"}
+        self.send(result)
 
     def _encode_output(self, value):
         return encode_value(value)

@@ -455,3 +455,48 @@ def test_generated_programs_never_break_the_executor(policy):
     from executors.testing import check_no_internal_errors
 
     check_no_internal_errors(lambda: SubprocessExecutor(policy=policy), examples=20)
+
+
+def test_results_too_big_for_a_frame_degrade_to_repr():
+    with SubprocessExecutor(policy="open", max_frame_bytes=1024 * 1024) as ex:
+        r = ex.execute("big = 'x' * (3 * 1024 * 1024)\nprint('y' * 100)\nbig")
+        assert r.error is None and isinstance(r.output, Repr) and "truncated" in r.output
+        assert r.logs == "y" * 100 + "\n"
+        r = ex.execute("len(big)")
+        assert r.output == 3 * 1024 * 1024 and not r.state_lost
+        r = ex.execute("echo_huge = [b'z' * 1024] * 2048\nlen(echo_huge)")
+        assert r.output == 2048
+    with pytest.raises(ValueError, match="max_frame_bytes"):
+        SubprocessExecutor(max_frame_bytes=1000)
+
+
+def test_concurrent_callers_are_serialized(open_ex):
+    open_ex.execute("counter = 0")
+    errors = []
+
+    def bump():
+        for _ in range(50):
+            r = open_ex.execute("counter += 1")
+            if r.error is not None:
+                errors.append(r.error)
+
+    threads = [threading.Thread(target=bump) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and open_ex.execute("counter").output == 200
+
+
+def test_broken_interpreter_is_an_executor_error(tmp_path):
+    ex = SubprocessExecutor(policy="open", python=str(tmp_path / "no-such-python"))
+    with pytest.raises(ExecutorError, match="cannot start the worker"):
+        ex.execute("1")
+    ex.close()
+    fake = tmp_path / "fake-python"
+    fake.write_text("#!/bin/sh\necho 'not a python' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    ex = SubprocessExecutor(policy="open", python=str(fake))
+    with pytest.raises(ExecutorError, match="failed to start.*code 3.*not a python"):
+        ex.execute("1")
+    ex.close()
