@@ -129,7 +129,7 @@ fi
 t=$(now)
 py="$here/.venv/bin/python"
 [ -x "$py" ] || fail "$py missing: run scripts/bootstrap.sh first"
-image=$("$py" -m executors.container_image --ensure) || fail "default image build"
+image=$(cd "$here" && "$py" -m executors.container_image --ensure) || fail "default image build"
 say "image: $image ready ($(took "$t"))"
 
 say "all up in $(took "$t_all")"
