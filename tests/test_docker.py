@@ -658,3 +658,24 @@ def test_image_without_python_is_an_executor_error(client):
     finally:
         client.api.remove_image(tag, force=True)
     assert _ours(client) == before  # the failed container was removed
+
+
+# --- reaching the engine -------------------------------------------------------------------------
+
+
+def test_docker_url_without_docker_host(client, image, monkeypatch):
+    from executors import DockerExecutor
+
+    url = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    with DockerExecutor(image=image, docker_url=url) as dx:
+        assert ok(dx, "21 * 2") == 42
+
+
+def test_unreachable_engine_is_an_executor_error(tmp_path):
+    from executors import DockerExecutor, ExecutorError
+
+    dx = DockerExecutor(docker_url=f"unix://{tmp_path}/no-engine.sock")
+    with pytest.raises(ExecutorError, match="docker_url"):
+        dx.execute("1")
+    dx.close()
