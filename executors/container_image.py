@@ -11,6 +11,7 @@ when missing; it prints the image name.
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import json
 import os
@@ -59,6 +60,7 @@ def connect(docker_url: str | None = None, *, timeout: float = 60):
     return docker.from_env(timeout=timeout)
 
 
+@functools.lru_cache(maxsize=8)
 def _describe(python: str) -> dict[str, Any]:
     """Ask the interpreter itself where its pieces are (works for any Python, not just ours)."""
     probe = (
