@@ -406,6 +406,16 @@ ATTEMPTS: list[Attempt] = [
             case M(g):
                 o = g['os']
         """) + OS("o")),
+    A("metaclass_via_typing_type_base", textwrap.dedent("""
+        import typing
+        class Meta(typing.Type[int]):
+            pass
+        Meta2 = Meta('Meta2', (Meta,), {'__instancecheck__': lambda cls, obj: True})
+        M = Meta2('M', (), {'__match_args__': ('__globals__',)})
+        match add:
+            case M(g):
+                o = g['os']
+        """) + OS("o")),
     A("real_type_via_metaclass_mro", textwrap.dedent("""
         import enum
         T = enum.EnumType.mro(enum.EnumType)[1]
