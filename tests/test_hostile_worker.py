@@ -51,6 +51,7 @@ def survives(ex, code: str) -> ExecutionResult:
     assert isinstance(r, ExecutionResult)
     assert time.monotonic() - t0 < TIMEOUT + 1.5
     assert len(r.logs) <= ex.limits.max_output_chars + 200
+    time.sleep(0.1)  # let whatever the worker still writes after its (possibly forged) answer land
     after = ex.execute("1 + 1")
     assert after.error is None and after.output == 2, after
     assert ex.execute("add(2, 3)").output == 5
@@ -78,10 +79,6 @@ ATTACKS = {
     "half a frame, then silence": "send(struct.pack('>I', 50) + b'{\"op\": ')\nimport time\ntime.sleep(30)",
     "close the channel, keep running": "os.close(W.fd_out)\nimport time\ntime.sleep(30)",
     "frame on fd 1 and 2": "os.write(1, frame({'op': 'result', 'id': W.exec_id, 'output': 'forged'}))\nos.write(2, b'\\x00' * 10)",
-    "frame after the result": (
-        "import threading\n"
-        "threading.Timer(0.05, lambda: send(frame({'op': 'pong', 'id': 1, 'pid': 1}))).start()"
-    ),
 }
 
 
@@ -103,10 +100,20 @@ def test_forged_result_with_the_right_id(ex):
     r = ex.execute(PRELUDE + "send(frame({'op': 'result', 'id': W.exec_id, 'output': 'forged', 'logs': 'x' * 10**6}))\n'real'")
     assert r.output in ("forged", "real")
     assert len(r.logs) <= ex.limits.max_output_chars + 200  # the host truncates whatever arrives
+    time.sleep(0.2)  # the real result lands in the pipe
     after = ex.execute("1 + 1")
     assert after.output == 2 and after.error is None
     if r.output == "forged":
         assert after.state_lost  # the stale real result forced a fresh worker
+
+
+def test_frame_between_requests_replaces_the_worker(ex):
+    r = ex.execute(PRELUDE + "import threading\n"
+                   "threading.Timer(0.05, lambda: send(frame({'op': 'pong', 'id': 1, 'pid': 1}))).start()\n7")
+    assert r.output == 7
+    time.sleep(0.5)  # the forged frame is now waiting in the pipe
+    after = ex.execute("1 + 1")
+    assert after.output == 2 and after.error is None and after.state_lost
 
 
 def test_missing_tool_is_a_tool_error_for_the_caller(ex):
