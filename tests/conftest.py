@@ -19,6 +19,7 @@ import functools
 import importlib.util
 import os
 import secrets
+import typing
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,15 @@ def make_host_tools() -> dict[str, Callable[..., Any]]:
         "shout": shout,
         "search": SearchTool(api_key=CANARY),
     }
+
+
+@typing.overload
+def host_overloaded(x: int) -> int: ...
+@typing.overload
+def host_overloaded(x: str) -> str: ...
+def host_overloaded(x):
+    """Registered in typing's process-wide overload registry (tampering tests watch it)."""
+    return x
 
 
 # ----------------------------------------------------------------------------- assertions

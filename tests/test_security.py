@@ -823,6 +823,9 @@ def _host_state() -> dict[str, Any]:
         "Iterable.marker": getattr(collections.abc.Iterable, "marker", None),
         "TextWrapper.unicode_whitespace_trans": dict(textwrap.TextWrapper.unicode_whitespace_trans),
         "HTMLCalendar.cssclasses": list(calendar.HTMLCalendar.cssclasses),
+        "typing.overload_registry_size": sum(len(v) for v in getattr(typing, "_overload_registry", {}).values()),
+        "typing.overload_registry": {m: {q: dict(d) for q, d in v.items()}
+                                     for m, v in getattr(typing, "_overload_registry", {}).items()},
         "JSONEncoder.__final__": getattr(json.JSONEncoder, "__final__", None),
         "Random.choice": getattr(random.Random, "choice", None),
         "Counter.most_common": getattr(collections.Counter, "most_common", None),
@@ -888,6 +891,11 @@ def _restore_host_state(s: dict[str, Any]) -> None:
         typing.EXCLUDED_ATTRIBUTES[:] = s["typing.EXCLUDED_ATTRIBUTES"]
         zoneinfo.reset_tzpath(s["zoneinfo.TZPATH"])
         random.Random.choice = s["Random.choice"]
+        registry = getattr(typing, "_overload_registry", None)
+        if registry is not None and not registry:
+            for m, v in s["typing.overload_registry"].items():
+                for q, d in v.items():
+                    registry[m][q].update(d)
         textwrap.TextWrapper.unicode_whitespace_trans.clear()
         textwrap.TextWrapper.unicode_whitespace_trans.update(s["TextWrapper.unicode_whitespace_trans"])
         calendar.HTMLCalendar.cssclasses[:] = s["HTMLCalendar.cssclasses"]
@@ -973,6 +981,7 @@ TAMPERING = [
     ("typing_final_keyword", "import typing, json\ntyping.final(f=json.JSONEncoder)"),
     ("host_class_level_dict", "import textwrap\ntextwrap.TextWrapper.unicode_whitespace_trans[ord('x')] = ord('y')"),
     ("host_class_level_list", "import calendar\ncalendar.HTMLCalendar.cssclasses[0] = 'pwned'"),
+    ("typing_clear_overloads", "import typing\ntyping.clear_overloads()"),
     ("shadow_print", "print = lambda *a, **k: None\nprint('x')"),
     ("shadow_len", "len = None"),
     ("delete_builtin", "del len"),
