@@ -26,9 +26,9 @@ from codeagent import fuzz as cli  # noqa: E402
 PHASES = [
     # (name, --properties, --mode, option holding the count)
     ("data programs", "cpython", "data", "programs"),
-    ("grammar programs", "cpython", "grammar", "grammar"),
     ("escape attempts", "escapes", "data", "escapes"),
     ("resource bombs", "bombs", "data", "bombs"),
+    ("grammar programs", "cpython", "grammar", "grammar"),
 ]
 
 
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--policy", choices=("restricted", "open"), default=None)
     p.add_argument("--programs", type=int, default=20_000)
     p.add_argument("--grammar", type=int, default=300, help="hypothesmith programs (slow: ~1 s each)")
-    p.add_argument("--grammar-seconds", type=float, default=900)
+    p.add_argument("--grammar-seconds", type=float, default=600)
     p.add_argument("--escapes", type=int, default=5_000)
     p.add_argument("--bombs", type=int, default=300)
     p.add_argument("--timeout", type=float, default=1.0)

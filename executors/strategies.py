@@ -64,8 +64,8 @@ class EscapeAttempt:
     family: the primitive it uses (dunder_walk, format_string, frames, module_pivot, builtins,
         tool_internals, refused_import, direct, hooks are carriers, fullwidth an encoding).
     effect: what it tries to do — "marker" (create `marker_path`), "canary" (print the value of
-        the `canary_env` environment variable) or "reach" (print REACH_TOKEN after calling a real
-        `os.getpid()`).
+        the `canary_env` environment variable), "reach" (print REACH_TOKEN after calling a real
+        `os.getpid()`) or "tamper" (change process-wide state of the host).
     """
 
     code: str
@@ -834,6 +834,8 @@ _EFFECTS = {
             pass''',
 }
 
+_EFFECTS["tamper"] = "    pass"
+
 _FULLWIDTH = {c: chr(ord(c) - 0x21 + 0xFF01) for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"}
 
 
@@ -1224,6 +1226,66 @@ def _carry(carrier: str, stmt: str, expr_ok: str | None) -> str:
 _FAMILIES = ("dunder_walk", "module_pivot", "frames", "builtins", "tool_internals",
              "refused_import", "format_string", "direct", "stdlib_eval")
 
+# Process-wide state of the host that model code of an in-process executor could change.
+_TAMPER_PROCESS = [
+    ("import csv", "csv.field_size_limit(1)"),
+    ("import csv", "csv.register_dialect('excel', delimiter=';')"),
+    ("import csv", "csv.unregister_dialect('excel')"),
+    ("import decimal", "decimal.getcontext().prec = 2"),
+    ("import decimal", "decimal.DefaultContext.prec = 2"),
+    ("import decimal", "decimal.setcontext(decimal.Context(prec=2))"),
+    ("import decimal", "decimal.getcontext().traps[decimal.Inexact] = True"),
+    ("import fractions", "fractions.Fraction.limit_denominator = lambda self, m=0: 0"),
+    ("import collections", "collections.Counter.most_common = lambda self, n=None: []"),
+    ("import json", "json.JSONEncoder.default = lambda self, o: 'tampered'"),
+    ("import string", "string.Template.delimiter = '#'"),
+    ("import textwrap", "textwrap.TextWrapper.width = 1"),
+    ("import enum", "enum.Enum.name = 'tampered'"),
+    ("import json", "json.dumps = print"),
+    ("import math", "math.pi = 3"),
+    ("import string", "string.ascii_letters = ''"),
+    ("import json", "del json.dumps"),
+    ("import statistics", "statistics.mean = len"),
+    ("import functools", "functools.WRAPPER_ASSIGNMENTS = ()"),
+    ("import dataclasses", "dataclasses.MISSING = None"),
+    ("import copy", "copy.deepcopy = copy.copy"),
+    ("import re", "re.IGNORECASE = 0"),
+]
+_TAMPER_TOOL = [
+    "{t}.__defaults__ = (1, 1)",
+    "{t}.__kwdefaults__ = {{'index': None}}",
+    "{t}.keywords['index'] = None",
+    "{t}.keywords.clear()",
+    "{t}.backend = None",
+    "{t}.__self__.backend = None",
+    "{t}.__dict__['tampered'] = 1",
+    "{t}.tampered = 1",
+    "{t}.func.__defaults__ = (None,)",
+    "{t}.__wrapped__ = None",
+]
+
+
+def _tamper(draw, r: _Renderer, tools: list[str]) -> tuple[set[str], str]:
+    if tools and draw(st.booleans()):
+        stmt = draw(st.sampled_from(_TAMPER_TOOL)).format(t=draw(st.sampled_from(tools)))
+        return set(), _restyle_assignment(draw, r, stmt)
+    imp, stmt = draw(st.sampled_from(_TAMPER_PROCESS))
+    return {imp}, _restyle_assignment(draw, r, stmt)
+
+
+def _restyle_assignment(draw, r: _Renderer, stmt: str) -> str:
+    """`a.b.c = v` → also as setattr(a.b, 'c', v) with the name encoded; others unchanged."""
+    target, sep, value = stmt.partition(" = ")
+    if not sep or "[" in target or target.count(".") < 1 or not draw(st.booleans()):
+        return stmt
+    obj, _, name = target.rpartition(".")
+    return draw(st.sampled_from([
+        f"setattr({obj}, {r.s(name)}, {value})",
+        f"object.__setattr__({obj}, {r.s(name)}, {value})",
+        f"type.__setattr__({obj}, {r.s(name)}, {value})",
+        f"vars({obj})[{r.s(name)}] = {value}",
+    ]))
+
 
 @st.composite
 def _escape_attempt(draw, marker_path, canary_env, tools, authorized, effects, families):
@@ -1233,7 +1295,11 @@ def _escape_attempt(draw, marker_path, canary_env, tools, authorized, effects, f
     string_style = draw(st.sampled_from(_STRING_STYLES))
     r = _Renderer(draw, attr_style, string_style)
     carrier = draw(st.sampled_from(_CARRIERS))
-    if family == "direct":
+    if effect == "tamper":
+        family = "tamper"
+        setup, stmt = _tamper(draw, r, tools)
+        expr_ok = None
+    elif family == "direct":
         family, stmt = _direct(draw, effect, r)
         setup: set[str] = set()
         expr_ok = None
@@ -1264,7 +1330,7 @@ def escape_attempts(
     *,
     tools: Iterable[str] = (),
     authorized_imports: Iterable[str] | None = None,
-    effects: Iterable[str] = ("marker", "canary", "reach"),
+    effects: Iterable[str] = ("marker", "canary", "reach", "tamper"),
     families: Iterable[str] = _FAMILIES,
 ) -> st.SearchStrategy[EscapeAttempt]:
     """Strategy for `EscapeAttempt`s: a known escape primitive, rendered with generated glue.
@@ -1282,7 +1348,9 @@ def escape_attempts(
 
     Effects: "marker" creates `marker_path` (file or directory), "canary" prints the value of
     the environment variable `canary_env`, "reach" prints REACH_TOKEN after calling a real
-    `os.getpid()`. Under plain CPython most attempts succeed; a sandbox must stop every one.
+    `os.getpid()`, "tamper" changes process-wide state of the host (csv/decimal settings,
+    attributes of authorized modules and their classes, the tools' defaults and attributes),
+    which `executors.testing` sees by fingerprinting that state around each attempt. Under plain CPython most attempts succeed; a sandbox must stop every one.
 
         @given(escape_attempts("/tmp/marker", "MY_CANARY", tools=["search"]))
         def test_holds(attempt):

@@ -39,6 +39,7 @@ import builtins
 import contextlib
 import functools
 import gc
+import importlib
 import io
 import json
 import multiprocessing
@@ -63,6 +64,7 @@ __all__ = [
     "Outcome",
     "FuzzReport",
     "probe_tools",
+    "host_fingerprint",
     "run_cpython",
     "fuzz",
     "Session",
@@ -363,12 +365,73 @@ def _leak_text(r: ExecutionResult) -> str:
     return "\n".join(parts)
 
 
+def _public_state(obj: Any) -> dict[str, int]:
+    try:
+        items = list(vars(obj).items())
+    except TypeError:
+        return {}
+    return {k: id(v) for k, v in items if not k.startswith("_") or (k.startswith("__") and k.endswith("__"))}
+
+
+def host_fingerprint(modules: Iterable[str], tools: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Process-wide state that model code of an in-process executor must not change: csv and
+    decimal settings, the attributes of the authorized modules and of the classes they define,
+    the defaults and attributes of the tools. Compare two fingerprints with `==`."""
+    import csv
+    import decimal
+
+    fp: dict[str, Any] = {"csv.field_size_limit": csv.field_size_limit()}
+    for name in csv.list_dialects():
+        d = csv.get_dialect(name)
+        fp[f"csv.dialect.{name}"] = (d.delimiter, d.quotechar, d.doublequote, d.lineterminator,
+                                     d.quoting, d.skipinitialspace, d.strict)
+    for label, c in (("getcontext()", decimal.getcontext()), ("DefaultContext", decimal.DefaultContext),
+                     ("BasicContext", decimal.BasicContext)):
+        fp[f"decimal.{label}"] = (c.prec, c.rounding, c.Emin, c.Emax, c.capitals, c.clamp,
+                                  tuple(sorted(k.__name__ for k, v in c.traps.items() if v)))
+    fp["cwd"] = os.getcwd()
+    fp["recursionlimit"] = sys.getrecursionlimit()
+    fp["stdout"] = (id(sys.stdout), id(sys.stderr), id(builtins.print))
+    for modname in modules:
+        module = sys.modules.get(modname.rstrip(".*"))
+        if module is None:
+            continue
+        fp[modname] = _public_state(module)
+        for cname, cls in list(vars(module).items()):
+            if isinstance(cls, type) and not cname.startswith("_") and getattr(cls, "__module__", "") == module.__name__:
+                fp[f"{modname}.{cname}"] = _public_state(cls)
+    for tname, tool in (tools or {}).items():
+        fp[f"tool.{tname}"] = (
+            repr(getattr(tool, "__defaults__", None)), repr(getattr(tool, "__kwdefaults__", None)),
+            repr(sorted(_public_state(tool).items())),
+            repr((getattr(tool, "args", None), getattr(tool, "keywords", None))) if isinstance(tool, functools.partial) else "",
+            repr(sorted(_public_state(getattr(tool, "__self__", None)).items())),
+        )
+    return fp
+
+
+def _diff(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    out = []
+    for k in sorted(set(before) | set(after)):
+        b, a = before.get(k, "<missing>"), after.get(k, "<missing>")
+        if b == a or b == "<missing>":  # a module imported for the first time is no tampering
+            continue
+        if isinstance(b, dict) and isinstance(a, dict):
+            out += [f"{k}.{n}" for n in sorted(set(a) | set(b)) if a.get(n) != b.get(n)]
+        else:
+            out.append(f"{k}: {b!r:.60} -> {a!r:.60}")
+    return out
+
+
 def evaluate_escape(ex: Any, code: str, label: str, marker: str, secret: str,
-                    reach_counts: bool, extra_text: Callable[[], str] = lambda: "") -> Outcome:
+                    reach_counts: bool, extra_text: Callable[[], str] = lambda: "",
+                    fingerprint: Callable[[], dict[str, Any]] | None = None) -> Outcome:
     _remove(marker)
+    before = fingerprint() if fingerprint else None
     r, dt, problem = _execute(ex, code)
     reset_problem = _reset(ex)
     gc.collect()  # finalizers of model objects run now, if at all: their effects count too
+    changed = _diff(before, fingerprint()) if fingerprint and before is not None else []
     if problem or reset_problem:
         status, detail = "internal-error", problem or reset_problem
         if os.path.exists(marker):
@@ -383,6 +446,8 @@ def evaluate_escape(ex: Any, code: str, label: str, marker: str, secret: str,
         findings.append("printed the canary environment variable's value")
     if reach_counts and _REACH.search(text):
         findings.append("reached a refused module (called the real os.getpid())")
+    if changed:
+        findings.append("changed host state: " + ", ".join(changed[:8]))
     _remove(marker)
     if findings:
         return Outcome("escape", label, "escape", code, "; ".join(findings), r.error.type if r.error else None, dt)
@@ -448,7 +513,11 @@ def _is_open_policy(ex: Any) -> bool:
 
 
 def _is_in_process(ex: Any) -> bool:
-    return type(ex).__module__.split(".")[-1] in ("local", "restricted") or bool(getattr(ex, "in_process", False))
+    """Whether model code runs in this process (so its effects on this process count)."""
+    flag = getattr(ex, "in_process", None)
+    if isinstance(flag, bool):
+        return flag
+    return type(ex).__module__.split(".")[-1] not in ("process", "container", "remote")
 
 
 # --------------------------------------------------------------------------------------------
@@ -484,7 +553,19 @@ def _evaluate(ex: Any, req: dict, ctx: _Context, extra_text: Callable[[], str] =
         return evaluate_program(ex, code, label, ctx.tools, limits)
     if cat == "escape":
         open_policy = ctx.open_policy if ctx.open_policy is not None else _is_open_policy(ex)
-        return evaluate_escape(ex, code, label, ctx.marker, ctx.secret, not open_policy, extra_text)
+        fingerprint = None
+        if _is_in_process(ex):
+            modules = tuple(getattr(ex, "authorized_imports", None) or ())
+            tools = dict(ctx.tools or {})
+            for name in modules:  # so that a first import during an attempt is not a change
+                with contextlib.suppress(Exception):
+                    importlib.import_module(name.rstrip(".*"))
+
+            def fingerprint() -> dict[str, Any]:
+                return host_fingerprint(modules, tools)
+
+        return evaluate_escape(ex, code, label, ctx.marker, ctx.secret, not open_policy, extra_text,
+                               fingerprint)
     return evaluate_bomb(ex, code, label, limits, ctx.margin_s, ctx.host_memory_margin_mb)
 
 
@@ -679,19 +760,24 @@ class FuzzReport:
 _PROPERTIES = ("cpython", "escapes", "bombs")
 
 
+class _TimeUp(BaseException):
+    """Ends a campaign phase whose time budget is spent."""
+
+
 def _campaign(n: int, strategy: Any, prop: str, mode: str, phase_deadline: float | None,
               budget: float, runner: Any, report: FuzzReport,
               on_outcome: Callable[[Outcome], None] | None) -> Callable[[], None]:
     """One hypothesis-driven phase: draw `n` examples (until `phase_deadline`), run, record."""
-    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import strategies as st
 
     @settings(max_examples=n, deadline=None, database=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
+              suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+              verbosity=Verbosity.quiet)
     @given(st.data())
     def campaign(data: Any) -> None:
         if phase_deadline is not None and time.perf_counter() > phase_deadline:
-            return
+            raise _TimeUp()  # a BaseException: hypothesis lets it through as is
         example = data.draw(strategy)
         if prop == "cpython":
             req = {"category": "program", "code": example, "label": mode}
@@ -823,6 +909,7 @@ def fuzz(
         print(report.total("program", "equal"), report.failures)
     """
     from hypothesis import seed as hseed
+    from hypothesis.errors import Flaky
 
     from .strategies import BOMB_KINDS, escape_attempts, programs, resource_bombs
 
@@ -855,15 +942,28 @@ def fuzz(
                 remaining_w = sum(weights[p] for p in props[i:])
                 phase_deadline = time.perf_counter() + (deadline - time.perf_counter()) * weights[prop] / remaining_w
             # Hypothesis remembers every example of a run to avoid repeats, which slows long runs
-            # down: long phases run as several runs of at most _BATCH examples.
-            for b, start in enumerate(range(0, plan[prop], _BATCH)):
+            # down: long phases run as several runs of at most _BATCH examples. A run that
+            # hypothesis aborts as flaky (hypothesmith is not always deterministic) is replaced.
+            target = report.total() + plan[prop]
+            b = flaky = 0
+            while report.total() < target and flaky < 5:
                 if phase_deadline is not None and time.perf_counter() > phase_deadline:
                     break
-                campaign = _campaign(min(_BATCH, plan[prop] - start), strategy, prop, mode,
+                campaign = _campaign(min(_BATCH, target - report.total()), strategy, prop, mode,
                                      phase_deadline, session.budget, session.runner, report, on_outcome)
                 if seed is not None:
                     campaign = hseed(seed + b)(campaign)
-                campaign()
+                b += 1
+                before = report.total()
+                try:
+                    campaign()
+                except _TimeUp:
+                    break
+                except Flaky:
+                    flaky += 1
+                    continue
+                if report.total() == before:
+                    break  # nothing new to generate
     finally:
         session.close()
         report.duration_s = time.perf_counter() - t_start
