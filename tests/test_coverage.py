@@ -421,6 +421,8 @@ CASES: list[tuple[str, str]] = [
                 self.area = self.w * self.h
         Rect(2, 3).area
         """)),
+    ("dataclass_forward_reference_annotation", "from dataclasses import dataclass, field\n@dataclass\nclass Node:\n    value: int\n    children: list['Node'] = field(default_factory=list)\nn = Node(1, [Node(2), Node(3)])\n(n.value, [c.value for c in n.children])"),
+    ("function_forward_reference_annotation", "class Tree:\n    def __init__(self, v):\n        self.v = v\n    def merge(self, other: 'Tree') -> 'Tree':\n        return Tree(self.v + other.v)\nTree(1).merge(Tree(2)).v"),
     ("enum_basic", D("""
         from enum import Enum, auto
         class Color(Enum):
