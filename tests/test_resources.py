@@ -216,6 +216,39 @@ CASES: list[Case] = [
     C("statistics_mean_huge_range", "import statistics\nstatistics.mean(range(10**12))"),
     C("difflib_quadratic", "import difflib\ndifflib.SequenceMatcher(None, 'ab' * 3000, 'ba' * 3000, autojunk=False).ratio()"),
     C("textwrap_huge", "import textwrap\ntextwrap.fill('ab ' * 10**7, 10)"),
+    # the executor's own bookkeeping runs under the same cap: fill it to the last byte and stop
+    C("memory_exhausted_then_finish", """
+        hog = []
+        try:
+            while True:
+                hog.append(bytearray(10**6))
+        except MemoryError:
+            pass
+        crumbs = []
+        try:
+            while True:
+                crumbs.append(bytearray(100))
+        except MemoryError:
+            pass
+        len(hog) + len(crumbs)
+        """, expect="any"),
+    # the watchdog thread shares the address-space cap: exhaust it, then loop in host code
+    C("memory_exhausted_then_host_loop", """
+        import statistics
+        hog = []
+        try:
+            while True:
+                hog.append(bytearray(10**6))
+        except MemoryError:
+            pass
+        crumbs = []
+        try:
+            while True:
+                crumbs.append(bytearray(100))
+        except MemoryError:
+            pass
+        statistics.fmean(range(10**12))
+        """),
     # ------------------------------------------------------------ output
     C("print_flood_forever", "while True:\n    print('x' * 1000)", max_logs=25_000),
     C("print_flood_one_huge_line", "print('y' * 10**9)", expect="any", max_logs=25_000),
