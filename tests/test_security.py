@@ -820,6 +820,7 @@ def _host_state() -> dict[str, Any]:
         "Counter.__name__": collections.Counter.__name__,
         "Counter.__qualname__": collections.Counter.__qualname__,
         "Counter.__doc__": collections.Counter.__doc__,
+        "Counter.__repr__": vars(collections.Counter).get("__repr__"),
         "Iterable.marker": getattr(collections.abc.Iterable, "marker", None),
         "TextWrapper.unicode_whitespace_trans": dict(textwrap.TextWrapper.unicode_whitespace_trans),
         "HTMLCalendar.cssclasses": list(calendar.HTMLCalendar.cssclasses),
@@ -905,6 +906,7 @@ def _restore_host_state(s: dict[str, Any]) -> None:
         collections.Counter.__name__ = s["Counter.__name__"]
         collections.Counter.__qualname__ = s["Counter.__qualname__"]
         collections.Counter.__doc__ = s["Counter.__doc__"]
+        collections.Counter.__repr__ = s["Counter.__repr__"]
         json.dumps.__name__ = s["json.dumps.__name__"]
         for extra in set(vars(json.dumps)) - set(s["json.dumps.attrs"]):
             delattr(json.dumps, extra)
@@ -982,6 +984,8 @@ TAMPERING = [
     ("host_class_level_dict", "import textwrap\ntextwrap.TextWrapper.unicode_whitespace_trans[ord('x')] = ord('y')"),
     ("host_class_level_list", "import calendar\ncalendar.HTMLCalendar.cssclasses[0] = 'pwned'"),
     ("typing_clear_overloads", "import typing\ntyping.clear_overloads()"),
+    ("copy_reconstruct_setattr_host_class", "import enum, copy, json\ndef getter():\n    return json.JSONEncoder\ndef reduce(self, proto):\n    return (getter, (), (None, {'default': lambda self, o: 'pwned'}))\nE = enum.Enum('E', [('A', 1), ('__copy__', None), ('__reduce_ex__', reduce)])\ncopy.copy(E.A)"),
+    ("copy_reconstruct_dunder_on_host_class", "import enum, copy, collections\ndef getter():\n    return collections.Counter\ndef reduce(self, proto):\n    return (getter, (), (None, {'__repr__': lambda self: 'pwned'}))\nE = enum.Enum('E', [('A', 1), ('__copy__', None), ('__reduce_ex__', reduce)])\ncopy.copy(E.A)"),
     ("shadow_print", "print = lambda *a, **k: None\nprint('x')"),
     ("shadow_len", "len = None"),
     ("delete_builtin", "del len"),
