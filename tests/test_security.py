@@ -614,6 +614,8 @@ ATTEMPTS: list[Attempt] = [
     A("type_of_instance_three_args", "X = type(int)('X', (), {'__del__': lambda self: None})", cpython=False),
     A("type_subclass_called_three_args", "class M(type):\n    pass\nX = M('X', (), {'__del__': lambda self: None})", cpython=False),
     A("type_three_args_in_list", "X = [type][0]('X', (), {'__init_subclass__': classmethod(lambda c: None)})", cpython=False),
+    A("enum_functional_api_defines_dunders", "import enum\nE = enum.Enum('E', [('A', 1), ('__del__', lambda self: None), ('__reduce_ex__', lambda self, p: (print, ('x',)))])", cpython=False),
+    A("namedtuple_class_namespace_dunder", "import typing\nT = typing.NamedTuple('T', [('a', int)])\nclass U(T):\n    pass\nimport enum\nF = enum.IntEnum('F', {'__init_subclass__': classmethod(lambda cls: None), 'X': 1})", cpython=False),
     A("reduce_builds_class", "import copy\nclass A:\n    def __reduce__(self):\n        return (type, ('X', (), {'__del__': print}))\nX = copy.copy(A())", cpython=False),
     # ---------------------------------------------------------------- host-state tampering
     # (writes into host containers are in TAMPERING below: isolating them is as good as refusing)
