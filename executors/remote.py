@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from .base import (
+    FINAL_ANSWER_NAME,
     ExecutionError,
     ExecutionResult,
     ExecutorBase,
@@ -517,6 +518,8 @@ class RemoteExecutor(ExecutorBase):
         for name in values:
             if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
                 raise ValueError(f"variable name {name!r} must be a public Python identifier")
+            if name == FINAL_ANSWER_NAME or name in self._tools:
+                raise ValueError(f"variable name {name!r} is taken by a tool")
         encoded = encode_value(dict(values))
         with self._lock:
             self._check_open()
@@ -528,7 +531,7 @@ class RemoteExecutor(ExecutorBase):
                 raise ValueError(f"variables too large to send to the sandbox: {exc}") from None
             reply = self._request(message, "set_variables")
             if isinstance(reply, ErrorReply):
-                raise ValueError(f"the sandbox rejected the variables: {reply.message}")
+                raise ValueError(reply.message)
 
     def reset(self) -> None:
         with self._lock:

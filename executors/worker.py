@@ -596,10 +596,13 @@ class Worker:
         values = decode_value(msg.get("values") or {})
         if type(values) is not dict:
             return self.reply_error(msg, "ProtocolError", "set_variables needs a dict")
-        if self.runtime is not None:
-            self.runtime.set_variables(values)
-        else:
-            self.globals.update(values)
+        try:
+            if self.runtime is not None:
+                self.runtime.set_variables(values)
+            else:
+                self.globals.update(values)
+        except Exception as exc:  # e.g. a name the runtime reserves
+            return self.reply_error(msg, type(exc).__name__, _exc_str(exc))
         self.reply_ok(msg)
 
     # -- model-facing helpers -----------------------------------------------------------------

@@ -138,3 +138,10 @@ def test_context_manager_and_idempotent_close(make_executor):
         assert isinstance(r, ExecutionResult) and r.output == 42
     ex.close()
     ex.close()
+
+
+def test_set_variables_refuses_taken_and_private_names(ex):
+    for bad in ({"final_answer": 1}, {"add": 2}, {"_hidden": 3}, {"not an identifier": 4}):
+        with pytest.raises(ValueError):
+            ex.set_variables(bad)
+    assert ex.execute("add(1, 1)").output == 2
