@@ -24,8 +24,16 @@ A subclass supplies only how to start a worker and reach it. The interface to im
             '''Write all of data or raise TimeoutError (deadline) / OSError (peer gone).'''
         def read(self, max_bytes: int, timeout: float | None) -> bytes
             '''Return 1..max_bytes bytes as soon as any are available; b"" at EOF (the worker is
-            gone); raise TimeoutError when nothing arrives within timeout (None = wait forever).'''
+            gone); raise TimeoutError when nothing arrives within timeout (None = wait forever).
+            timeout=0 is a non-blocking poll: between requests the base class checks that the
+            worker is silent (stray bytes or EOF there mean: replace it).'''
         def close(self) -> None       # idempotent
+
+The worker reports and the base class handles: a soft deadline inside the worker (variables kept),
+the hard deadline here at Limits.timeout_s + kill_grace_s (class attribute; kill + restart), and
+`Result.restart` (the worker asks to be replaced, e.g. threads or child processes left running
+after a timeout). `restarts` counts replacements; the next ExecutionResult after one says
+state_lost=True. `pool(n, **kwargs)` gives an ExecutorPool of warm executors for concurrent runs.
 
 Everything else is here: lazy start, the configure handshake, frames with deadlines, tool calls
 dispatched to host callables (a tool exception goes back as `tool_error`), and failure handling:
