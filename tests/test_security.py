@@ -471,6 +471,14 @@ ATTEMPTS: list[Attempt] = [
         """) + OS("b['__import__']('os')")),
     A("update_wrapper_merges_tool_globals", "import functools\ndef mine():\n    pass\nfunctools.update_wrapper(mine, add, assigned=(), updated=('__globals__',))\n" + OS("os")),
     A("wraps_merges_tool_globals", "import functools\n@functools.wraps(shout, assigned=(), updated=('__globals__',))\ndef mine():\n    pass\n" + OS("os")),
+    A("update_wrapper_assigned_then_enum_match_args", textwrap.dedent("""
+        import enum, functools
+        E = enum.Enum('E', [('A', 1), ('__match_args__', ('__globals__',))])
+        functools.update_wrapper(E.A, add, assigned=('__globals__',), updated=())
+        match E.A:
+            case E(g):
+                o = g['os']
+        """) + OS("o")),
     A("update_wrapper_copies_private_attribute", "import functools\nclass Box:\n    pass\nb = Box()\nfunctools.update_wrapper(b, lookup, assigned=('__closure__',), updated=())\nmatch b:\n    case object(cells=c):\n        pass\nprint(functools.reduce(lambda acc, cell: acc + [cell.cell_contents], getattr(b, '__clo' + 'sure__'), []))"),
     A("match_keyword_pattern_reads_register", textwrap.dedent("""
         import collections, collections.abc
