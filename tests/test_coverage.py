@@ -772,6 +772,14 @@ CASES: list[tuple[str, str]] = [
     ("subclass_of_builtin_super_init", "class Stack(list):\n    def __init__(self, *items):\n        super().__init__(items)\n        self.pushes = 0\n    def push(self, x):\n        self.append(x)\n        self.pushes += 1\ns = Stack(1, 2)\ns.push(3)\n(list(s), s.pushes)"),
     ("type_of_types", "print(type(int), type(type), isinstance(int, type), type(3) is int, type(int) is type, issubclass(bool, int))\nclass A:\n    pass\nprint(type(A), type(A()).__name__, isinstance(A, type))"),
     ("function_attributes", "def f():\n    f.calls += 1\n    return f.calls\nf.calls = 0\nf()\nf()"),
+    ("repr_uses_self_class_name", "class Money:\n    def __init__(self, v):\n        self.v = v\n    def __repr__(self):\n        return f'{self.__class__.__name__}({self.v})'\nclass Euro(Money):\n    pass\nrepr([Money(1), Euro(2)])"),
+    ("abc_subclass_from_collections_abc", "import collections.abc\nclass Row(collections.abc.Mapping):\n    def __init__(self, **kw):\n        self.data = kw\n    def __getitem__(self, k):\n        return self.data[k]\n    def __iter__(self):\n        return iter(self.data)\n    def __len__(self):\n        return len(self.data)\nr = Row(a=1, b=2)\n(dict(r), 'a' in r, r.get('z', 0), isinstance(r, collections.abc.Mapping))"),
+    ("functools_cache_decorator", "import functools\n@functools.cache\ndef ways(n):\n    return 1 if n < 2 else ways(n - 1) + ways(n - 2)\nways(60)"),
+    ("str_translate_and_int_bytes", "table = str.maketrans({'a': '4', 'e': '3'})\n('leet speak'.translate(table), int.from_bytes(b'\\x01\\x00', 'big'), (258).to_bytes(2, 'little'), 'Straße'.casefold())"),
+    # Idioms whose refusal is a design choice; kept so the coverage cost is visible.
+    ("operator_attrgetter_sort_key", "import operator\nclass Item:\n    def __init__(self, name, price):\n        self.name, self.price = name, price\nitems = [Item('b', 3), Item('a', 1)]\n[i.name for i in sorted(items, key=operator.attrgetter('price'))]"),
+    ("instance_vars_for_serialization", "import json\nclass P:\n    def __init__(self):\n        self.x, self.y = 1, 2\np = P()\n(json.dumps(vars(p)), json.dumps(p.__dict__))"),
+    ("slots_class", "class P:\n    __slots__ = ('x', 'y')\n    def __init__(self, x, y):\n        self.x, self.y = x, y\np = P(1, 2)\n(p.x + p.y, hasattr(p, 'z'))"),
     # ------------------------------------------------------------ realistic data-task snippets
     ("data_task_group_and_aggregate", D("""
         from collections import defaultdict
