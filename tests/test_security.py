@@ -938,13 +938,36 @@ def _watched_module_dicts() -> list[dict[str, Any]]:
     return [vars(sys.modules[n]) for n in names if n in sys.modules] + [vars(builtins)]
 
 
+def _watched_classes() -> list[type]:
+    found = []
+    for name in [n for n in list(sys.modules) if n == "executors" or n.startswith("executors.")]:
+        for value in list(vars(sys.modules[name]).values()):
+            if isinstance(value, type) and getattr(value, "__module__", "").startswith("executors"):
+                found.append(value)
+    return found
+
+
 @pytest.fixture(autouse=True)
 def _keep_host_clean():
     """Undo what an escaped attempt changed, so one escape does not fail unrelated tests."""
     before = _host_state()
     dicts = [(d, dict(d)) for d in _watched_module_dicts()]
+    classes = [(c, dict(vars(c))) for c in _watched_classes()]
     yield
     _restore_host_state(before)
+    for c, saved in classes:  # e.g. the executor's own ModuleProxy patched from the sandbox
+        current = dict(vars(c))
+        for k, v in saved.items():
+            if current.get(k, _MISSING_KEY) is not v:
+                try:
+                    setattr(c, k, v)
+                except (AttributeError, TypeError):
+                    pass
+        for k in [k for k in current if k not in saved]:
+            try:
+                delattr(c, k)
+            except (AttributeError, TypeError):
+                pass
     for d, saved in dicts:  # model code rewriting module globals (e.g. enum.global_enum)
         for k, v in saved.items():
             if d.get(k, _MISSING_KEY) is not v:
@@ -996,6 +1019,7 @@ TAMPERING = [
     ("typing_clear_overloads", "import typing\ntyping.clear_overloads()"),
     ("copy_reconstruct_setattr_host_class", "import enum, copy, json\ndef getter():\n    return json.JSONEncoder\ndef reduce(self, proto):\n    return (getter, (), (None, {'default': lambda self, o: 'pwned'}))\nE = enum.Enum('E', [('A', 1), ('__copy__', None), ('__reduce_ex__', reduce)])\ncopy.copy(E.A)"),
     ("copy_reconstruct_dunder_on_host_class", "import enum, copy, collections\ndef getter():\n    return collections.Counter\ndef reduce(self, proto):\n    return (getter, (), (None, {'__repr__': lambda self: 'pwned'}))\nE = enum.Enum('E', [('A', 1), ('__copy__', None), ('__reduce_ex__', reduce)])\ncopy.copy(E.A)"),
+    ("copy_reconstruct_patches_sandbox_internals", "import enum, copy, math\ndef getter():\n    return type(math)\ndef reduce(self, proto):\n    return (getter, (), (None, {'__getattribute__': lambda self, name: 'pwned'}))\nE = enum.Enum('E', [('A', 1), ('__copy__', None), ('__reduce_ex__', reduce)])\ncopy.copy(E.A)"),
     ("shadow_print", "print = lambda *a, **k: None\nprint('x')"),
     ("shadow_len", "len = None"),
     ("delete_builtin", "del len"),
