@@ -48,11 +48,17 @@ SNIPPETS: dict[str, str] = {
 
 
 def _cpython_runner():
-    def run(code: str):
-        compiled = compile(code, "<bench>", "exec")  # compile included, as the executors do
+    """Fresh namespace per run; compile included (the executors compile too)."""
+    state: dict = {}
+
+    def setup() -> None:
+        state["ns"] = {"__name__": "__main__"}
+
+    def run(code: str) -> None:
         with contextlib.redirect_stdout(io.StringIO()):
-            exec(compiled, {"__name__": "__main__"})
-    return run
+            exec(compile(code, "<bench>", "exec"), state["ns"])
+
+    return setup, run
 
 
 def _local_runner():
@@ -60,13 +66,15 @@ def _local_runner():
 
     ex = LocalExecutor()
 
-    def run(code: str):
+    def setup() -> None:
         ex.reset()
+
+    def run(code: str) -> None:
         r = ex.execute(code)
         if r.error:
             raise RuntimeError(f"LocalExecutor failed: {r.error}")
-    # LocalExecutor caches compiled code per source; measure uncached too (see trivial_uncached)
-    return run, ex
+
+    return setup, run
 
 
 def _smolagents_runner():
@@ -74,24 +82,33 @@ def _smolagents_runner():
         from smolagents.local_python_executor import LocalPythonExecutor
     except ImportError:
         return None
-    ex = LocalPythonExecutor(additional_authorized_imports=[])
-    ex.send_tools({})
+    box: dict = {}
 
-    def run(code: str):
-        ex.state.clear() if hasattr(ex, "state") else None
-        ex.send_variables({})
-        ex(code)
-    return run
+    def setup() -> None:
+        ex = LocalPythonExecutor(additional_authorized_imports=[])
+        ex.send_tools({})
+        box["ex"] = ex
+
+    def run(code: str) -> None:
+        box["ex"](code)
+
+    return setup, run
 
 
-def timeit(fn, code: str, reps: int) -> float:
-    fn(code)  # warm up
-    samples = []
+def measure(runners: dict, code: str, reps: int) -> dict[str, float]:
+    """Median time per runner; runners interleaved rep by rep so noise hits them alike.
+    Setup (fresh namespace) and teardown are outside the timed region."""
+    samples: dict[str, list[float]] = {name: [] for name in runners}
+    for name, (setup, run) in runners.items():  # warm up
+        setup()
+        run(code)
     for _ in range(reps):
-        t0 = time.perf_counter()
-        fn(code)
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
+        for name, (setup, run) in runners.items():
+            setup()
+            t0 = time.perf_counter()
+            run(code)
+            samples[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(v) for name, v in samples.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,26 +116,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=15)
     args = parser.parse_args(argv)
 
-    cpy = _cpython_runner()
-    local, local_ex = _local_runner()
+    runners = {"cpython": _cpython_runner(), "local": _local_runner()}
     smol = _smolagents_runner()
     rows = []
     for name, code in SNIPPETS.items():
         reps = args.reps * (40 if name == "trivial_action" else 1)
-        t_c = timeit(cpy, code, reps)
-        t_l = timeit(local, code, reps)
-        t_s = timeit(smol, code, max(3, reps // 3)) if smol else None
-        rows.append((name, t_c, t_l, t_s))
+        t = measure(runners, code, reps)
+        t_s = None
+        if smol is not None and not name.startswith("trivial"):
+            t_s = measure({"smolagents": smol}, code, max(3, args.reps // 3))["smolagents"]
+        elif smol is not None:
+            t_s = measure({"smolagents": smol}, code, reps)["smolagents"]
+        rows.append((name, t["cpython"], t["local"], t_s))
     # Uncached trivial action: a new source each time (what an agent step looks like).
     counter = iter(range(10**9))
-
-    def local_uncached(_code: str):
-        r = local_ex.execute(f"x = 1 + {next(counter)}\n")
-        if r.error:
-            raise RuntimeError(str(r.error))
-    t_u = timeit(local_uncached, "", args.reps * 40)
-    t_cu = timeit(lambda _c: cpy(f"x = 1 + {next(counter)}\n"), "", args.reps * 40)
-    rows.append(("trivial_action_uncached", t_cu, t_u, None))
+    uncached = {
+        name: (setup, (lambda run: lambda _c: run(f"x = 1 + {next(counter)}\n"))(run))
+        for name, (setup, run) in runners.items()
+    }
+    t = measure(uncached, "", args.reps * 40)
+    rows.append(("trivial_action_uncached", t["cpython"], t["local"], None))
 
     print(f"Python {sys.version.split()[0]}; median of {args.reps} runs (trivial: x40); limits on")
     print(f"{'snippet':<26}{'CPython':>11}{'Local':>11}{'ratio':>8}{'smolagents':>12}{'ratio':>9}")

@@ -49,7 +49,7 @@ class Limits:
     timeout_s: float = 5.0
     max_operations: int | None = 10_000_000
     max_output_chars: int = 20_000
-    max_memory_mb: int | None = 512
+    max_memory_mb: int | None = 256
     max_recursion_depth: int = 200
 
     def __post_init__(self) -> None:
@@ -60,7 +60,9 @@ class Limits:
             if value is not None and (not isinstance(value, int) or value <= 0):
                 raise ValueError(f"Limits.{name} must be a positive int or None, got {value!r}")
         if not isinstance(self.max_output_chars, int) or self.max_output_chars < 100:
-            raise ValueError(f"Limits.max_output_chars must be an int >= 100, got {self.max_output_chars!r}")
+            raise ValueError(
+                f"Limits.max_output_chars must be an int >= 100, got {self.max_output_chars!r}"
+            )
         if not isinstance(self.max_recursion_depth, int) or self.max_recursion_depth < 10:
             raise ValueError(
                 f"Limits.max_recursion_depth must be an int >= 10, got {self.max_recursion_depth!r}"

@@ -15,7 +15,13 @@ from collections.abc import Callable
 from typing import Any
 
 from .base import FinalAnswer
-from .policy import FORBIDDEN_ATTRIBUTES, FORMAT_ATTRIBUTES, READABLE_DUNDERS
+from .policy import (
+    FORBIDDEN_ATTRIBUTES,
+    FORMAT_ATTRIBUTES,
+    GUARDED_LOADS,
+    READABLE_DUNDERS,
+    is_private_name,
+)
 
 # Sized builtins whose length is known up front: charged to the operation budget at loop entry.
 SIZED_TYPES = frozenset({
@@ -36,6 +42,10 @@ class PolicyError(Exception):
 
 class ImportPolicyError(PolicyError, ImportError):
     """An import the sandbox does not allow (also an ImportError, as for a missing module)."""
+
+
+class SandboxFinished(RuntimeError):
+    """Model code was called after its step ended (by the host, or through a kept object)."""
 
 
 class LimitExceeded(BaseException):
@@ -76,7 +86,12 @@ class RunState:
             raise FinalAnswer(self.final_value)
         if reason is None and self.ns.get("_live") is True:
             return None
-        raise LimitExceeded(reason or "finished")
+        if reason in (None, "finished"):
+            raise SandboxFinished(
+                "this object belongs to sandboxed code whose step has ended; it cannot run "
+                "outside execute()"
+            )
+        raise LimitExceeded(reason)
 
     def check_clock(self) -> None:
         if self.ns["_live"] is not True:
@@ -118,6 +133,22 @@ class RunState:
             if size < 4096:
                 size *= 8
 
+    def guard_range(self, *args: Any) -> Any:
+        """The sandbox range(): a real range, unless it is too long to walk within the budget;
+        then a BigRange whose iteration is metered (C consumers like deque() or `in` would
+        otherwise walk it without any check)."""
+        r = range(*args)
+        limit = self.max_ops - self.ops if self.max_ops < (1 << 62) else 10_000_000
+        if len(r) <= limit:
+            return r
+        return BigRange(r, self)
+
+    def guard_iter_call(self, obj: Any, *sentinel: Any) -> Any:
+        """iter(callable, sentinel) is endless in C: meter it. iter(x) is the real thing."""
+        if sentinel:
+            return self.guard_iter(iter(obj, *sentinel))
+        return iter(obj)
+
     def tick(self) -> None:
         """One metered iteration (while/else loops)."""
         if self.ns["_live"] is not True:
@@ -145,19 +176,40 @@ def _too_big(what: str, bits: int) -> MemoryError:
     )
 
 
+_int_value = int.__pos__  # the int value of an int subclass, whatever it overrides
+
+
+def _bits(x: Any) -> int:
+    """Bit size of an int, or of a Fraction-like's numerator/denominator; 0 for other types."""
+    if isinstance(x, int):
+        return int.bit_length(_int_value(x))
+    num, den = getattr(x, "numerator", None), getattr(x, "denominator", None)
+    if isinstance(num, int) and isinstance(den, int) and not isinstance(x, float):
+        return max(int.bit_length(_int_value(num)), int.bit_length(_int_value(den)))
+    return 0
+
+
+def check_pow(base: Any, exp: Any) -> None:
+    if isinstance(exp, int):
+        e = _int_value(exp)
+        if e > 64:
+            bits = _bits(base)
+            if bits > 1 and bits * e > MAX_INT_BITS:
+                raise _too_big(f"a {bits}-bit number ** {e}", bits * e)
+
+
 def guarded_pow(base: Any, exp: Any, mod: Any = None) -> Any:
     if mod is None:
-        if type(exp) is int and exp > 64 and isinstance(base, int) and base not in (0, 1, -1):
-            bits = base.bit_length() * exp
-            if bits > MAX_INT_BITS:
-                raise _too_big(f"{base} ** {exp}", bits)
+        check_pow(base, exp)
         return base**exp
     return builtins.pow(base, exp, mod)
 
 
 def guarded_lshift(value: Any, shift: Any) -> Any:
-    if type(shift) is int and isinstance(value, int) and value and shift > MAX_INT_BITS:
-        raise _too_big(f"{value} << {shift}", shift + value.bit_length())
+    if isinstance(shift, int) and isinstance(value, int):
+        s = _int_value(shift)
+        if value and s > MAX_INT_BITS:
+            raise _too_big(f"{value} << {s}", s + _bits(value))
     return value << shift
 
 
@@ -178,9 +230,10 @@ _checked_templates: dict[str, bool] = {}
 
 
 def check_format_template(template: Any) -> None:
-    if type(template) is not str:
+    if not isinstance(template, str):
         return
-    if template in _checked_templates:
+    exact = type(template) is str  # a str subclass could lie in __eq__/__hash__: no cache
+    if exact and template in _checked_templates:
         return
     for _literal, field, spec, _conv in _formatter_parse(template):
         if field:
@@ -190,20 +243,27 @@ def check_format_template(template: Any) -> None:
                     check_attr_name(key)
         if spec and "{" in spec:
             check_format_template(spec)
-    if len(_checked_templates) < 4096:
+    if exact and len(_checked_templates) < 4096:
         _checked_templates[template] = True
 
 
+_STR_FORMATTERS = (str.format, str.format_map)
+
+
 def fmt_attr(obj: Any, name: str) -> Any:
-    """`x.format` / `x.format_map` with the template's fields checked before formatting."""
+    """`x.format` / `x.format_map` with the template's fields checked before formatting.
+
+    Decided by what the attribute resolves to, not by what `obj` is, so `super().format`,
+    str subclasses and `str.format` itself are all covered."""
     method = getattr(obj, name)
-    if isinstance(obj, str):
+    owner = getattr(method, "__self__", None)
+    if isinstance(owner, str) and getattr(method, "__name__", None) in ("format", "format_map"):
         def bound(*args: Any, **kwargs: Any) -> Any:
-            check_format_template(obj)
+            check_format_template(owner)
             return method(*args, **kwargs)
 
         return bound
-    if isinstance(obj, type) and issubclass(obj, str):
+    if method in _STR_FORMATTERS:
         def unbound(template: Any, *args: Any, **kwargs: Any) -> Any:
             check_format_template(template)
             return method(template, *args, **kwargs)
@@ -215,33 +275,50 @@ def fmt_attr(obj: Any, name: str) -> Any:
 _MISSING = object()
 
 
-def safe_getattr(obj: Any, name: Any, default: Any = _MISSING) -> Any:
-    check_attr_name(name)
-    if name in FORMAT_ATTRIBUTES:
+def match_check(*classes: Any) -> None:
+    """Before a match statement: the __match_args__ of its class patterns must be safe names."""
+    for cls in classes:
+        names = getattr(cls, "__match_args__", ())
+        if not isinstance(names, tuple):
+            raise PolicyError("__match_args__ must be a tuple of attribute names")
+        for name in names:
+            check_attr_name(name)
+            if name in GUARDED_LOADS or (isinstance(name, str) and name.startswith("_")):
+                raise PolicyError(f"matching on the attribute '{name}' is not allowed")
+
+
+def make_getattr(attr_hook: Callable[[Any, str], Any], private_hook: Callable[[Any, str], Any]) -> Callable[..., Any]:
+    """The sandbox getattr(): name checks, and the same runtime guards as `obj.name`."""
+
+    def getattr_(obj: Any, name: Any, default: Any = _MISSING) -> Any:
         try:
-            return fmt_attr(obj, name)
+            if isinstance(name, str) and is_private_name(name):
+                return private_hook(obj, name)
+            check_attr_name(name)
+            if name in FORMAT_ATTRIBUTES:
+                return fmt_attr(obj, name)
+            if name in GUARDED_LOADS:
+                return attr_hook(obj, name)
+            return getattr(obj, name)
         except AttributeError:
             if default is _MISSING:
                 raise
             return default
-    if default is _MISSING:
-        return getattr(obj, name)
-    return getattr(obj, name, default)
+
+    getattr_.__name__ = getattr_.__qualname__ = "getattr"
+    return getattr_
 
 
-def safe_hasattr(obj: Any, name: Any) -> bool:
-    check_attr_name(name)
-    return hasattr(obj, name)
+def make_hasattr(getattr_: Callable[..., Any]) -> Callable[[Any, Any], bool]:
+    def hasattr_(obj: Any, name: Any) -> bool:
+        try:
+            getattr_(obj, name)
+        except AttributeError:
+            return False
+        return True
 
-
-def safe_setattr(obj: Any, name: Any, value: Any) -> None:
-    check_attr_name(name, write=True)
-    setattr(obj, name, value)
-
-
-def safe_delattr(obj: Any, name: Any) -> None:
-    check_attr_name(name, write=True)
-    delattr(obj, name)
+    hasattr_.__name__ = hasattr_.__qualname__ = "hasattr"
+    return hasattr_
 
 
 def safe_dir(ns: dict[str, Any]) -> Callable[..., list[str]]:
@@ -309,3 +386,71 @@ def make_print(buffer_ref: Callable[[], OutputBuffer]) -> Callable[..., None]:
         _print(*args, sep=sep, end=end, file=buffer_ref() if file is None else file)
 
     return print
+
+
+class BigRange:
+    """A range too long to walk within the operation budget: same API, metered iteration."""
+
+    __slots__ = ("_r", "_state")
+
+    def __init__(self, r: range, state: RunState) -> None:
+        self._r = r
+        self._state = state
+
+    def __iter__(self) -> Any:
+        return iter(self._state.guard_iter(_Unsized(self._r)))
+
+    def __reversed__(self) -> Any:
+        return iter(self._state.guard_iter(_Unsized(self._r[::-1])))
+
+    def __len__(self) -> int:
+        return len(self._r)
+
+    def __contains__(self, x: Any) -> bool:
+        return x in self._r
+
+    def __getitem__(self, i: Any) -> Any:
+        out = self._r[i]
+        return out if isinstance(out, int) else self._state.guard_range(out.start, out.stop, out.step)
+
+    def __eq__(self, other: Any) -> bool:
+        return self._r == (other._r if isinstance(other, BigRange) else other)
+
+    def __hash__(self) -> int:
+        return hash(self._r)
+
+    def __repr__(self) -> str:
+        return repr(self._r)
+
+    def __bool__(self) -> bool:
+        return bool(self._r)
+
+    @property
+    def start(self) -> int:
+        return self._r.start
+
+    @property
+    def stop(self) -> int:
+        return self._r.stop
+
+    @property
+    def step(self) -> int:
+        return self._r.step
+
+    def count(self, x: Any) -> int:
+        return self._r.count(x)
+
+    def index(self, x: Any) -> int:
+        return self._r.index(x)
+
+
+class _Unsized:
+    """Hides a range's type so guard_iter meters it instead of charging it up front."""
+
+    __slots__ = ("it",)
+
+    def __init__(self, it: Any) -> None:
+        self.it = it
+
+    def __iter__(self) -> Any:
+        return iter(self.it)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 
-from .policy import FORMAT_ATTRIBUTES
+from .policy import FORMAT_ATTRIBUTES, GUARDED_LOADS, PUBLIC_UNDERSCORE_NAMES, is_private_name
 
 RESULT_NAME = "_result_"
 LIVE = "_live"
@@ -107,6 +107,36 @@ class Instrumenter(ast.NodeTransformer):
         )
         return _located(loop, node)
 
+    def visit_Match(self, node: ast.AST) -> ast.AST:
+        # Positional class patterns read the attributes a class lists in __match_args__, which
+        # a dynamically made class could fill with anything: check those names first.
+        self.generic_visit(node)
+        classes: list[ast.expr] = []
+        for case in node.cases:
+            for sub in ast.walk(case.pattern):
+                if type(sub) is ast.MatchClass and sub.patterns:
+                    classes.append(_as_load(sub.cls))
+        if not classes:
+            return node
+        check = _located(ast.Expr(_call("_match_check", *classes)), node)
+        return [check, node]
+
+    def visit_Yield(self, node: ast.AST) -> ast.AST:
+        # The host may resume a generator after the step: check again after every resume.
+        self.generic_visit(node)
+        check = ast.BoolOp(op=ast.Or(), values=[_name(LIVE), _call("_dead")])
+        pair = ast.Tuple(elts=[node, check], ctx=ast.Load())
+        return _located(ast.Subscript(value=pair, slice=ast.Constant(0), ctx=ast.Load()), node)
+
+    visit_YieldFrom = visit_Yield
+
+    def visit_GeneratorExp(self, node: ast.GeneratorExp) -> ast.AST:
+        # A generator expression may be consumed by the host after the step: check per item.
+        self.generic_visit(node)
+        guard = ast.BoolOp(op=ast.Or(), values=[_name(LIVE), _call("_dead")])
+        node.elt = _located(ast.BoolOp(op=ast.And(), values=[guard, node.elt]), node.elt)
+        return node
+
     def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
         self.generic_visit(node)
         node.iter = _located(_call("_for", node.iter), node.iter)
@@ -137,10 +167,18 @@ class Instrumenter(ast.NodeTransformer):
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         self.generic_visit(node)
-        if node.attr in FORMAT_ATTRIBUTES and isinstance(node.ctx, ast.Load):
-            return _located(
-                _call("_fmt_attr", node.value, ast.Constant(node.attr)), node
-            )
+        attr = node.attr
+        private = is_private_name(attr) and attr not in PUBLIC_UNDERSCORE_NAMES
+        if type(node.ctx) is not ast.Load:
+            # obj.attr = v / del obj.attr  ->  _w(obj).attr ...: no writes into host objects.
+            guard = "_wp" if private else "_w"
+            node.value = _located(_call(guard, node.value), node.value)
+            return node
+        if private:
+            return _located(_call("_pattr", node.value, ast.Constant(attr)), node)
+        if attr in GUARDED_LOADS:
+            fn = "_fmt_attr" if attr in FORMAT_ATTRIBUTES else "_attr"
+            return _located(_call(fn, node.value, ast.Constant(attr)), node)
         return node
 
 

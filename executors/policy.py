@@ -66,10 +66,27 @@ DEFINABLE_DUNDERS: frozenset[str] = frozenset({
 # Dunder attributes model code may read (`super().__init__(...)`, `f.__name__`). Everything else
 # starting with "_" is refused: __class__/__bases__/__subclasses__/__globals__/__self__/... are
 # the classic ways out. (`type(x)` gives what `x.__class__` would, minus `type`'s 3-arg form.)
-READABLE_DUNDERS: frozenset[str] = (DEFINABLE_DUNDERS - {"__new__", "__getattr__"}) | {
+READABLE_DUNDERS: frozenset[str] = (DEFINABLE_DUNDERS - {
+    "__new__", "__getattr__",
+    # these compute huge numbers in one C call; the operators themselves are size-checked
+    "__pow__", "__rpow__", "__ipow__", "__lshift__", "__rlshift__",
+}) | {
+    "__class__",  # rewritten to the sandbox's type(): never hands out `type` or a metaclass
     "__name__", "__qualname__", "__doc__", "__module__", "__cause__", "__context__",
     "__suppress_context__", "__notes__",
 }
+
+# Underscore names that are public API (namedtuple): readable on any object.
+PUBLIC_UNDERSCORE_NAMES: frozenset[str] = frozenset({
+    "_asdict", "_replace", "_fields", "_make", "_field_defaults",
+})
+
+
+def is_private_name(name: str) -> bool:
+    """`_x`: a single-underscore attribute. Allowed only on objects the model's code created
+    (checked at run time); `__x` (name-mangled) and dunders are not private names."""
+    return name.startswith("_") and not name.startswith("__") and len(name) > 1
+
 
 # Public (non-underscore) attributes that still reach interpreter internals.
 FORBIDDEN_ATTRIBUTES: frozenset[str] = frozenset(INSPECT_ATTRIBUTES) | {
@@ -82,6 +99,11 @@ FORBIDDEN_ATTRIBUTES: frozenset[str] = frozenset(INSPECT_ATTRIBUTES) | {
 # Attribute names whose value is wrapped at runtime (not refused): str.format / format_map can
 # walk attributes through their fields ("{0.__class__}"), so they get checked templates.
 FORMAT_ATTRIBUTES: frozenset[str] = frozenset({"format", "format_map"})
+
+# Attribute loads rewritten to a runtime guard (see instrument.py / guards.py):
+# `__class__` → sandbox type(); `__init__` → refuses re-initialising host objects;
+# `register` → refuses ABC registration (it changes isinstance() for the whole process).
+GUARDED_LOADS: frozenset[str] = FORMAT_ATTRIBUTES | {"__class__", "__init__", "register"}
 
 # Builtins that do not exist in the sandbox, with what to do instead (shown to the model).
 FORBIDDEN_BUILTINS: dict[str, str] = {
@@ -116,12 +138,32 @@ HIDDEN_MODULE_MEMBERS: dict[str, dict[str, str]] = {
         "ForwardRef": "it evaluates annotation strings",
     },
     "dataclasses": {"make_dataclass": "build classes with a class statement"},
-    "time": {"tzset": "it changes the process time zone"},
+    "time": {
+        "tzset": "it changes the process time zone",
+        "clock_settime": "it sets the system clock",
+        "clock_settime_ns": "it sets the system clock",
+    },
+    "enum": {
+        "global_enum": "it writes into another module's namespace",
+        "global_enum_repr": "not needed here",
+        "global_flag_repr": "not needed here",
+        "global_str": "not needed here",
+    },
+    "calendar": {
+        "setfirstweekday": "it changes a process-wide setting; pass firstweekday to a Calendar",
+        "different_locale": "it changes the process locale",
+    },
+    "zoneinfo": {"reset_tzpath": "it changes a process-wide setting"},
+    "copy": {"dispatch_table": "not needed here"},
     "uuid": {
         "getnode": "it inspects the host's network interfaces",
         "uuid1": "it inspects the host's network interfaces; use uuid.uuid4()",
     },
-    "csv": {"field_size_limit": "it changes a process-wide setting"},
+    "csv": {
+        "field_size_limit": "it changes a process-wide setting",
+        "register_dialect": "it changes a process-wide registry; pass dialect options directly",
+        "unregister_dialect": "it changes a process-wide registry",
+    },
     "random": {"SystemRandom": "use random.Random"},
     "functools": {"singledispatchmethod": "not needed here"},
     "pprint": {"PrettyPrinter": "use pprint.pprint or pprint.pformat"},
@@ -176,7 +218,10 @@ class PolicyChecker:
                 isinstance(node, instrumented)
                 or (kind is ast.BinOp and type(node.op) in (ast.Pow, ast.LShift))
                 or (kind is ast.AugAssign and type(node.op) in (ast.Pow, ast.LShift))
-                or (kind is ast.Attribute and node.attr in FORMAT_ATTRIBUTES)
+                or (kind is ast.Attribute
+                    and (type(node.ctx) is not ast.Load or node.attr in GUARDED_LOADS
+                         or node.attr.startswith("_")))
+                or kind in (ast.Yield, ast.YieldFrom, ast.GeneratorExp, ast.Match)
             ):
                 self.needs_instrumenting = True
 
@@ -200,6 +245,10 @@ class PolicyChecker:
             )
         if not store and name in FORBIDDEN_BUILTINS:
             self.refuse(node, f"'{name}' is not available: {FORBIDDEN_BUILTINS[name]}")
+        if store and name in FORBIDDEN_ATTRIBUTES:
+            # A class attribute or dataclass field by that name would make match patterns read
+            # the interpreter attribute of the same name.
+            self.refuse(node, f"the name '{name}' is reserved by the interpreter; use another name")
 
     # -- handlers (no recursion: the walk visits children) ----------------------------------------
     def on_Name(self, node: ast.Name) -> None:
@@ -208,21 +257,25 @@ class PolicyChecker:
     def on_Attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
         if attr.startswith("_"):
+            if is_private_name(attr):
+                return  # checked at run time: only on the model's own objects
             if not (type(node.ctx) is ast.Load and attr in READABLE_DUNDERS):
-                hint = " (use type(x) instead)" if attr == "__class__" else ""
                 self.refuse(
                     node,
                     f"the attribute '{attr}' is not allowed: attributes starting with '_' are "
-                    f"private{hint}",
+                    f"private",
                 )
         elif attr in FORBIDDEN_ATTRIBUTES:
             self.refuse(node, f"the attribute '{attr}' is not allowed: it exposes interpreter internals")
 
     def on_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self.check_annotation(node.returns)
         name = node.name
         if id(node) in self.methods and name.startswith("__") and name.endswith("__"):
             if name not in DEFINABLE_DUNDERS:
                 self.refuse(node, f"defining the method '{name}' is not allowed in this sandbox")
+        elif id(node) in self.methods and is_private_name(name):
+            pass  # a private helper method of the model's own class
         else:
             self.check_name(node, name, store=True)
 
@@ -238,9 +291,23 @@ class PolicyChecker:
             if type(stmt) is ast.FunctionDef:
                 self.methods.add(id(stmt))
 
+    def check_annotation(self, annotation: ast.AST | None) -> None:
+        # typing.get_type_hints / functools.singledispatch evaluate string annotations with
+        # eval(), outside this checker: only real expressions are allowed.
+        if annotation is None:
+            return
+        for sub in ast.walk(annotation):
+            if type(sub) is ast.Constant and isinstance(sub.value, str):
+                self.refuse(sub, "string annotations are not allowed; write the type itself (e.g. x: int)")
+                return
+
     def on_arg(self, node: ast.arg) -> None:
         if node.arg.startswith("_") and node.arg != "_":
             self.check_name(node, node.arg, store=True)
+        self.check_annotation(node.annotation)
+
+    def on_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.check_annotation(node.annotation)
 
     def on_keyword(self, node: ast.keyword) -> None:
         if node.arg is not None and node.arg.startswith("_"):
@@ -260,8 +327,9 @@ class PolicyChecker:
         self.check_name(node, node.rest, store=True)
 
     def on_MatchClass(self, node: ast.AST) -> None:
+        # Keyword sub-patterns read attributes natively: no runtime guard sees them.
         for attr in node.kwd_attrs:
-            if attr.startswith("_") or attr in FORBIDDEN_ATTRIBUTES:
+            if attr.startswith("_") or attr in FORBIDDEN_ATTRIBUTES or attr in GUARDED_LOADS:
                 self.refuse(node, f"matching on the attribute '{attr}' is not allowed")
 
     def on_Import(self, node: ast.Import) -> None:

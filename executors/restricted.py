@@ -35,20 +35,21 @@ from .guards import (
     OutputBuffer,
     PolicyError,
     RunState,
+    SandboxFinished,
     fmt_attr,
     guarded_lshift,
     guarded_pow,
+    make_getattr,
+    make_hasattr,
     make_print,
-    safe_delattr,
+    match_check,
     safe_dir,
-    safe_getattr,
-    safe_hasattr,
-    safe_setattr,
 )
+from .host_guard import HostGuard, SandboxType
 from .instrument import RESULT_NAME, instrument
 from .policy import inspect_tree
 from .sandbox_modules import SandboxImporter
-from .watchdog import WATCHDOG, Interrupt
+from .watchdog import CPU_ALARM, WATCHDOG, Interrupt
 
 __all__ = ["RestrictedRuntime", "PolicyError", "safe_repr"]
 
@@ -57,9 +58,9 @@ __all__ = ["RestrictedRuntime", "PolicyError", "safe_repr"]
 _PLAIN_BUILTINS = (
     "abs", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr", "classmethod",
     "complex", "dict", "divmod", "enumerate", "filter", "float", "format", "frozenset", "hash",
-    "hex", "id", "int", "isinstance", "issubclass", "iter", "len", "list", "map", "next",
-    "object", "oct", "ord", "property", "range", "repr", "reversed", "round", "set", "slice",
-    "staticmethod", "str", "super", "tuple", "type", "zip", "__build_class__",
+    "hex", "id", "int", "isinstance", "issubclass", "len", "list", "map", "next",
+    "object", "oct", "ord", "property", "repr", "reversed", "round", "set", "slice",
+    "staticmethod", "str", "super", "tuple", "zip",
     "None", "True", "False", "NotImplemented", "Ellipsis",
 )
 _EXCEPTIONS = tuple(
@@ -67,6 +68,8 @@ _EXCEPTIONS = tuple(
     if isinstance(value, type) and issubclass(value, BaseException) and not name.startswith("_")
 )
 _MAX_SOURCES = 64
+# Compiling happens before the clock starts: bound it by the size of the source instead.
+MAX_SOURCE_CHARS = 100_000
 _CACHE_SIZE = 256
 
 
@@ -176,10 +179,14 @@ class RestrictedRuntime:
     # -- namespace ----------------------------------------------------------------------------
     def _new_namespace(self) -> None:
         ns: dict[str, Any] = {}
-        state = RunState(ns)
+        # The run state (and its watchdog entry) outlives reset(): only the namespace is new.
+        state = getattr(self, "state", None) or RunState(ns)
+        state.ns = ns
         self.state = state
         print_fn = make_print(lambda: self._buffer)
-        importer = SandboxImporter(self.authorized_imports, state, print_fn)
+        host = HostGuard()
+        self.host_guard = host
+        importer = SandboxImporter(self.authorized_imports, state, print_fn, host)
         guard = state.guard_iter
         _sum, _min, _max, _sorted, _any, _all = sum, min, max, sorted, any, all
 
@@ -205,11 +212,14 @@ class RestrictedRuntime:
                          (g_any, "any"), (g_all, "all")):
             fn.__name__ = fn.__qualname__ = name
 
+        getattr_ = make_getattr(host.attr, host.private_attr)
         safe_builtins: dict[str, Any] = {name: getattr(builtins, name) for name in _PLAIN_BUILTINS}
         safe_builtins.update({name: getattr(builtins, name) for name in _EXCEPTIONS})
         safe_builtins.update(
-            print=print_fn, getattr=safe_getattr, hasattr=safe_hasattr, setattr=safe_setattr,
-            delattr=safe_delattr, dir=safe_dir(ns), pow=guarded_pow, __import__=importer,
+            print=print_fn, getattr=getattr_, hasattr=make_hasattr(getattr_),
+            range=state.guard_range, iter=state.guard_iter_call,
+            setattr=host.setattr, delattr=host.delattr, type=SandboxType,
+            __build_class__=host.build_class, dir=safe_dir(ns), pow=guarded_pow, __import__=importer,
             sum=g_sum, min=g_min, max=g_max, sorted=g_sorted, any=g_any, all=g_all,
             PolicyError=PolicyError, ToolError=ToolError,
         )
@@ -224,6 +234,11 @@ class RestrictedRuntime:
             "_pow": guarded_pow,
             "_lshift": guarded_lshift,
             "_fmt_attr": fmt_attr,
+            "_attr": host.attr,
+            "_match_check": match_check,
+            "_w": host.writable,
+            "_pattr": host.private_attr,
+            "_wp": host.private_writable,
             FINAL_ANSWER_NAME: state.final_answer,
         })
         self.ns = ns
@@ -272,8 +287,10 @@ class RestrictedRuntime:
 
     def reset(self) -> None:
         """Forget every variable. Functions and objects from before become inert."""
-        self.ns["_live"] = False
-        self.state.reason = "finished"
+        old = self.ns
+        old["_live"] = False
+        old["_dead"] = _finished
+        old["_for"] = old["_tick"] = _finished
         self._new_namespace()
 
     def close(self) -> None:
@@ -322,6 +339,10 @@ class RestrictedRuntime:
         started = time.perf_counter()
         if not isinstance(code, str):
             return ExecutionResult(error=ExecutionError("TypeError", f"code must be a string, not {type(code).__name__}"))
+        if len(code) > MAX_SOURCE_CHARS:
+            return ExecutionResult(error=ExecutionError(
+                "CodeTooLarge", f"the code is {len(code):,} characters long, over the limit of "
+                f"{MAX_SOURCE_CHARS:,}; send shorter code and keep data in variables or tools"))
         if not self._lock.acquire(blocking=False):
             return ExecutionResult(error=ExecutionError(
                 "ExecutorBusy", "this executor is already running code in another thread; "
@@ -358,36 +379,44 @@ class RestrictedRuntime:
         depth = _frame_depth() + limits.max_recursion_depth + 12
         with decimal.localcontext():
             WATCHDOG.watch(state)
+            alarm = CPU_ALARM.arm(state)
             _CAPS.enter(limits.max_memory_mb, depth)
+            rendered = settled = False
             try:
                 ns["_live"] = True
                 try:
                     exec(compiled, ns)
                 except BaseException as raised:  # noqa: BLE001 - everything is reported
                     exc = raised
-                WATCHDOG.pause(state, True)
-                if state.final_called:
-                    output = state.final_value
-                elif exc is None:
-                    output = ns.pop(RESULT_NAME, None)
-                if state.reason in (None, "final"):
-                    state.reason = None
-                    ns["_live"] = True
-                # Render while the limits still hold: model __repr__/__str__ run here.
-                WATCHDOG.pause(state, False)
-                try:
-                    if output is not None:
-                        output_repr = safe_repr(output, limits.max_output_chars)
-                    if exc is not None and not state.final_called:
-                        error = self._error(exc)
-                except BaseException:  # noqa: BLE001 - an interrupt landed while rendering
-                    if exc is not None and not state.final_called:
-                        error = ExecutionError(type(exc).__name__, "the code failed")
-                WATCHDOG.pause(state, True)
+                # From here on an interrupt may still land anywhere (one sent just before the
+                # code ended): every step is retried until the run is settled.
+                while not settled:
+                    try:
+                        WATCHDOG.pause(state, True)
+                        if alarm:
+                            CPU_ALARM.disarm()
+                        if not rendered:
+                            rendered = True
+                            if state.final_called:
+                                output = state.final_value
+                            elif exc is None:
+                                output = ns.pop(RESULT_NAME, None)
+                            if state.reason in (None, "final"):
+                                state.reason = None
+                                ns["_live"] = True
+                            # Render under the limits: model __repr__/__str__ run here.
+                            WATCHDOG.pause(state, False)
+                            output_repr, error = self._render(output, exc, state.final_called)
+                            continue  # pause again before leaving
+                        settled = True
+                    except Interrupt:
+                        continue
             finally:
                 ns["_live"] = False
                 _CAPS.leave()
                 _unwatch(state)
+        if exc is not None and error is None and not state.final_called:
+            error = ExecutionError(type(exc).__name__, "the code failed")
         state.reason = "finished"
         return ExecutionResult(
             output=output,
@@ -397,6 +426,17 @@ class RestrictedRuntime:
             duration_s=time.perf_counter() - started,
             output_repr=output_repr,
         )
+
+    def _render(self, output: Any, exc: BaseException | None, final: bool) -> tuple[str | None, ExecutionError | None]:
+        output_repr = error = None
+        try:
+            if output is not None:
+                output_repr = safe_repr(output, self.limits.max_output_chars)
+            if exc is not None and not final:
+                error = self._error(exc)
+        except BaseException:  # noqa: BLE001 - an interrupt landed while rendering
+            pass
+        return output_repr, error
 
     # -- errors --------------------------------------------------------------------------------
     def _error(self, exc: BaseException) -> ExecutionError:
@@ -434,9 +474,11 @@ class RestrictedRuntime:
                 "(Limits.max_recursion_depth); use a loop instead of deep recursion",
                 lineno, line,
             )
+        name = type(exc).__name__
+        message = _safe_str(exc) or f"{name} was raised (with no message)"
         if isinstance(exc, ImportPolicyError):
-            return ExecutionError("ImportError", _safe_str(exc), lineno, line)
-        return ExecutionError(type(exc).__name__, _safe_str(exc), lineno, line)
+            return ExecutionError("ImportError", message, lineno, line)
+        return ExecutionError(name, message, lineno, line)
 
     def _location(self, exc: BaseException) -> tuple[int | None, str | None]:
         lineno = filename = None
@@ -451,6 +493,10 @@ class RestrictedRuntime:
         lines = self._sources[filename]
         line = lines[lineno - 1] if 0 < lineno <= len(lines) else None
         return lineno, line
+
+
+def _finished(*args: Any) -> None:
+    raise SandboxFinished("this object belongs to sandboxed code that was reset; it cannot run")
 
 
 def _unwatch(state: RunState) -> None:
@@ -477,7 +523,7 @@ def _syntax_error(exc: SyntaxError, lines: list[str]) -> ExecutionError:
     message = exc.msg
     if exc.offset and line is not None:
         message = f"{message} (column {exc.offset})"
-    return ExecutionError("SyntaxError", message, lineno, line.rstrip("\n") if line else None)
+    return ExecutionError(type(exc).__name__, message, lineno, line.rstrip("\n") if line else None)
 
 
 def _policy_error(violations: list, lines: list[str]) -> ExecutionError:

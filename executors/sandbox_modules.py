@@ -9,6 +9,9 @@ infinite iterators, a private `random.Random`, `pprint` that prints into the cap
 
 from __future__ import annotations
 
+import decimal
+import math
+import functools as _functools
 import importlib
 import itertools
 import pprint as _pprint
@@ -18,8 +21,22 @@ import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .guards import ImportPolicyError, LimitExceeded, RunState
+from .guards import (
+    MAX_INT_BITS,
+    ImportPolicyError,
+    PolicyError,
+    LimitExceeded,
+    RunState,
+    guarded_lshift,
+    guarded_pow,
+)
+from .host_guard import HostGuard, SandboxType
 from .policy import HIDDEN_MODULE_MEMBERS, IO_ALLOWED
+
+
+_READ_ONLY: dict[type, Callable[[Any], Any]] = {
+    list: tuple, dict: types.MappingProxyType, set: frozenset, bytearray: bytes,
+}
 
 
 class ModuleProxy:
@@ -77,9 +94,12 @@ class Authorization:
 
 
 class SandboxImporter:
-    def __init__(self, authorized: Iterable[str], state: RunState, print_fn: Callable[..., None]) -> None:
+    def __init__(
+        self, authorized: Iterable[str], state: RunState, print_fn: Callable[..., None], host: HostGuard
+    ) -> None:
         self.auth = Authorization(authorized)
         self.state = state
+        self.host = host
         self.print_fn = print_fn
         self.cache: dict[str, ModuleProxy] = {}
 
@@ -155,6 +175,13 @@ class SandboxImporter:
                 if value.__name__ == full and self.auth.on_path(full):
                     members[attr] = self.proxy(full)
                 continue
+            if isinstance(value, type) and issubclass(value, type):
+                continue  # metaclasses create classes with any dunder (ABCMeta, EnumType)
+            if type(value) in _READ_ONLY:
+                value = _READ_ONLY[type(value)](value)  # module-level containers: read-only views
+            elif isinstance(value, decimal.Context):
+                value = value.copy()
+            self.host.share(value)
             members[attr] = value
         self._replace(name, members)
         return members
@@ -175,6 +202,10 @@ class SandboxImporter:
                 return itertools.repeat(obj, times) if times is not None else state.guard_iter(itertools.repeat(obj))
 
             members.update(count=count, cycle=cycle, repeat=repeat)
+            # Combinatoric iterators are lazily huge: metered like any other unsized iterator.
+            for attr in ("product", "permutations", "combinations", "combinations_with_replacement"):
+                real = getattr(itertools, attr)
+                members[attr] = (lambda real: lambda *a, **k: state.guard_iter(real(*a, **k)))(real)
         elif name == "random":
             rng = _random.Random()
             for attr, value in list(members.items()):
@@ -186,6 +217,68 @@ class SandboxImporter:
                 self.print_fn(_pprint.pformat(obj, *args, **kwargs))
 
             members.update(pprint=pprint, pp=pprint)
+        elif name == "functools":
+            checked = self.host.checked_decorator
+            writable = self.host.writable
+
+            def update_wrapper(wrapper: Any, wrapped: Any, assigned: Any = _functools.WRAPPER_ASSIGNMENTS,
+                               updated: Any = _functools.WRAPPER_UPDATES) -> Any:
+                # Only the standard attributes: `updated=("__globals__",)` would merge a host
+                # function's globals into the model's namespace.
+                if tuple(assigned) != _functools.WRAPPER_ASSIGNMENTS or tuple(updated) != _functools.WRAPPER_UPDATES:
+                    raise PolicyError("functools.update_wrapper/wraps: only the default assigned/updated are allowed")
+                return _functools.update_wrapper(writable(wrapper), wrapped)
+
+            def wraps(wrapped: Any, assigned: Any = _functools.WRAPPER_ASSIGNMENTS,
+                      updated: Any = _functools.WRAPPER_UPDATES) -> Any:
+                return _functools.partial(update_wrapper, wrapped=wrapped, assigned=assigned, updated=updated)
+
+            def singledispatch(func: Any) -> Any:
+                dispatcher = _functools.singledispatch(func)
+                register = dispatcher.register
+
+                def checked_register(cls: Any, func: Any = None) -> Any:
+                    # register(f) reads f's annotations with typing.get_type_hints, which eval()s
+                    # strings: only real types there.
+                    for target in (cls, func):
+                        annotations = getattr(target, "__annotations__", None)
+                        if isinstance(annotations, dict) and any(
+                            not isinstance(v, type) for v in annotations.values()
+                        ):
+                            raise PolicyError("singledispatch.register: annotations must be classes; or pass the class: register(int, func)")
+                    return register(cls, func)
+
+                dispatcher.register = checked_register
+                return dispatcher
+
+            members.update(update_wrapper=update_wrapper, wraps=wraps, singledispatch=singledispatch,
+                           total_ordering=checked(_functools.total_ordering))
+        elif name == "enum":
+            for attr in ("Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"):
+                if attr in members:
+                    members[attr] = _checked_enum(members[attr])
+        elif name == "dataclasses":
+            import dataclasses as _dataclasses
+
+            writable = self.host.writable
+
+            def dataclass(cls: Any = None, /, **kwargs: Any) -> Any:
+                if cls is None:
+                    return lambda c: _dataclasses.dataclass(writable(c), **kwargs)
+                return _dataclasses.dataclass(writable(cls), **kwargs)
+
+            members["dataclass"] = dataclass
+        elif name == "typing":
+            for attr in ("final", "no_type_check", "runtime_checkable"):
+                if attr in members:
+                    members[attr] = self.host.checked_decorator(members[attr])
+            get_origin = members.get("get_origin")
+            if get_origin is not None:
+                members["get_origin"] = lambda tp: _no_metaclass(get_origin(tp))
+            members.pop("clear_overloads", None)
+        elif name == "calendar":
+            for attr in ("c", "prmonth", "prcal"):
+                members.pop(attr, None)
         elif name == "math":
             factorial = members.get("factorial")
 
@@ -196,6 +289,18 @@ class SandboxImporter:
 
             if factorial is not None:
                 members["factorial"] = guarded_factorial
+
+            def guarded_comb(n: Any, k: Any) -> Any:
+                _check_binomial("comb", n, k)
+                return math.comb(n, k)
+
+            def guarded_perm(n: Any, k: Any = None) -> Any:
+                _check_binomial("perm", n, n if k is None else k)
+                return math.perm(n, k)
+
+            members.update(comb=guarded_comb, perm=guarded_perm)
+        elif name == "operator":
+            members.update(pow=guarded_pow, ipow=guarded_pow, lshift=guarded_lshift, ilshift=guarded_lshift)
 
     def _sleep(self, seconds: Any) -> None:
         state = self.state
@@ -209,3 +314,53 @@ class SandboxImporter:
             raise LimitExceeded("timeout")
         _time.sleep(seconds)
         state.check_clock()
+
+
+def _check_binomial(what: str, n: Any, k: Any) -> None:
+    if isinstance(n, int) and isinstance(k, int) and n > 0 and k > 0:
+        small = min(k, n - k) if what == "comb" else k
+        bits = small * max(1, int(n).bit_length())
+        if bits > MAX_INT_BITS:
+            raise MemoryError(
+                f"math.{what}({n}, {k}) is too large for the sandbox (about {int(bits * 0.30103):,} digits)"
+            )
+
+
+def _no_metaclass(value: Any) -> Any:
+    return SandboxType if isinstance(value, type) and issubclass(value, type) else value
+
+
+class _CheckedEnumType(type(__import__("enum").Enum)):  # type: ignore[misc]
+    """The functional API (`Enum('E', names)`) takes member names from data: no '_' names,
+    which would otherwise become methods (`__reduce_ex__`, ...) of the new class."""
+
+    def __call__(cls, value: Any, names: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if names is not None:
+            _check_enum_names(names)
+        return super().__call__(value, names, *args, **kwargs)
+
+
+def _check_enum_names(names: Any) -> None:
+    if isinstance(names, str):
+        items = names.replace(",", " ").split()
+    elif hasattr(names, "keys"):
+        items = list(names.keys())
+    else:
+        items = [item[0] if isinstance(item, (tuple, list)) and item else item for item in names]
+    for item in items:
+        if not isinstance(item, str) or item.startswith("_"):
+            raise PolicyError(f"enum member name {item!r} is not allowed (names starting with '_')")
+
+
+_CHECKED_ENUMS: dict[type, type] = {}
+
+
+def _checked_enum(base: type) -> type:
+    checked = _CHECKED_ENUMS.get(base)
+    if checked is None:
+        class Checked(base, metaclass=_CheckedEnumType):  # type: ignore[misc,valid-type]
+            __module__ = "enum"
+
+        Checked.__name__ = Checked.__qualname__ = base.__name__
+        checked = _CHECKED_ENUMS[base] = Checked
+    return checked

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import heapq
+import signal
 import threading
 import time
 from typing import Protocol
@@ -25,6 +26,9 @@ _clear_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void
 )
 
 REFIRE_S = 0.02
+# Host tools are not interrupted at the deadline, but a tool that is still running this long
+# after it (or model code it called back) is interrupted anyway: the limit must hold.
+TOOL_GRACE_S = 0.5
 
 
 class Interrupt(BaseException):
@@ -117,7 +121,7 @@ class Watchdog:
                 for run in list(self._expired):
                     if run.ended:
                         self._expired.discard(run)
-                    elif not run.in_tool:
+                    elif not run.in_tool or now > run.deadline + TOOL_GRACE_S:
                         _set_async_exc(run.thread_id, Interrupt)
                         run.fired = True
                 if self._expired:
@@ -131,3 +135,45 @@ class Watchdog:
 
 
 WATCHDOG = Watchdog()
+
+
+class CpuAlarm:
+    """Backstop for C code that holds the GIL (a catastrophic regex): the watchdog thread cannot
+    even run then. In the main thread, a SIGVTALRM timer on the process's CPU time fires and its
+    handler interrupts the run once its wall-clock deadline has passed; C code that polls for
+    signals (the re engine does) stops. The timer ticks every 50 ms of CPU time (CPU time runs
+    slower than the clock on a busy machine, so one long timer would fire late). Installed only
+    if the host does not use SIGVTALRM itself."""
+
+    TICK_S = 0.05
+
+    def __init__(self) -> None:
+        self.ready = False
+        self.run: Run | None = None
+
+    def arm(self, run: Run) -> bool:
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        if not self.ready:
+            if signal.getsignal(signal.SIGVTALRM) not in (signal.SIG_DFL, signal.SIG_IGN, None):
+                return False
+            signal.signal(signal.SIGVTALRM, self._on_signal)
+            self.ready = True
+        self.run = run
+        signal.setitimer(signal.ITIMER_VIRTUAL, self.TICK_S, self.TICK_S)
+        return True
+
+    def disarm(self) -> None:
+        self.run = None
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        run = self.run
+        if run is None or run.ended or run.in_tool or time.monotonic() <= run.deadline:
+            return
+        self.run = None
+        run.expire("timeout")
+        raise Interrupt()
+
+
+CPU_ALARM = CpuAlarm()

@@ -1,0 +1,197 @@
+"""Keeps model code from changing the host's objects (one HostGuard per sandbox namespace).
+
+Model code shares real classes, functions and module-level objects with the host process
+(`json.JSONEncoder`, `decimal.DefaultContext`, `typing.T`, ...). Writing to them would change
+the host's behaviour, so attribute writes, `__init__` calls and class decorators are checked:
+model code may change what it created (its classes, functions and instances), nothing else.
+"""
+
+from __future__ import annotations
+
+import abc
+import builtins
+import types
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from .guards import PolicyError, check_attr_name
+from .policy import PUBLIC_UNDERSCORE_NAMES, is_private_name
+
+_SANDBOX_FILE_PREFIX = "<step-"
+_IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), frozenset, range)
+
+
+def _refuse_write(obj: Any) -> PolicyError:
+    what = getattr(obj, "__qualname__", None) or type(obj).__name__
+    return PolicyError(
+        f"changing '{what}' is not allowed: it belongs to the host, not to your code; "
+        "make your own object or subclass instead"
+    )
+
+
+class _SandboxTypeMeta(type):
+    """Makes `type` in the sandbox work for `type(x)` and `isinstance(c, type)` while refusing
+    the 3-argument form (which would create classes with any dunder, unchecked)."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, type)
+
+    def __subclasscheck__(cls, sub: Any) -> bool:
+        return isinstance(sub, type) and issubclass(sub, type)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) != 1 or kwargs:
+            raise PolicyError(
+                "type() takes exactly one argument here: creating classes with "
+                "type(name, bases, dict) is not allowed; use a class statement"
+            )
+        return sandbox_type_of(args[0])
+
+    def __repr__(cls) -> str:
+        return "<class 'type'>"
+
+
+class SandboxType(metaclass=_SandboxTypeMeta):
+    pass
+
+
+SandboxType.__name__ = SandboxType.__qualname__ = "type"
+
+
+def sandbox_type_of(obj: Any) -> Any:
+    """type(obj), except that `type` itself and every metaclass read as the sandbox `type`."""
+    kind = type(obj)
+    return SandboxType if issubclass(kind, type) else kind
+
+
+class HostGuard:
+    def __init__(self) -> None:
+        self.classes: weakref.WeakSet[type] = weakref.WeakSet()
+        self.shared: set[int] = set()  # ids of module-level host objects (kept alive by modules)
+        self._build_class = builtins.__build_class__
+
+    # -- what model code created ------------------------------------------------------------------
+    def build_class(self, func: Callable[..., Any], name: str, *bases: Any, **kwargs: Any) -> type:
+        cls = self._build_class(func, name, *bases, **kwargs)
+        self.classes.add(cls)
+        return cls
+
+    def share(self, value: Any) -> None:
+        if not isinstance(value, _IMMUTABLE):
+            self.shared.add(id(value))
+
+    def writable(self, obj: Any) -> Any:
+        """`obj.attr = v` → `_w(obj).attr = v`."""
+        if isinstance(obj, type):
+            if obj in self.classes:
+                return obj
+            raise _refuse_write(obj)
+        if isinstance(obj, types.FunctionType):
+            if obj.__code__.co_filename.startswith(_SANDBOX_FILE_PREFIX):
+                return obj
+            raise _refuse_write(obj)
+        if id(obj) in self.shared or isinstance(obj, types.ModuleType):
+            raise _refuse_write(obj)
+        if isinstance(obj, types.GenericAlias) or type(obj).__module__ == "typing":
+            raise _refuse_write(obj)  # typing aliases forward attribute writes to their origin
+        return obj
+
+    # -- guarded attribute loads ------------------------------------------------------------------
+    def attr(self, obj: Any, name: str) -> Any:
+        if name == "__class__":
+            return sandbox_type_of(obj)
+        value = getattr(obj, name)
+        if name == "__init__":
+            bound_to = getattr(value, "__self__", None)
+            if bound_to is not None:  # x.__init__ / super().__init__: bound to its object
+                self.writable(bound_to)
+                return value
+            if isinstance(obj, type) and obj in self.classes:
+                return value
+            writable = self.writable
+
+            def init(instance: Any, *args: Any, **kwargs: Any) -> Any:
+                return value(writable(instance), *args, **kwargs)
+
+            return init
+        owner = getattr(value, "__self__", None)
+        if name == "register" and (isinstance(obj, abc.ABCMeta) or isinstance(owner, abc.ABCMeta)):
+            raise PolicyError(
+                "registering virtual subclasses is not allowed: it changes isinstance() for the "
+                "whole process; subclass the ABC instead"
+            )
+        return value
+
+    # -- single-underscore names: only on what the model's code created ---------------------------
+    def owns(self, obj: Any) -> bool:
+        """obj is a class the model defined, or an instance of one."""
+        classes = self.classes
+        return (obj in classes) if isinstance(obj, type) else (type(obj) in classes)
+
+    def private_attr(self, obj: Any, name: str) -> Any:
+        """`obj._x`: allowed where `_x` was defined by the model's own code (its instance
+        attributes, or its classes' bodies), so host internals stay out of reach."""
+        if name in PUBLIC_UNDERSCORE_NAMES:
+            return getattr(obj, name)
+        if self.owns(obj):
+            if not isinstance(obj, type):
+                own = getattr(obj, "__dict__", None)
+                if own is not None and name in own:
+                    return getattr(obj, name)
+                mro = type(obj).__mro__
+            else:
+                mro = obj.__mro__
+            classes = self.classes
+            for klass in mro:
+                if name in vars(klass):
+                    if klass in classes:
+                        return getattr(obj, name)
+                    break
+            if not hasattr(obj, name):
+                raise AttributeError(f"{type(obj).__name__!r} object has no attribute {name!r}")
+        raise PolicyError(
+            f"the attribute '{name}' is not allowed here: attributes starting with '_' are only "
+            "available on objects your own code defines"
+        )
+
+    def private_writable(self, obj: Any) -> Any:
+        if self.owns(obj):
+            return obj
+        raise PolicyError(
+            "setting attributes starting with '_' is only allowed on objects of your own classes"
+        )
+
+    def setattr(self, obj: Any, name: Any, value: Any) -> None:
+        if isinstance(name, str) and is_private_name(name):
+            setattr(self.private_writable(obj), name, value)
+            return
+        check_attr_name(name, write=True)
+        setattr(self.writable(obj), name, value)
+
+    def delattr(self, obj: Any, name: Any) -> None:
+        if isinstance(name, str) and is_private_name(name):
+            delattr(self.private_writable(obj), name)
+            return
+        check_attr_name(name, write=True)
+        delattr(self.writable(obj), name)
+
+    def getattr_hook(self, obj: Any, name: str) -> Any:
+        """Used by the sandbox getattr() for the guarded names."""
+        return self.attr(obj, name)
+
+    # -- decorators that change their argument -----------------------------------------------------
+    def checked_decorator(self, fn: Callable[..., Any], position: int = 0) -> Callable[..., Any]:
+        """A decorator that changes the object it is given: only for the model's own objects."""
+        writable = self.writable
+
+        def decorator(*args: Any, **kwargs: Any) -> Any:
+            if len(args) > position:
+                writable(args[position])
+            elif kwargs:
+                writable(next(iter(kwargs.values())))
+            return fn(*args, **kwargs)
+
+        decorator.__name__ = getattr(fn, "__name__", "decorator")
+        decorator.__doc__ = getattr(fn, "__doc__", None)
+        return decorator
