@@ -256,8 +256,9 @@ def _sweep_stale_cgroups() -> None:
 
 
 class _Spawner:
-    """Spawns every worker from one long-lived thread: PR_SET_PDEATHSIG fires when the thread
-    that forked the child exits, so spawning from short-lived threads would kill warm workers."""
+    """Spawns workers from long-lived threads only: PR_SET_PDEATHSIG fires when the thread that
+    forked the child exits, so spawning from short-lived threads would kill warm workers. The main
+    thread spawns directly; other threads hand the job to one daemon thread."""
 
     def __init__(self) -> None:
         self._jobs: queue.Queue = queue.Queue()
@@ -265,6 +266,8 @@ class _Spawner:
         self._lock = threading.Lock()
 
     def spawn(self, fn: Callable[[], Any]) -> Any:
+        if threading.current_thread() is threading.main_thread():
+            return fn()  # the main thread lives as long as the process: no hand-off needed
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="codeagent-spawner", daemon=True)
