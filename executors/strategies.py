@@ -737,7 +737,8 @@ CANARY = {canary!r}
 TOKEN = {token!r}
 seen = []
 KEYS = ['os', '_os', 'sys', '_sys', 'posix', 'builtins', '_'+'_builtins_'+'_', 'open', 'environ',
-        'subprocess', 'importlib', 'io', '_io', 'shutil', 'pathlib', 'codecs']
+        'subprocess', 'importlib', 'io', '_io', 'shutil', 'pathlib', 'codecs', '_'+'_import_'+'_',
+        'getpid', 'x', 'a', 'index']
 ATTRS = ['os', '_os', 'sys', '_sys', 'builtins', 'posix', '_'+'_builtins_'+'_',
          'f_globals', 'f_builtins', 'f_locals', 'f_back', 'tb_frame', 'tb_next', 'gi_frame',
          'cr_frame', 'ag_frame', '_'+'_globals_'+'_', '_'+'_init_'+'_', '_'+'_self_'+'_',
@@ -783,6 +784,8 @@ def power(h, depth=0):
         except Exception:
             pass
     imp = get(h, '_'+'_import_'+'_')
+    if get(h, '_'+'_name_'+'_') == '_'+'_import_'+'_':
+        imp = h
     if callable(imp):
         try:
             power(imp('os'), depth + 1)
@@ -794,6 +797,13 @@ _EFFECTS = {
     "canary": '''\
     env = get(h, 'environ')
     if env is not None:
+        for key in (CANARY, CANARY.encode()):
+            try:
+                print('canary:', env[key])
+            except Exception:
+                pass
+    if get(h, 'copy') is not None and get(h, 'putenv') is not None or get(h, 'encodekey') is not None:
+        env = h  # the environ mapping itself
         for key in (CANARY, CANARY.encode()):
             try:
                 print('canary:', env[key])
@@ -814,6 +824,8 @@ _EFFECTS = {
             except Exception:
                 pass
     opener = get(h, 'open')
+    if callable(h) and get(h, '_'+'_name_'+'_') == 'open':
+        opener = h
     if callable(opener):
         try:
             opener(MARKER, 'w').write('escaped')
@@ -827,6 +839,8 @@ _EFFECTS = {
             pass''',
     "reach": '''\
     pid = get(h, 'getpid')
+    if callable(h) and get(h, '_'+'_name_'+'_') == 'getpid':
+        pid = h
     if callable(pid):
         try:
             print(TOKEN, pid())
@@ -969,6 +983,38 @@ def _module_pivots(authorized: tuple[str, ...]) -> list[tuple[str, list[str], st
     return found
 
 
+_TOOL_CHAINS: dict[str, list[list[tuple[str, Any]]]] = {}
+
+
+def _tool_chains(obj: Any) -> list[list[tuple[str, Any]]]:
+    """Attribute chains that lead out of this particular tool object if the executor handed the
+    object itself to model code (tailored to its shape: function, partial, method, object)."""
+    import functools
+
+    chains: list[list[tuple[str, Any]]] = []
+    target = getattr(obj, "forward", None)
+    if target is not None:
+        chains.append([("attr", "forward"), ("attr", "__globals__")])
+        chains.append([("attr", "forward"), ("attr", "__func__"), ("attr", "__globals__")])
+    if isinstance(obj, types.FunctionType):
+        chains.append([("attr", "__globals__")])
+        if obj.__closure__:
+            chains += [[("attr", "__closure__"), ("item", i), ("attr", "cell_contents")] for i in range(len(obj.__closure__))]
+        if hasattr(obj, "__wrapped__"):
+            chains.append([("attr", "__wrapped__"), ("attr", "__globals__")])
+    elif isinstance(obj, functools.partial):
+        chains += [[("attr", "func"), ("attr", "__globals__")], [("attr", "keywords")], [("attr", "args")]]
+    elif isinstance(obj, types.MethodType):
+        chains += [[("attr", "__self__")], [("attr", "__func__"), ("attr", "__globals__")]]
+        chains += [[("attr", "__self__"), ("attr", k)] for k in vars(obj.__self__) if not k.startswith("_")][:5] if hasattr(obj.__self__, "__dict__") else []
+    else:
+        chains += [[("attr", "__call__"), ("attr", "__func__"), ("attr", "__globals__")], [("attr", "__dict__")],
+                   [("attr", "__class__"), ("attr", "__init__"), ("attr", "__globals__")]]
+        if hasattr(obj, "__dict__"):
+            chains += [[("attr", k)] for k in vars(obj) if not k.startswith("_")][:5]
+    return chains or [[("attr", "__globals__")]]
+
+
 _SUBCLASS_TARGETS = ["_wrap_close", "catch_warnings", "_Printer", "Quitter", "Random",
                      "_Helper", "WarningMessage", "FileLoader", "Popen"]
 _DUNDER_ROOTS = ["()", "''", "[]", "0", "{}", "1.5", "b''"]
@@ -1048,6 +1094,9 @@ def _source(draw, r: _Renderer, family: str, tools: list[str], authorized: tuple
         ]))
     if family == "tool_internals":
         name = draw(st.sampled_from(tools + ["final_answer", "print"]))
+        tailored = _TOOL_CHAINS.get(name)
+        if tailored and draw(st.integers(0, 9)) < 7:
+            return set(), r.chain(name, draw(st.sampled_from(tailored)))
         steps = draw(st.sampled_from([
             [("attr", "__globals__")],
             [("attr", "__closure__"), ("item", 0), ("attr", "cell_contents")],
@@ -1087,8 +1136,8 @@ def _source(draw, r: _Renderer, family: str, tools: list[str], authorized: tuple
                                      "print.__self__", "globals()"]))
         return draw(st.sampled_from([
             ({"import typing", f"def annotated(x: {text!r}):\n    return x"},
-             "typing.get_type_hints(annotated)"),
-            ({"import typing"}, f"typing.get_type_hints(type('A', (), {{'__annotations__': {{'x': {text!r}}}}}))"),
+             "list(typing.get_type_hints(annotated).values())"),
+            ({"import typing"}, f"list(typing.get_type_hints(type('A', (), {{'__annotations__': {{'x': {text!r}}}}})).values())"),
             ({"import typing"}, f"typing.ForwardRef({text!r})._evaluate(globals(), None, frozenset())"),
             ({"import typing"}, f"typing.get_type_hints(type('A', (), {{'__annotations__': {{'x': typing.List[{text!r}]}}}}))"),
             ({"import functools", f"def target(a: {text!r}):\n    return a"},
@@ -1328,7 +1377,7 @@ def escape_attempts(
     marker_path: str,
     canary_env: str,
     *,
-    tools: Iterable[str] = (),
+    tools: Iterable[str] | Mapping[str, Any] = (),
     authorized_imports: Iterable[str] | None = None,
     effects: Iterable[str] = ("marker", "canary", "reach", "tamper"),
     families: Iterable[str] = _FAMILIES,
@@ -1366,6 +1415,8 @@ def escape_attempts(
         raise ValueError(f"effects must be among {sorted(_EFFECTS)}, got {sorted(bad) or 'none'}")
     if not families or set(families) - set(_FAMILIES):
         raise ValueError(f"families must be among {_FAMILIES}")
+    if isinstance(tools, Mapping):
+        _TOOL_CHAINS.update({name: _tool_chains(obj) for name, obj in tools.items()})
     return _escape_attempt(str(marker_path), canary_env, sorted(tools), authorized, effects, families)
 
 

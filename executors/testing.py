@@ -58,7 +58,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .base import ExecutionError, ExecutionResult, FinalAnswer, Limits
+from .base import DEFAULT_AUTHORIZED_IMPORTS, ExecutionError, ExecutionResult, FinalAnswer, Limits
 
 __all__ = [
     "Outcome",
@@ -77,6 +77,10 @@ __all__ = [
 ]
 
 CANARY_ENV = "CODEAGENT_FUZZ_CANARY"
+
+# Bound once: an attempt that tampers with the json module must not break our own messages.
+_json_dumps = json.dumps
+_json_loads = json.loads
 
 # Statuses that fail a property.
 FAILING = frozenset({"escape", "internal-error", "hang", "uncontained", "mismatch"})
@@ -365,12 +369,14 @@ def _leak_text(r: ExecutionResult) -> str:
     return "\n".join(parts)
 
 
-def _public_state(obj: Any) -> dict[str, int]:
+def _public_state(obj: Any) -> dict[str, Any]:
+    """Public and dunder attributes by name: the objects themselves, compared by identity (holding
+    them keeps their ids from being reused by a replacement)."""
     try:
         items = list(vars(obj).items())
     except TypeError:
         return {}
-    return {k: id(v) for k, v in items if not k.startswith("_") or (k.startswith("__") and k.endswith("__"))}
+    return {k: v for k, v in items if not k.startswith("_") or (k.startswith("__") and k.endswith("__"))}
 
 
 def host_fingerprint(modules: Iterable[str], tools: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -414,10 +420,15 @@ def _diff(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     out = []
     for k in sorted(set(before) | set(after)):
         b, a = before.get(k, "<missing>"), after.get(k, "<missing>")
-        if b == a or b == "<missing>":  # a module imported for the first time is no tampering
+        if isinstance(b, str) and b == "<missing>":  # a module imported for the first time
             continue
         if isinstance(b, dict) and isinstance(a, dict):
-            out += [f"{k}.{n}" for n in sorted(set(a) | set(b)) if a.get(n) != b.get(n)]
+            if b.keys() == a.keys() and all(a[n] is b[n] for n in b):
+                continue
+        elif b == a:
+            continue
+        if isinstance(b, dict) and isinstance(a, dict):
+            out += [f"{k}.{n}" for n in sorted(set(a) | set(b)) if a.get(n, _diff) is not b.get(n, _diff)]
         else:
             out.append(f"{k}: {b!r:.60} -> {a!r:.60}")
     return out
@@ -555,7 +566,7 @@ def _evaluate(ex: Any, req: dict, ctx: _Context, extra_text: Callable[[], str] =
         open_policy = ctx.open_policy if ctx.open_policy is not None else _is_open_policy(ex)
         fingerprint = None
         if _is_in_process(ex):
-            modules = tuple(getattr(ex, "authorized_imports", None) or ())
+            modules = tuple(getattr(ex, "authorized_imports", None) or DEFAULT_AUTHORIZED_IMPORTS)
             tools = dict(ctx.tools or {})
             for name in modules:  # so that a first import during an attempt is not a change
                 with contextlib.suppress(Exception):
@@ -619,31 +630,42 @@ def _child_main(conn: Any, parent_end: Any, factory: Callable[[], Any], ctx: _Co
     try:
         ex = _make_executor(factory, ctx)
         limits = getattr(ex, "limits", None) or Limits()
-        conn.send_bytes(json.dumps({"ok": True, "limits": asdict(limits)}).encode())
+        conn.send_bytes(_json_dumps({"ok": True, "limits": asdict(limits)}).encode())
     except BaseException as exc:  # noqa: BLE001
-        conn.send_bytes(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"}).encode())
+        conn.send_bytes(_json_dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"}).encode())
         return
 
-    def stray_output() -> str:
+    def log_size() -> int:
         with contextlib.suppress(Exception):
             sys.stdout.flush()
-        with contextlib.suppress(OSError), open(log_path, encoding="utf-8", errors="replace") as f:
-            return f.read()[-100_000:]
-        return ""
+        try:
+            return os.path.getsize(log_path)
+        except OSError:
+            return 0
+
+    def stray_output_since(start: int) -> Callable[[], str]:
+        def read() -> str:
+            log_size()  # flushes
+            with contextlib.suppress(OSError), open(log_path, "rb") as f:
+                f.seek(start)
+                return f.read(1_000_000).decode("utf-8", "replace")
+            return ""
+
+        return read
 
     while True:
         try:
-            req = json.loads(conn.recv_bytes())
+            req = _json_loads(conn.recv_bytes())
         except (EOFError, OSError):
             break
         if req.get("op") == "close":
             break
         try:
-            out = _evaluate(ex, req, ctx, stray_output)
+            out = _evaluate(ex, req, ctx, stray_output_since(log_size()))
         except BaseException as exc:  # noqa: BLE001
             out = Outcome(req["category"], req["label"], "internal-error", req["code"],
                           f"the checker failed: {type(exc).__name__}: {exc}")
-        conn.send_bytes(json.dumps(asdict(out)).encode())
+        conn.send_bytes(_json_dumps(asdict(out)).encode())
     with contextlib.suppress(Exception):
         ex.close()
 
@@ -672,7 +694,7 @@ class _ForkRunner:
         if not parent.poll(120):
             self._kill()
             raise RuntimeError("the executor factory did not build an executor within 120 s")
-        hello = json.loads(parent.recv_bytes())
+        hello = _json_loads(parent.recv_bytes())
         if not hello["ok"]:
             self._kill()
             raise RuntimeError(f"the executor factory failed: {hello['error']}")
@@ -689,9 +711,9 @@ class _ForkRunner:
     def run(self, req: dict, budget: float) -> Outcome:
         t0 = time.perf_counter()
         try:
-            self.conn.send_bytes(json.dumps(req).encode())
+            self.conn.send_bytes(_json_dumps(req).encode())
             if self.conn.poll(budget):
-                return Outcome(**json.loads(self.conn.recv_bytes()))
+                return Outcome(**_json_loads(self.conn.recv_bytes()))
             detail = f"execute() did not return within {budget:.1f} s (process killed)"
         except (EOFError, OSError, BrokenPipeError):
             self.proc.join(2)
@@ -706,7 +728,7 @@ class _ForkRunner:
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
-            self.conn.send_bytes(json.dumps({"op": "close"}).encode())
+            self.conn.send_bytes(_json_dumps({"op": "close"}).encode())
             self.proc.join(10)
         self._kill()
         shutil.rmtree(self.log_dir, ignore_errors=True)
@@ -933,7 +955,7 @@ def fuzz(
             if prop == "cpython":
                 strategy = programs(session.tools, mode)
             elif prop == "escapes":
-                strategy = escape_attempts(session.marker, CANARY_ENV, tools=list(session.tools),
+                strategy = escape_attempts(session.marker, CANARY_ENV, tools=session.tools,
                                            authorized_imports=imports)
             else:
                 strategy = resource_bombs(tuple(bomb_kinds or BOMB_KINDS), limits=session.limits)

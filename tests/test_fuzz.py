@@ -107,7 +107,7 @@ def test_data_programs_mostly_run_to_completion() -> None:
 def test_data_programs_call_the_tools() -> None:
     called = []
 
-    @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(programs(tools=probe_tools()))
     def collect(code: str) -> None:
         names = {n.func.id for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
@@ -127,16 +127,19 @@ def test_bombs_are_tagged(bomb: Bomb) -> None:
 @given(escape_attempts("/tmp/never-created-marker", CANARY_ENV, tools=list(probe_tools())))
 def test_escape_attempts_compile(attempt: EscapeAttempt) -> None:
     compile(attempt.code, "<fuzz>", "exec")
-    assert attempt.effect in ("marker", "canary", "reach")
+    assert attempt.effect in ("marker", "canary", "reach", "tamper")
 
 
 def test_escape_attempts_escape_plain_cpython() -> None:
     """The generator is worth something only if its attempts work where nothing stops them."""
-    report = fuzz(UnsafeExecutor, examples=80, properties=["escapes"], seed=1, isolate=True)
-    escaped = report.total("escape", "escape")
-    assert escaped >= 0.6 * report.total("escape"), dict(report.counts)
-    families = {o.label.split("/")[0] for o in report.failures if o.status == "escape"}
-    assert {"dunder_walk", "frames", "builtins", "refused_import"} <= families, families
+    outcomes: list[Any] = []
+    fuzz(UnsafeExecutor, examples=100, properties=["escapes"], seed=1, isolate=True, on_outcome=outcomes.append)
+    # (tampering is seen once per setting: the host process keeps what the first attempt changed)
+    effects = [o for o in outcomes if not o.label.startswith("tamper/")]
+    escaped = [o for o in effects if o.status == "escape"]
+    assert len(escaped) >= 0.6 * len(effects), (len(escaped), len(effects))
+    families = {o.label.split("/")[0] for o in outcomes if o.status == "escape"}
+    assert {"dunder_walk", "frames", "builtins", "refused_import", "tamper"} <= families, families
 
 
 def test_check_no_escape_fails_on_an_unsafe_executor() -> None:
