@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
                       properties=[prop], mode=mode, margin_s=args.margin, seed=opts.seed, on_outcome=progress)
         progress.show(end="\n")
         for o in report.failures:
-            if o.status in cli.SAFETY_FAILURES or o.status == "mismatch":
+            if o.status in cli.SAFETY_FAILURES or o.status in ("mismatch", "divergent"):
                 cli.save_failure(o, opts.save_dir, args)
         figures[name] = cli.summary_dict(report, args)
         figures[name]["failures"] = [
@@ -78,13 +78,14 @@ def main(argv: list[str] | None = None) -> int:
         worst |= any(report.total(None, s) for s in cli.SAFETY_FAILURES)
 
     print(f"\nfuzz campaign — executor {opts.executor}, timeout {opts.timeout} s, {time.monotonic() - t0:.0f} s")
-    cols = ["phase", "examples", "refusals", "CPython-equal", "mismatches", "escapes", "contained",
-            "uncontained", "internal", "hangs", "seconds"]
+    cols = ["phase", "examples", "refusals", "CPython-equal", "divergent", "mismatches", "escapes",
+            "contained", "uncontained", "internal", "hangs", "seconds"]
     rows = [cols]
     for name, f in figures.items():
         n = f["examples"]
         held = f["escape_attempts"] - f["escapes"] if f["escape_attempts"] else 0
-        rows.append([name, n, f["refusals"] or held or 0, f["cpython_equal"], f["mismatches"], f["escapes"],
+        rows.append([name, n, f["refusals"] or held or 0, f["cpython_equal"], f.get("divergent", 0),
+                     f["mismatches"], f["escapes"],
                      f["bombs_contained"], f["bombs_uncontained"], f["internal_errors"], f["hangs"], f["duration_s"]])
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(cols))]
     for i, r in enumerate(rows):

@@ -7,7 +7,7 @@
 
 Prints a progress line on stderr and a summary table on stdout, saves every failing example as
 a .py file that says how to rerun it, and exits 1 on any escape, internal error, hang or
-uncontained bomb (mismatches with CPython too with --strict), else 0.
+uncontained bomb (mismatches with CPython and divergent errors too with --strict), else 0.
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ def add_fuzz_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds a bomb may overrun its timeout (default: 1)")
     parser.add_argument("--save-dir", default="fuzz-failures", help="where failing examples are saved")
     parser.add_argument("--seed", type=int, default=None, help="hypothesis seed, for a reproducible campaign")
-    parser.add_argument("--strict", action="store_true", help="also fail on CPython mismatches")
+    parser.add_argument("--strict", action="store_true",
+                        help="also fail on CPython mismatches and divergent errors")
     parser.add_argument("--no-isolate", action="store_true",
                         help="run an in-process executor in this process (default: a forked child)")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the summary as JSON")
@@ -165,19 +166,22 @@ def save_failure(outcome: Any, save_dir: str, args: argparse.Namespace, marker: 
 
 def _table(report: Any) -> str:
     cats = [("program", "programs"), ("escape", "escapes"), ("bomb", "bombs")]
-    cols = ["examples", "refusals", "CPython-equal", "mismatches", "contained", "escapes", "internal", "hangs"]
+    cols = ["examples", "refusals", "CPython-equal", "divergent", "mismatches", "contained", "escapes",
+            "internal", "hangs"]
     rows = []
     for cat, name in cats:
         n = report.total(cat)
         if not n:
             continue
         refused = report.total(cat, "refused") if cat == "program" else report.total(cat, "held")
-        rows.append([name, n, refused, report.total(cat, "equal"), report.total(cat, "mismatch"),
+        rows.append([name, n, refused, report.total(cat, "equal"), report.total(cat, "divergent"),
+                     report.total(cat, "mismatch"),
                      report.total(cat, "contained") if cat == "bomb" else "-",
                      report.total(cat, "escape"), report.total(cat, "internal-error"),
                      report.total(cat, "hang") + report.total(cat, "uncontained")])
     totals = ["total", report.total(), report.total("program", "refused") + report.total("escape", "held"),
-              report.total(None, "equal"), report.total(None, "mismatch"), report.total("bomb", "contained"),
+              report.total(None, "equal"), report.total(None, "divergent"), report.total(None, "mismatch"),
+              report.total("bomb", "contained"),
               report.total(None, "escape"), report.total(None, "internal-error"),
               report.total(None, "hang") + report.total(None, "uncontained")]
     rows.append(totals)
@@ -195,7 +199,8 @@ def summary_dict(report: Any, args: argparse.Namespace) -> dict[str, Any]:
         "executor": args.executor, "mode": args.mode, "duration_s": round(report.duration_s, 1),
         "examples": report.total(),
         "programs": report.total("program"), "refusals": report.total("program", "refused"),
-        "cpython_equal": report.total("program", "equal"), "mismatches": report.total("program", "mismatch"),
+        "cpython_equal": report.total("program", "equal"), "divergent": report.total("program", "divergent"),
+        "mismatches": report.total("program", "mismatch"),
         "escape_attempts": report.total("escape"), "escapes": report.total(None, "escape"),
         "bombs": report.total("bomb"), "bombs_contained": report.total("bomb", "contained"),
         "bombs_uncontained": report.total("bomb", "uncontained"),
@@ -253,7 +258,7 @@ def run_fuzz(args: argparse.Namespace) -> int:
     if report.error_types:
         shown = ", ".join(f"{c}:{t} {n}" for (c, t), n in report.error_types.most_common(12))
         print(f"refusals by error type: {shown}")
-    failing = [o for o in report.failures if o.status in SAFETY_FAILURES or o.status == "mismatch"]
+    failing = [o for o in report.failures if o.status in SAFETY_FAILURES or o.status in ("mismatch", "divergent")]
     if failing:
         print(f"failing examples saved in {args.save_dir}/:")
         seen = set()
@@ -269,7 +274,7 @@ def run_fuzz(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps(summary_dict(report, args), indent=2) + "\n", encoding="utf-8")
     bad = sum(report.total(None, s) for s in SAFETY_FAILURES)
     if args.strict:
-        bad += report.total(None, "mismatch")
+        bad += report.total(None, "mismatch") + report.total(None, "divergent")
     return 1 if bad else 0
 
 

@@ -85,6 +85,14 @@ _json_loads = json.loads
 # Statuses that fail a property.
 FAILING = frozenset({"escape", "internal-error", "hang", "uncontained", "mismatch"})
 
+# Error types by which an executor refuses or stops a program (never compared with CPython).
+# Any other error where CPython raised nothing (or something else) is "divergent".
+REFUSAL_TYPES = frozenset({
+    "PolicyError", "TimeoutError", "OperationLimitError", "MemoryError", "RecursionError",
+    "OutputLimitError", "LimitError", "SecurityError", "SyntaxError", "ImportError",
+    "ModuleNotFoundError", "ToolError", "WorkerCrashed",
+})
+
 
 # --------------------------------------------------------------------------------------------
 # Probe tools: the shapes real tools come in, each holding a way out if the executor leaked it
@@ -268,7 +276,11 @@ def _compare(r: ExecutionResult, ref: Reference, limits: Limits) -> tuple[str, s
         return "equal", ""
     if err.type == ref.error_type and err.type not in ("TimeoutError", "MemoryError", "RecursionError"):
         return "equal", f"both raised {err.type}"
-    return "refused", f"{err.type}: {err.message[:200]}" + (f" (CPython: {ref.error_type or 'ok'})")
+    detail = f"{err.type}: {err.message[:200]}" + (f" (CPython: {ref.error_type or 'ok'})")
+    if err.type not in REFUSAL_TYPES:
+        # An ordinary exception CPython did not raise: a feature the executor lacks, or its bug.
+        return "divergent", detail
+    return "refused", detail
 
 
 # --------------------------------------------------------------------------------------------
@@ -280,7 +292,8 @@ def _compare(r: ExecutionResult, ref: Reference, limits: Limits) -> tuple[str, s
 class Outcome:
     """The verdict on one generated example.
 
-    category: "program", "escape" or "bomb". status: program → equal | refused | mismatch;
+    category: "program", "escape" or "bomb". status: program → equal | refused | divergent
+    (an ordinary exception CPython did not raise) | mismatch (accepted, different output);
     escape → held | escape; bomb → contained | uncontained; any → internal-error | hang.
     """
 
@@ -752,9 +765,9 @@ class FuzzReport:
 
     def add(self, o: Outcome) -> None:
         self.counts[(o.category, o.status)] += 1
-        if o.status in ("refused", "held", "contained"):
+        if o.status in ("refused", "divergent", "held", "contained"):
             self.error_types[(o.category, o.error_type or "none")] += 1
-        if o.failed:
+        if o.failed or o.status == "divergent":
             self.failures.append(o)
         self.slowest.append(o)
         if len(self.slowest) > 40:

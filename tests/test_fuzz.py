@@ -216,6 +216,19 @@ def test_deadline_interrupt_never_leaks_out_of_execute(code: str) -> None:
     assert outcome.status == "contained", outcome.detail
 
 
+@pytest.mark.parametrize("code", [
+    "while False:\n    pass\nclass Box:\n    pass\nb = Box()\nb.a = 1\nprint(b.a)",
+    "i = 0\nwhile i < 3:\n    i += 1\nclass Box:\n    def __init__(self, a):\n        self.a = a\nprint(Box(i).a)",
+])
+def test_attribute_writes_after_a_while_loop(code: str) -> None:
+    """Found by the fuzzer (a divergent TypeError: 'NoneType' object is not callable)."""
+    from executors.local import LocalExecutor
+
+    with Session(lambda: LocalExecutor(limits=Limits(timeout_s=2.0))) as session:
+        outcome = session.run("program", code)
+    assert outcome.status == "equal", outcome.detail
+
+
 # ----------------------------------------------------------------------------- the command
 
 
