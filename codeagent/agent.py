@@ -37,7 +37,7 @@ from .memory import Memory, truncate_middle
 from .models import Model, ModelReply, Usage
 from .tools import Tool, tools_by_name
 
-__all__ = ["CodeAgent", "RunResult", "StepRecord", "RunStatus", "DEFAULT_CODE_TAGS"]
+__all__ = ["CodeAgent", "RunResult", "StepRecord", "RunStatus", "DEFAULT_CODE_TAGS", "ActionRefused"]
 
 DEFAULT_CODE_TAGS = ("<code>", "</code>")
 PROMPTS_DIR = Path(__file__).parent / "prompts"
@@ -56,6 +56,19 @@ NOTHING_TO_SHOW = (
 )
 
 
+class ActionRefused(Exception):
+    """Raised by `CodeAgent._prepare_action` to refuse an action before it runs.
+
+    `kind` becomes the step's error_kind and the ErrorEvent's kind; `message` is written for the
+    model and becomes the observation.
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
 class _Rendered:
     """Shows a value by the text the sandbox rendered for it."""
 
@@ -67,7 +80,11 @@ class _Rendered:
 
 
 class StepRecord(BaseModel):
-    """One step of a run. `error_kind`: parse | execution | repeated_action | empty_reply | model | executor."""
+    """One step of a run.
+
+    `error_kind`: parse | execution | repeated_action | empty_reply | model | executor, and
+    invalid_action (single-call mode: the reply is not one allowed call) | tool (tool-calling mode).
+    """
 
     step: int
     model_output: str = ""
@@ -191,6 +208,13 @@ class CodeAgent:
         the oldest steps are dropped first, the system prompt and the task always stay.
     max_observation_chars: observations are cut head+tail to this many characters.
     """
+
+    # Other action modes (codeagent.single_call) override these two hooks.
+    refuse_repeated_code = True
+
+    def _prepare_action(self, code: str, run: Any) -> str:
+        """Vet or rewrite parsed code before it runs; raise ActionRefused to refuse it."""
+        return code
 
     def __init__(
         self,
@@ -424,9 +448,21 @@ class _Run:
         code = parsing.fix_final_answer(code)
         record.code = code
 
+        # 2b. mode-specific checks (single-call mode accepts only one literal tool call)
+        try:
+            code = record.code = agent._prepare_action(code, self)
+        except ActionRefused as exc:
+            record.error, record.error_kind = exc.message, exc.kind
+            record.observation = f"Error: {exc.message}"
+            memory.add_step(history_text, "Observation:\n" + record.observation)
+            self._finish_record(record, started, model_time, 0.0, usage)
+            yield self._event(CodeAction, number, code=code)
+            yield self._event(ErrorEvent, number, kind=exc.kind, message=exc.message)
+            return
+
         # 3. refuse to re-run an action that already ran
         key = normalize_code(code)
-        previous = self.seen_code.get(key)
+        previous = self.seen_code.get(key) if agent.refuse_repeated_code else None
         if previous is not None:
             message = (
                 f"This is the same code as in step {previous}, so it was not run again; its result is "

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 __all__ = [
     "Usage",
     "ModelReply",
+    "ToolCall",
     "Model",
     "ModelError",
     "OpenAIModel",
@@ -46,8 +47,21 @@ class Usage(BaseModel):
         )
 
 
+class ToolCall(BaseModel):
+    """A native (OpenAI `tool_calls`) call. `arguments` is a dict, or the raw text if it was not JSON."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = ""
+    name: str
+    arguments: dict[str, Any] | str = {}
+
+
 class ModelReply(BaseModel):
-    """One completion: `text` is what the agent parses; `reasoning` never reaches the parser."""
+    """One completion: `text` is what the agent parses; `reasoning` never reaches the parser.
+
+    `tool_calls` is filled only when the request carried `tools=` and the model answered natively.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -55,6 +69,7 @@ class ModelReply(BaseModel):
     usage: Usage = Usage()
     reasoning: str | None = None
     finish_reason: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 class ModelError(RuntimeError):
@@ -184,7 +199,9 @@ class OpenAIModel:
             client = openai.OpenAI(base_url=self.base_url, api_key=key, max_retries=max_retries, timeout=timeout)
         self.client = client
 
-    def _request(self, messages: Sequence[Message], stop: Sequence[str] | None) -> dict[str, Any]:
+    def _request(
+        self, messages: Sequence[Message], stop: Sequence[str] | None, tools: Sequence[Mapping[str, Any]] | None = None
+    ) -> dict[str, Any]:
         msgs = merge_system_into_user(messages) if not self.system_role else [dict(m) for m in messages]
         known = _create_parameters(self.client)
         request: dict[str, Any] = {"model": self.model_id, "messages": msgs}
@@ -195,15 +212,23 @@ class OpenAIModel:
             request["extra_body"] = {**request.get("extra_body", {}), **extra}
         if stop and self.supports_stop:
             request["stop"] = list(stop)[:4]  # the API accepts at most 4
+        if tools:
+            request["tools"] = [dict(t) for t in tools]
         return request
 
-    def complete(self, messages: Sequence[Message], stop: Sequence[str] | None = None) -> ModelReply:
+    def complete(
+        self,
+        messages: Sequence[Message],
+        stop: Sequence[str] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> ModelReply:
+        """One chat completion. `tools`: OpenAI tool schemas; native calls come back in `.tool_calls`."""
         import openai
 
         where = self.base_url or "api.openai.com"
         try:
             while True:
-                request = self._request(messages, stop)
+                request = self._request(messages, stop, tools)
                 try:
                     response = self.client.chat.completions.create(**request)
                     break
@@ -237,6 +262,7 @@ class OpenAIModel:
         return ModelReply(
             text=text, usage=_usage_from(getattr(response, "usage", None)), reasoning=reasoning,
             finish_reason=getattr(choice, "finish_reason", None),
+            tool_calls=_tool_calls_from(getattr(message, "tool_calls", None) if message is not None else None),
         )
 
     def _adapted_to(self, exc: Any, request: Mapping[str, Any]) -> bool:
@@ -256,6 +282,27 @@ class OpenAIModel:
 
     def __repr__(self) -> str:
         return f"OpenAIModel({self.model_id!r}, base_url={self.base_url!r})"
+
+
+def _tool_calls_from(raw: Any) -> tuple[ToolCall, ...]:
+    """OpenAI `message.tool_calls` as ToolCall objects; arguments that are not JSON stay text."""
+    import json
+
+    calls = []
+    for item in raw or ():
+        function = getattr(item, "function", None)
+        name = getattr(function, "name", None)
+        if not isinstance(name, str):
+            continue
+        arguments: Any = getattr(function, "arguments", None) or "{}"
+        if isinstance(arguments, str):
+            try:
+                decoded = json.loads(arguments)
+            except ValueError:
+                decoded = None
+            arguments = decoded if isinstance(decoded, dict) else arguments
+        calls.append(ToolCall(id=str(getattr(item, "id", "") or ""), name=name, arguments=arguments))
+    return tuple(calls)
 
 
 _CREATE_PARAMS: dict[type, frozenset[str]] = {}
@@ -296,6 +343,7 @@ class ScriptedModel:
         self.model_id = model_id
         self.calls: list[list[dict[str, Any]]] = []
         self.stops: list[list[str] | None] = []
+        self.tools: list[list[dict[str, Any]] | None] = []  # the `tools=` of each call
         self._next = 0
 
     @classmethod
@@ -312,9 +360,15 @@ class ScriptedModel:
     def remaining(self) -> int:
         return len(self.replies) - self._next
 
-    def complete(self, messages: Sequence[Message], stop: Sequence[str] | None = None) -> ModelReply:
+    def complete(
+        self,
+        messages: Sequence[Message],
+        stop: Sequence[str] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> ModelReply:
         self.calls.append([dict(m) for m in messages])
         self.stops.append(list(stop) if stop else None)
+        self.tools.append([dict(t) for t in tools] if tools else None)
         if self._next >= len(self.replies):
             raise ModelError(f"ScriptedModel ran out of replies after {len(self.replies)}")
         reply = self.replies[self._next]
@@ -327,7 +381,10 @@ class ScriptedModel:
             prompt = sum(_estimate_tokens(str(m.get("content") or "")) for m in messages)
             completion = _estimate_tokens(reply.text)
             usage = Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
-        return ModelReply(text=text, usage=usage, reasoning=reasoning, finish_reason="stop")
+        return ModelReply(
+            text=text, usage=usage, reasoning=reasoning, finish_reason="tool_calls" if reply.tool_calls else "stop",
+            tool_calls=reply.tool_calls,
+        )
 
     def __repr__(self) -> str:
         return f"ScriptedModel({len(self.replies)} replies, {self.remaining} left)"

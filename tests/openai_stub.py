@@ -6,10 +6,13 @@ either a string (the assistant's content) or a dict:
 
     {"text": "...", "reasoning_content": "...", "usage": {...}, "finish_reason": "stop"}
     {"status": 500, "error": "boom"}                 # an error response (SDK retries 429/5xx)
+    {"tool_calls": [{"name": "add", "arguments": {"a": 1}}], "text": ""}   # native tool calls
+        (arguments may be a dict or the raw JSON text; "id" is optional)
 
 Options mimic real servers: `system_role=False` rejects system messages with HTTP 400 (like some
 chat templates), `honor_stop=False` ignores `stop`, `reject_stop=True` answers 400 when a request
-carries `stop`. Every request body is kept in `.requests` for assertions.
+carries `stop`, `reject_tools=True` answers 400 when a request carries `tools` (a server
+without function calling). Every request body is kept in `.requests` for assertions.
 
 Run it by hand (`python tests/openai_stub.py "reply 1" "reply 2"`) to point `codeagent run` at it.
 """
@@ -40,11 +43,13 @@ class OpenAIStub:
         honor_stop: bool = True,
         reject_stop: bool = False,
         repeat_last: bool = False,
+        reject_tools: bool = False,
     ) -> None:
         self.replies: deque[str | dict[str, Any]] = deque(replies)
         self.system_role = system_role
         self.honor_stop = honor_stop
         self.reject_stop = reject_stop
+        self.reject_tools = reject_tools
         self.repeat_last = repeat_last  # keep answering with the last reply once the script runs out
         self.requests: list[dict[str, Any]] = []
         self.responses: list[int] = []  # HTTP status of each response, in order
@@ -109,6 +114,8 @@ class OpenAIStub:
             stop = body.get("stop")
             if stop is not None and self.reject_stop:
                 return _error(400, "Unsupported parameter: 'stop' is not supported with this model")
+            if body.get("tools") is not None and self.reject_tools:
+                return _error(400, "Unsupported parameter: 'tools' (this server has no function calling)")
             if self.replies:
                 item = self.replies.popleft()
                 self._last = item
@@ -134,6 +141,20 @@ class OpenAIStub:
         message: dict[str, Any] = {"role": "assistant", "content": text}
         if item.get("reasoning_content") is not None:
             message["reasoning_content"] = item["reasoning_content"]
+        if item.get("tool_calls"):
+            message["content"] = text or None
+            message["tool_calls"] = [
+                {
+                    "id": call.get("id") or f"call_{len(self.requests)}_{i}",
+                    "type": "function",
+                    "function": {
+                        "name": call["name"],
+                        "arguments": call["arguments"] if isinstance(call.get("arguments"), str)
+                        else json.dumps(call.get("arguments") or {}),
+                    },
+                }
+                for i, call in enumerate(item["tool_calls"])
+            ]
         prompt = sum(_tokens(str(m.get("content") or "")) for m in messages)
         usage = item.get("usage") or {
             "prompt_tokens": prompt,
@@ -146,7 +167,10 @@ class OpenAIStub:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body["model"],
-            "choices": [{"index": 0, "message": message, "finish_reason": item.get("finish_reason", "stop")}],
+            "choices": [{
+                "index": 0, "message": message,
+                "finish_reason": item.get("finish_reason", "tool_calls" if item.get("tool_calls") else "stop"),
+            }],
             "usage": usage,
         }
         return 200, payload, {}
