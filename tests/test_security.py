@@ -624,6 +624,9 @@ ATTEMPTS: list[Attempt] = [
     A("type_three_args_in_list", "X = [type][0]('X', (), {'__init_subclass__': classmethod(lambda c: None)})", cpython=False),
     A("enum_functional_api_defines_dunders", "import enum\nE = enum.Enum('E', [('A', 1), ('__del__', lambda self: None), ('__reduce_ex__', lambda self, p: (print, ('x',)))])", cpython=False),
     A("namedtuple_class_namespace_dunder", "import typing\nT = typing.NamedTuple('T', [('a', int)])\nclass U(T):\n    pass\nimport enum\nF = enum.IntEnum('F', {'__init_subclass__': classmethod(lambda cls: None), 'X': 1})", cpython=False),
+    A("metaclass_via_typing_type_base_three_args", "import typing\nclass Meta(typing.Type[int]):\n    pass\nX = Meta('X', (), {'__del__': lambda self: None})", cpython=False),
+    A("real_enum_via_mro_functional_api", "import enum\nRealEnum = enum.Enum.mro()[1]\nE = RealEnum('E', [('A', 1), ('__del__', lambda self: None)])", cpython=False),
+    A("enum_names_toctou", "import enum\nclass Names:\n    def __init__(self):\n        self.n = 0\n    def __iter__(self):\n        self.n += 1\n        if self.n == 1:\n            return iter([('A', 1)])\n        return iter([('A', 1), ('__del__', lambda self: None)])\nE = enum.Enum('E', Names())", cpython=False),
     A("reduce_builds_class", "import copy\nclass A:\n    def __reduce__(self):\n        return (type, ('X', (), {'__del__': print}))\nX = copy.copy(A())", cpython=False),
     # ---------------------------------------------------------------- host-state tampering
     # (writes into host containers are in TAMPERING below: isolating them is as good as refusing)
@@ -1020,6 +1023,9 @@ TAMPERING = [
     ("copy_reconstruct_setattr_host_class", "import enum, copy, json\ndef getter():\n    return json.JSONEncoder\ndef reduce(self, proto):\n    return (getter, (), (None, {'default': lambda self, o: 'pwned'}))\nE = enum.Enum('E', [('A', 1), ('__copy__', None), ('__reduce_ex__', reduce)])\ncopy.copy(E.A)"),
     ("copy_reconstruct_dunder_on_host_class", "import enum, copy, collections\ndef getter():\n    return collections.Counter\ndef reduce(self, proto):\n    return (getter, (), (None, {'__repr__': lambda self: 'pwned'}))\nE = enum.Enum('E', [('A', 1), ('__copy__', None), ('__reduce_ex__', reduce)])\ncopy.copy(E.A)"),
     ("copy_reconstruct_patches_sandbox_internals", "import enum, copy, math\ndef getter():\n    return type(math)\ndef reduce(self, proto):\n    return (getter, (), (None, {'__getattribute__': lambda self, name: 'pwned'}))\nE = enum.Enum('E', [('A', 1), ('__copy__', None), ('__reduce_ex__', reduce)])\ncopy.copy(E.A)"),
+    ("copy_reconstruct_via_real_enum_mro", "import enum, copy, json\ndef getter():\n    return json.JSONEncoder\ndef reduce(self, proto):\n    return (getter, (), (None, {'default': lambda self, o: 'pwned'}))\nRealEnum = enum.Enum.mro()[1]\nE = RealEnum('E', [('A', 1), ('__copy__', None), ('__reduce_ex__', reduce)])\ncopy.copy(E.A)"),
+    ("copy_reconstruct_via_enum_names_toctou", "import enum, copy, json\ndef getter():\n    return json.JSONEncoder\ndef reduce(self, proto):\n    return (getter, (), (None, {'default': lambda self, o: 'pwned'}))\nclass Names:\n    def __init__(self):\n        self.n = 0\n    def __iter__(self):\n        self.n += 1\n        if self.n == 1:\n            return iter([('A', 1)])\n        return iter([('A', 1), ('__copy__', None), ('__reduce_ex__', reduce)])\nE = enum.Enum('E', Names())\ncopy.copy(E.A)"),
+    ("copy_reconstruct_via_typing_type_metaclass", "import typing, copy, json\ndef getter():\n    return json.JSONEncoder\nclass Meta(typing.Type[int]):\n    pass\nX = Meta('X', (), {'__reduce_ex__': lambda self, p: (getter, (), (None, {'default': lambda self, o: 'pwned'}))})\ncopy.copy(X())"),
     ("shadow_print", "print = lambda *a, **k: None\nprint('x')"),
     ("shadow_len", "len = None"),
     ("delete_builtin", "del len"),
