@@ -381,7 +381,7 @@ class RestrictedRuntime:
             WATCHDOG.watch(state)
             alarm = CPU_ALARM.arm(state)
             _CAPS.enter(limits.max_memory_mb, depth)
-            rendered = settled = False
+            rendered = settled = released = False
             try:
                 ns["_live"] = True
                 try:
@@ -411,9 +411,16 @@ class RestrictedRuntime:
                         settled = True
                     except Interrupt:
                         continue
+                    except MemoryError:
+                        # The code left no memory under the cap for us: lift the cap and go on.
+                        if released:
+                            raise
+                        released = True
+                        _CAPS.leave()
             finally:
                 ns["_live"] = False
-                _CAPS.leave()
+                if not released:
+                    _CAPS.leave()
                 _unwatch(state)
         if exc is not None and error is None and not state.final_called:
             error = ExecutionError(type(exc).__name__, "the code failed")

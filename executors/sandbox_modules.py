@@ -9,13 +9,10 @@ infinite iterators, a private `random.Random`, `pprint` that prints into the cap
 
 from __future__ import annotations
 
-import decimal
-import math
 import functools as _functools
 import importlib
 import itertools
-import pprint as _pprint
-import random as _random
+import math
 import time as _time
 import types
 from collections.abc import Callable, Iterable
@@ -179,7 +176,7 @@ class SandboxImporter:
                 continue  # metaclasses create classes with any dunder (ABCMeta, EnumType)
             if type(value) in _READ_ONLY:
                 value = _READ_ONLY[type(value)](value)  # module-level containers: read-only views
-            elif isinstance(value, decimal.Context):
+            elif type(value).__name__ == "Context" and name == "decimal":
                 value = value.copy()
             self.host.share(value)
             members[attr] = value
@@ -207,12 +204,16 @@ class SandboxImporter:
                 real = getattr(itertools, attr)
                 members[attr] = (lambda real: lambda *a, **k: state.guard_iter(real(*a, **k)))(real)
         elif name == "random":
+            import random as _random
+
             rng = _random.Random()
             for attr, value in list(members.items()):
                 if getattr(value, "__self__", None) is getattr(_random, "_inst", None):
                     members[attr] = getattr(rng, attr)
         elif name == "pprint":
             def pprint(obj: Any, *args: Any, **kwargs: Any) -> None:
+                import pprint as _pprint
+
                 kwargs.pop("stream", None)
                 self.print_fn(_pprint.pformat(obj, *args, **kwargs))
 
