@@ -18,6 +18,9 @@ _LAZY = {
     "tool": ".tools",
     "parse_code": ".parsing",
     "CodeParseError": ".parsing",
+    "SingleCallAgent": ".single_call",
+    "ToolCallingAgent": ".tool_calling",
+    "auto_agent": ".auto",
 }
 
 __all__ = sorted(_LAZY)
