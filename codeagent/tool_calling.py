@@ -146,10 +146,14 @@ class ToolCallingAgent:
         self.empty_reply_retries = empty_reply_retries
         self.native = _accepts_tools(model) if native is None else native
         self.adaptations: list[str] = []
+        self._schemas: list[dict[str, Any]] | None = None
         self._template = system_prompt_template or (PROMPTS_DIR / "tool_calling.md").read_text(encoding="utf-8")
 
     def tool_schemas(self) -> list[dict[str, Any]]:
-        return [tool_schema(t) for t in self.tools.values()] + [FINAL_ANSWER_SCHEMA]
+        """The `tools` sent with every request (built once: pydantic schema generation is not free)."""
+        if self._schemas is None:
+            self._schemas = [tool_schema(t) for t in self.tools.values()] + [FINAL_ANSWER_SCHEMA]
+        return self._schemas
 
     def system_prompt(self) -> str:
         tools_text = "\n".join(
