@@ -30,6 +30,24 @@ def _refuse_write(obj: Any) -> PolicyError:
     )
 
 
+# Host classes that model code must only see as a checked stand-in (filled by sandbox_modules:
+# enum.Enum -> its checked subclass); `cls.mro()` answers with the stand-ins.
+CLASS_SUBSTITUTES: dict[type, type] = {}
+
+
+class _ClassRegistry:
+    def __init__(self) -> None:
+        self._refs: dict[int, weakref.ref] = {}
+
+    def add(self, cls: type) -> None:
+        key = id(cls)
+        self._refs[key] = weakref.ref(cls, lambda _r, key=key, refs=self._refs: refs.pop(key, None))
+
+    def __contains__(self, cls: object) -> bool:
+        ref = self._refs.get(id(cls))
+        return ref is not None and ref() is cls
+
+
 class _SandboxTypeMeta(type):
     """Makes `type` in the sandbox work for `type(x)` and `isinstance(c, type)` while refusing
     the 3-argument form (which would create classes with any dunder, unchecked)."""
@@ -67,13 +85,19 @@ def sandbox_type_of(obj: Any) -> Any:
 
 class HostGuard:
     def __init__(self) -> None:
-        self.classes: weakref.WeakSet[type] = weakref.WeakSet()
+        # Classes the model's code defined, by id (a WeakSet would compare with the classes' own
+        # __eq__/__hash__, which model code controls).
+        self.classes = _ClassRegistry()
         self.shared: set[int] = set()  # ids of module-level host objects (kept alive by modules)
         self._build_class = builtins.__build_class__
 
     # -- what model code created ------------------------------------------------------------------
     def build_class(self, func: Callable[..., Any], name: str, *bases: Any, **kwargs: Any) -> type:
         cls = self._build_class(func, name, *bases, **kwargs)
+        if isinstance(cls, type) and issubclass(cls, type):
+            # e.g. via typing.Type[int]'s __mro_entries__: a real metaclass makes classes
+            # with any namespace when called.
+            raise PolicyError("defining metaclasses (subclasses of type) is not allowed")
         self.classes.add(cls)
         return cls
 
@@ -88,7 +112,7 @@ class HostGuard:
                 return obj
             raise _refuse_write(obj)
         if isinstance(obj, types.FunctionType):
-            if obj.__code__.co_filename.startswith(_SANDBOX_FILE_PREFIX):
+            if self._own_function(obj):
                 return obj
             raise _refuse_write(obj)
         if id(obj) in self.shared or isinstance(obj, types.ModuleType):
@@ -97,10 +121,23 @@ class HostGuard:
             raise _refuse_write(obj)  # typing aliases forward attribute writes to their origin
         return obj
 
+    @staticmethod
+    def _own_function(fn: types.FunctionType) -> bool:
+        return fn.__code__.co_filename.startswith(_SANDBOX_FILE_PREFIX)
+
+    def vars(self, *args: Any) -> Any:
+        if len(args) != 1:
+            raise PolicyError("vars() needs an object of your own class: vars(obj)")
+        return self.attr(args[0], "__dict__")
+
     # -- guarded attribute loads ------------------------------------------------------------------
     def attr(self, obj: Any, name: str) -> Any:
         if name == "__class__":
             return sandbox_type_of(obj)
+        if name == "__dict__":
+            if self.owns(obj) or (isinstance(obj, types.FunctionType) and self._own_function(obj)):
+                return obj.__dict__
+            raise PolicyError("'__dict__' is only available on objects of your own classes")
         value = getattr(obj, name)
         if name == "__init__":
             bound_to = getattr(value, "__self__", None)
@@ -115,6 +152,11 @@ class HostGuard:
                 return value(writable(instance), *args, **kwargs)
 
             return init
+        if name == "mro":
+            def mro() -> list:
+                return [CLASS_SUBSTITUTES.get(c, c) for c in value()]
+
+            return mro
         owner = getattr(value, "__self__", None)
         if name == "register" and (isinstance(obj, abc.ABCMeta) or isinstance(owner, abc.ABCMeta)):
             raise PolicyError(

@@ -70,6 +70,7 @@ READABLE_DUNDERS: frozenset[str] = (DEFINABLE_DUNDERS - {
     "__pow__", "__rpow__", "__ipow__", "__lshift__", "__rlshift__",
 }) | {
     "__class__",  # rewritten to the sandbox's type(): never hands out `type` or a metaclass
+    "__dict__",  # rewritten: only of the model's own objects
     "__name__", "__qualname__", "__doc__", "__module__", "__cause__", "__context__",
     "__suppress_context__", "__notes__",
 }
@@ -105,7 +106,7 @@ FORMAT_ATTRIBUTES: frozenset[str] = frozenset({"format", "format_map"})
 # Attribute loads rewritten to a runtime guard (see instrument.py / guards.py):
 # `__class__` → sandbox type(); `__init__` → refuses re-initialising host objects;
 # `register` → refuses ABC registration (it changes isinstance() for the whole process).
-GUARDED_LOADS: frozenset[str] = FORMAT_ATTRIBUTES | {"__class__", "__init__", "register"}
+GUARDED_LOADS: frozenset[str] = FORMAT_ATTRIBUTES | {"__class__", "__init__", "register", "__dict__", "mro"}
 
 # Builtins that do not exist in the sandbox, with what to do instead (shown to the model).
 FORBIDDEN_BUILTINS: dict[str, str] = {
@@ -115,7 +116,7 @@ FORBIDDEN_BUILTINS: dict[str, str] = {
     "compile": "compiling code is not allowed; write the code directly",
     "globals": "namespace introspection is not allowed; use your variables directly",
     "locals": "namespace introspection is not allowed; use your variables directly",
-    "vars": "namespace introspection is not allowed; use attributes directly",
+
     "input": "there is no user to read input from; use the data you have",
     "breakpoint": "debuggers are not available",
     "help": "interactive help is not available",
@@ -130,10 +131,6 @@ FORBIDDEN_BUILTINS: dict[str, str] = {
 # attributes and underscore names are hidden generically (see restricted_modules).
 HIDDEN_MODULE_MEMBERS: dict[str, dict[str, str]] = {
     "io": {"*": "only io.StringIO and io.BytesIO are available (no files)"},
-    "operator": {
-        "attrgetter": "it reads attributes by computed names; use a lambda",
-        "methodcaller": "it calls methods by computed names; use a lambda",
-    },
     "string": {"Formatter": "it walks attributes through format fields; use f-strings"},
     "typing": {
         "get_type_hints": "it evaluates annotation strings",
@@ -196,6 +193,8 @@ class PolicyChecker:
         self.violations: list[Violation] = []
         self.reserved = reserved_names
         self.methods: set[int] = set()  # ids of FunctionDefs directly in a class body
+        self.class_stmts: set[int] = set()  # ids of statements directly in a class body
+        self.slots_ok: set[int] = set()  # ids of checked `__slots__` Name targets
         self.needs_instrumenting = False
 
     def refuse(self, node: ast.AST, message: str) -> None:
@@ -254,6 +253,8 @@ class PolicyChecker:
 
     # -- handlers (no recursion: the walk visits children) ----------------------------------------
     def on_Name(self, node: ast.Name) -> None:
+        if id(node) in self.slots_ok:
+            return
         self.check_name(node, node.id, store=type(node.ctx) is not ast.Load)
 
     def on_Attribute(self, node: ast.Attribute) -> None:
@@ -280,6 +281,19 @@ class PolicyChecker:
         else:
             self.check_name(node, name, store=True)
 
+    def on_Assign(self, node: ast.Assign) -> None:
+        # `__slots__ = ("x", "y")` directly in a class body: literal public names only.
+        if (len(node.targets) == 1 and type(node.targets[0]) is ast.Name
+                and node.targets[0].id == "__slots__" and id(node) in self.class_stmts):
+            value = node.value
+            names = value.elts if type(value) in (ast.Tuple, ast.List) else [value]
+            if all(type(n) is ast.Constant and isinstance(n.value, str) and n.value.isidentifier()
+                   and not n.value.startswith("_") and n.value not in FORBIDDEN_ATTRIBUTES
+                   for n in names):
+                self.slots_ok.add(id(node.targets[0]))
+            else:
+                self.refuse(node, "__slots__ must be a literal tuple of public attribute names")
+
     def on_ClassDef(self, node: ast.ClassDef) -> None:
         self.check_name(node, node.name, store=True)
         for kw in node.keywords:
@@ -291,6 +305,7 @@ class PolicyChecker:
         for stmt in node.body:
             if type(stmt) is ast.FunctionDef:
                 self.methods.add(id(stmt))
+            self.class_stmts.add(id(stmt))
 
     def on_arg(self, node: ast.arg) -> None:
         if node.arg.startswith("_") and node.arg != "_":

@@ -217,7 +217,7 @@ class RestrictedRuntime:
         safe_builtins.update({name: getattr(builtins, name) for name in _EXCEPTIONS})
         safe_builtins.update(
             print=print_fn, getattr=getattr_, hasattr=make_hasattr(getattr_),
-            range=state.guard_range, iter=state.guard_iter_call,
+            range=state.guard_range, iter=state.guard_iter_call, vars=host.vars,
             setattr=host.setattr, delattr=host.delattr, type=SandboxType,
             __build_class__=host.build_class, dir=safe_dir(ns), pow=guarded_pow, __import__=importer,
             sum=g_sum, min=g_min, max=g_max, sorted=g_sorted, any=g_any, all=g_all,

@@ -27,7 +27,7 @@ from .guards import (
     guarded_lshift,
     guarded_pow,
 )
-from .host_guard import HostGuard, SandboxType
+from .host_guard import CLASS_SUBSTITUTES, HostGuard, SandboxType
 from .policy import HIDDEN_MODULE_MEMBERS, IO_ALLOWED
 
 
@@ -255,7 +255,7 @@ class SandboxImporter:
             members.update(update_wrapper=update_wrapper, wraps=wraps, singledispatch=singledispatch,
                            total_ordering=checked(_functools.total_ordering))
         elif name == "enum":
-            for attr in ("Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"):
+            for attr in ("Enum", "IntEnum", "StrEnum", "Flag", "IntFlag", "ReprEnum"):
                 if attr in members:
                     members[attr] = _checked_enum(members[attr])
         elif name == "dataclasses":
@@ -301,7 +301,23 @@ class SandboxImporter:
 
             members.update(comb=guarded_comb, perm=guarded_perm)
         elif name == "operator":
+            import operator as _operator
+
             members.update(pow=guarded_pow, ipow=guarded_pow, lshift=guarded_lshift, ilshift=guarded_lshift)
+
+            def attrgetter(*names: Any) -> Any:
+                for dotted in names:
+                    if not isinstance(dotted, str):
+                        raise TypeError("attribute name must be a string")
+                    for part in dotted.split("."):
+                        _check_static_name(part)
+                return _operator.attrgetter(*names)
+
+            def methodcaller(name: Any, *args: Any, **kwargs: Any) -> Any:
+                _check_static_name(name)
+                return _operator.methodcaller(name, *args, **kwargs)
+
+            members.update(attrgetter=attrgetter, methodcaller=methodcaller)
 
     def _sleep(self, seconds: Any) -> None:
         state = self.state
@@ -337,20 +353,26 @@ class _CheckedEnumType(type(__import__("enum").Enum)):  # type: ignore[misc]
 
     def __call__(cls, value: Any, names: Any = None, *args: Any, **kwargs: Any) -> Any:
         if names is not None:
-            _check_enum_names(names)
+            names = _checked_enum_names(names)
         return super().__call__(value, names, *args, **kwargs)
 
 
-def _check_enum_names(names: Any) -> None:
+def _checked_enum_names(names: Any) -> Any:
+    """Materialize the names first (a lazy or lying container could change after the check),
+    then refuse '_' names. Returns what the functional API gets."""
     if isinstance(names, str):
+        names = str(names)
         items = names.replace(",", " ").split()
-    elif hasattr(names, "keys"):
-        items = list(names.keys())
+    elif isinstance(names, dict) or hasattr(names, "keys"):
+        names = [(str.__str__(k) if isinstance(k, str) else k, names[k]) for k in list(names.keys())]
+        items = [k for k, _ in names]
     else:
-        items = [item[0] if isinstance(item, (tuple, list)) and item else item for item in names]
+        names = [tuple(item) if isinstance(item, (tuple, list)) else item for item in list(names)]
+        items = [item[0] if isinstance(item, tuple) and item else item for item in names]
     for item in items:
-        if not isinstance(item, str) or item.startswith("_"):
-            raise PolicyError(f"enum member name {item!r} is not allowed (names starting with '_')")
+        if type(item) is not str or item.startswith("_"):
+            raise PolicyError(f"enum member name {item!r} is not allowed (plain names without a leading '_')")
+    return names
 
 
 _CHECKED_ENUMS: dict[type, type] = {}
@@ -364,4 +386,15 @@ def _checked_enum(base: type) -> type:
 
         Checked.__name__ = Checked.__qualname__ = base.__name__
         checked = _CHECKED_ENUMS[base] = Checked
+        CLASS_SUBSTITUTES[base] = checked
     return checked
+
+
+def _check_static_name(name: Any) -> None:
+    """Names for attrgetter/methodcaller: public, and none that has a runtime guard."""
+    from .guards import check_attr_name
+    from .policy import GUARDED_LOADS
+
+    check_attr_name(name)
+    if name.startswith("_") or name in GUARDED_LOADS:
+        raise PolicyError(f"attrgetter/methodcaller cannot use the attribute {name!r}")
