@@ -41,6 +41,7 @@ class Case:
     host: str | None = None  # python run on the host after execute() (names: r, ex, gc, tools)
     max_logs: int | None = None  # bound on len(result.logs)
     limits: tuple = ()  # extra Limits fields, as (name, value) pairs
+    in_thread: bool = False  # run execute() in a worker thread of the host, not its main thread
 
 
 def C(id: str, code: str, **kw: Any) -> Case:
@@ -148,6 +149,13 @@ CASES: list[Case] = [
     C("comb_huge", "import math\nmath.comb(10**7, 5 * 10**6)"),
     C("int_square_growth", "x = 3 ** 100000\nwhile True:\n    x = x * x"),
     C("regex_catastrophic_backtracking", "import re\nre.match(r'(a+)+$', 'a' * 64 + 'b')"),
+    # the same hogs when the host runs the executor in a worker thread (no signals there)
+    C("thread_while_true", "while True:\n    pass", in_thread=True, types=LIMIT_ERRORS),
+    C("thread_regex_catastrophic_backtracking", "import re\nre.match(r'(a+)+$', 'a' * 64 + 'b')", in_thread=True),
+    C("thread_host_python_loop", "import random\nrandom.choices('ab', k=10**10)", in_thread=True),
+    C("thread_pow_modular_huge", "pow(3, 10**200, 10**(10**5))", in_thread=True),
+    C("thread_sleep_forever", "import time\ntime.sleep(3600)", in_thread=True, types=LIMIT_ERRORS),
+    C("thread_deque_consumes_range", "import collections\ncollections.deque(range(10**15), maxlen=0)", in_thread=True),
     # ------------------------------------------------------------ memory and size
     C("pow_tower", "10**10**10"),
     C("pow_builtin", "pow(10, 10**9)"),
@@ -316,7 +324,16 @@ gc.collect()
 hwm0, rss0 = mb('VmHWM'), mb('VmRSS')
 emit(phase='execute-start')
 t0 = time.monotonic()
-r = ex.execute(spec['code'])
+if spec.get('in_thread'):
+    # Hosts often run agents in worker threads (web servers, thread pools).
+    import threading
+    box = {}
+    worker = threading.Thread(target=lambda: box.setdefault('r', ex.execute(spec['code'])), daemon=True)
+    worker.start()
+    worker.join()
+    r = box['r']
+else:
+    r = ex.execute(spec['code'])
 elapsed = time.monotonic() - t0
 err = r.error
 emit(phase='execute', elapsed=elapsed,
@@ -341,9 +358,11 @@ emit(phase='closed')
 """
 
 
-def run_in_child_host(code: str, host: str | None = None, **limits: Any) -> tuple[dict[str, dict], str]:
+def run_in_child_host(
+    code: str, host: str | None = None, in_thread: bool = False, **limits: Any
+) -> tuple[dict[str, dict], str]:
     limits.setdefault("timeout_s", TIMEOUT_S)
-    spec = {"code": code, "host": host, "limits": limits}
+    spec = {"code": code, "host": host, "limits": limits, "in_thread": in_thread}
     # Generous: startup + timeout + follow-up; the real bounds are asserted on measured times.
     budget = 12 + 2 * limits["timeout_s"]
     try:
@@ -367,7 +386,7 @@ def run_in_child_host(code: str, host: str | None = None, **limits: Any) -> tupl
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_limit_holds(case: Case):
-    phases, diag = run_in_child_host(case.code, case.host, **dict(case.limits))
+    phases, diag = run_in_child_host(case.code, case.host, case.in_thread, **dict(case.limits))
     assert "execute" in phases, f"execute() never returned (host frozen or crashed): {diag}"
     ex = phases["execute"]
     where = f"[{case.id}] {ex}"
