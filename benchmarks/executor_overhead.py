@@ -99,7 +99,7 @@ def measure(runners: dict, code: str, reps: int) -> dict[str, float]:
     """Median time per runner; runners interleaved rep by rep so noise hits them alike.
     Setup (fresh namespace) and teardown are outside the timed region."""
     samples: dict[str, list[float]] = {name: [] for name in runners}
-    for name, (setup, run) in runners.items():  # warm up
+    for setup, run in runners.values():  # warm up
         setup()
         run(code)
     for _ in range(reps):
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     # Uncached trivial action: a new source each time (what an agent step looks like).
     counter = iter(range(10**9))
     uncached = {
-        name: (setup, (lambda run: lambda _c: run(f"x = 1 + {next(counter)}\n"))(run))
+        name: (setup, (lambda run: lambda _c: run(f"x = 1 + {next(counter)}\n"))(run))  # noqa: B023
         for name, (setup, run) in runners.items()
     }
     t = measure(uncached, "", args.reps * 40)

@@ -21,15 +21,14 @@ from typing import Any
 from .guards import (
     MAX_INT_BITS,
     ImportPolicyError,
-    PolicyError,
     LimitExceeded,
+    PolicyError,
     RunState,
     guarded_lshift,
     guarded_pow,
 )
 from .host_guard import CLASS_SUBSTITUTES, HostGuard, SandboxType
 from .policy import HIDDEN_MODULE_MEMBERS, IO_ALLOWED
-
 
 _READ_ONLY: dict[type, Callable[[Any], Any]] = {
     list: tuple, dict: types.MappingProxyType, set: frozenset, bytearray: bytes,
@@ -201,8 +200,7 @@ class SandboxImporter:
             members.update(count=count, cycle=cycle, repeat=repeat)
             # Combinatoric iterators are lazily huge: metered like any other unsized iterator.
             for attr in ("product", "permutations", "combinations", "combinations_with_replacement"):
-                real = getattr(itertools, attr)
-                members[attr] = (lambda real: lambda *a, **k: state.guard_iter(real(*a, **k)))(real)
+                members[attr] = _metered(state, getattr(itertools, attr))
         elif name == "random":
             import random as _random
 
@@ -398,3 +396,11 @@ def _check_static_name(name: Any) -> None:
     check_attr_name(name)
     if name.startswith("_") or name in GUARDED_LOADS:
         raise PolicyError(f"attrgetter/methodcaller cannot use the attribute {name!r}")
+
+
+def _metered(state: RunState, make: Callable[..., Any]) -> Callable[..., Any]:
+    def metered(*args: Any, **kwargs: Any) -> Any:
+        return state.guard_iter(make(*args, **kwargs))
+
+    metered.__name__ = metered.__qualname__ = getattr(make, "__name__", "iterator")
+    return metered
