@@ -65,6 +65,13 @@ class RunRow:
         return asdict(self)
 
 
+def _format_error(step: Any) -> bool:
+    """A reply the model was told was malformed: unparseable, not an allowed call, a repeat, bad syntax."""
+    if step.error_kind in RECOVERABLE_KINDS:
+        return True
+    return step.error_kind == "execution" and (step.error or "").startswith("SyntaxError")
+
+
 def run_one(task_id: str, prompt: str, mode: str, model: Any, tools: Sequence[Any], *, max_steps: int,
             check: Any = None, **options: Any) -> RunRow:
     """Run one task in one mode; never raises for what the model or the tools did."""
@@ -76,7 +83,7 @@ def run_one(task_id: str, prompt: str, mode: str, model: Any, tools: Sequence[An
     status = result.status
     if status == "success" and check is not None and not check(result.output):
         status = "wrong_answer"
-    recovered = sum(1 for s in result.steps if s.error_kind in RECOVERABLE_KINDS)
+    recovered = sum(1 for s in result.steps if _format_error(s))
     shown = result.output_repr if result.output_repr is not None else (repr(result.output) if result.success else None)
     return RunRow(task_id, mode, status, len(result.steps), counting.calls, result.usage.total_tokens, recovered,
                   round(wall, 3), shown, result.error)
