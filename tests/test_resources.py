@@ -511,3 +511,22 @@ def test_interrupt_storm_never_escapes_execute():
     assert report["rlimit_restored"], "RLIMIT_AS was not restored after the runs"
     assert report["recursion_restored"], "the recursion limit was not restored after the runs"
     assert report["followup"] == [2, None], report
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "raise ValueError('x' * 10**7)",
+        "d = {}\nd['k' * 10**6]",
+        "class E(Exception):\n    def __str__(self):\n        return 'e' * 10**7\nraise E()",
+    ],
+    ids=["long_message", "long_key_error", "long_user_str"],
+)
+def test_error_message_is_bounded(code: str, local_executor_factory):
+    """What the model sees is bounded: an error message is truncated like the logs."""
+    from executors import Limits
+
+    ex = local_executor_factory(limits=Limits(timeout_s=5, max_output_chars=1000))
+    r = ex.execute(code)
+    assert r.error is not None
+    assert len(r.error.message) <= 1000 + 200, f"error message of {len(r.error.message):,} chars"
