@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openai_stub import OpenAIStub
 
 from codeagent import OpenAIModel, ScriptedModel, SingleCallAgent, tool
@@ -153,3 +155,19 @@ def test_through_the_real_openai_client():
             result = agent.run("How many pears?")
     assert result.status == "success" and result.output == 7 and len(stub.requests) == 2
     assert "</code>" in stub.requests[0]["stop"]
+
+
+def _double_quoted(value: str) -> str:
+    import json
+
+    return json.dumps(value)  # a valid Python literal for any str, spelled with double quotes
+
+
+@settings(max_examples=60, deadline=None)
+@given(item=st.text(max_size=20), store=st.text(max_size=20), other=st.text(max_size=20))
+def test_fingerprint_property_spelling_never_matters_values_always_do(item, store, other):
+    (single,) = check_single_call(f"stock({item!r}, {store!r})", TOOLS)
+    (double,) = check_single_call(f"stock(store={_double_quoted(store)}, item={_double_quoted(item)})", TOOLS)
+    assert call_fingerprint(single, TOOLS) == call_fingerprint(double, TOOLS)
+    (changed,) = check_single_call(f"stock({item!r}, {other!r})", TOOLS)
+    assert (call_fingerprint(changed, TOOLS) == call_fingerprint(single, TOOLS)) == (other == store)
