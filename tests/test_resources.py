@@ -530,3 +530,48 @@ def test_error_message_is_bounded(code: str, local_executor_factory):
     r = ex.execute(code)
     assert r.error is not None
     assert len(r.error.message) <= 1000 + 200, f"error message of {len(r.error.message):,} chars"
+
+
+_BYSTANDER = r"""
+import json, sys, threading, time
+sys.path.insert(0, sys.argv[1])
+from executors import Limits
+from executors.local import LocalExecutor
+
+errors, stop = [], []
+
+def host_work():  # an unrelated host thread (a web server's request, another agent's tool)
+    def depth(n):
+        return 0 if n == 0 else 1 + depth(n - 1)
+    while not stop:
+        try:
+            depth(600)
+        except RecursionError:
+            errors.append("RecursionError")
+        try:
+            bytearray(200 * 1024 * 1024)
+        except MemoryError:
+            errors.append("MemoryError")
+        time.sleep(0.005)
+
+t = threading.Thread(target=host_work)
+t.start()
+ex = LocalExecutor(limits=Limits(timeout_s=1.5))
+r = ex.execute("x = [bytearray(10**6) for i in range(400)]\nwhile True:\n    pass")
+stop.append(True)
+t.join()
+print(json.dumps({"errors": errors[:5], "n": len(errors), "run_error": r.error.type if r.error else None}))
+"""
+
+
+def test_host_threads_are_not_limited_by_a_run():
+    """Limits belong to the model's code: while it runs, unrelated host threads keep the
+    process's normal recursion limit and memory (process-wide knobs leak into them)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _BYSTANDER, str(Path(__file__).parent)],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["run_error"] is not None
+    assert report["n"] == 0, f"an unrelated host thread failed {report['n']} times: {report['errors']}"
