@@ -46,7 +46,7 @@ from .guards import (
     safe_dir,
 )
 from .host_guard import HostGuard, SandboxType
-from .instrument import RESULT_NAME, instrument
+from .instrument import EAGER_CONSUMERS, RESULT_NAME, instrument
 from .policy import inspect_tree
 from .sandbox_modules import SandboxImporter
 from .watchdog import CPU_ALARM, WATCHDOG, Interrupt
@@ -168,7 +168,7 @@ class RestrictedRuntime:
             raise TypeError(f"limits must be an executors.Limits, not {type(self.limits).__name__}")
         self.authorized_imports = normalize_imports(authorized_imports)
         self._tools: dict[str, Callable[..., Any]] = {}
-        self._cache: OrderedDict[str, tuple[Any, ExecutionError | None, str]] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, bool], tuple[Any, ExecutionError | None, str]] = OrderedDict()
         self._sources: OrderedDict[str, list[str]] = OrderedDict()
         self._step = 0
         self._buffer = OutputBuffer(self.limits.max_output_chars)
@@ -303,9 +303,14 @@ class RestrictedRuntime:
 
     # -- compile -------------------------------------------------------------------------------
     def _compile(self, code: str) -> tuple[Any, ExecutionError | None, str]:
-        hit = self._cache.get(code)
+        # Whether the namespace rebinds an eager builtin (`list = ...`) changes the instrumented
+        # code (see instrument.EAGER_CONSUMERS), so it is part of the cache key.
+        ns = self.ns
+        shadowed = any(name in ns for name in EAGER_CONSUMERS)
+        key = (code, shadowed)
+        hit = self._cache.get(key)
         if hit is not None:
-            self._cache.move_to_end(code)
+            self._cache.move_to_end(key)
             return hit
         self._step += 1
         filename = f"<step-{self._step}>"
@@ -322,14 +327,14 @@ class RestrictedRuntime:
                 entry = (None, _policy_error(violations, lines), filename)
             else:
                 try:
-                    compiled = compile(instrument(tree, needed), filename, "exec", dont_inherit=True)
+                    compiled = compile(instrument(tree, needed, shadowed), filename, "exec", dont_inherit=True)
                     entry = (compiled, None, filename)
                 except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
                     entry = (None, ExecutionError(type(exc).__name__, str(exc), getattr(exc, "lineno", None)), filename)
         self._sources[filename] = lines
         while len(self._sources) > _MAX_SOURCES:
             self._sources.popitem(last=False)
-        self._cache[code] = entry
+        self._cache[key] = entry
         while len(self._cache) > _CACHE_SIZE:
             self._cache.popitem(last=False)
         return entry
