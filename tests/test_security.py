@@ -539,6 +539,8 @@ ATTEMPTS: list[Attempt] = [
     A("string_formatter_vformat", "import string\n" + FMT("string.Formatter().vformat(T, [O], {})")),
     A("string_formatter_get_field", "import string\nprint(string.Formatter().get_field('0.__globals__', [add], {})[0]['HOST_SECRET'])"),
     A("operator_attrgetter", "import operator\nprint(operator.attrgetter('__globals__')(add)['HOST_SECRET'])"),
+    A("attrgetter_str_subclass_name", "import operator\nclass S(str):\n    def split(self, *a):\n        return ['real']\n    def startswith(self, *a):\n        return False\n    def __iter__(self):\n        return iter('real')\n" + OS("operator.attrgetter(S('__globals__'))(add)['os']")),
+    A("methodcaller_str_subclass_name", "import operator\nclass S(str):\n    def split(self, *a):\n        return ['real']\n    def startswith(self, *a):\n        return False\n" + FMT("operator.methodcaller(S('format'), O)(T)")),
     A("operator_methodcaller", "import operator\nprint(operator.methodcaller('__getattribute__', '__globals__')(add)['HOST_SECRET'])"),
     A("singledispatch_string_annotation", SINGLEDISPATCH),
     A("typing_get_type_hints", TYPE_HINTS),
