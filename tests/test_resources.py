@@ -42,9 +42,12 @@ class Case:
     max_logs: int | None = None  # bound on len(result.logs)
     limits: tuple = ()  # extra Limits fields, as (name, value) pairs
     in_thread: bool = False  # run execute() in a worker thread of the host, not its main thread
+    setup: tuple = ()  # earlier execute() calls on the same executor
 
 
 def C(id: str, code: str, **kw: Any) -> Case:
+    if "setup" in kw:
+        kw["setup"] = tuple(kw["setup"])
     if "limits" in kw:
         kw["limits"] = tuple(sorted(kw["limits"].items()))
     if "types" in kw and kw["types"] is not None:
@@ -291,6 +294,11 @@ CASES: list[Case] = [
     C("host_resumes_generator_heavy", "import random\ndef g():\n    yield 1\n    yield len(random.choices('ab', k=3 * 10**7))\nx = g()\nnext(x)\nx", expect="any", host="next(r.output, None)"),
     C("list_appended_while_iterated", "lst = [0]\nfor x in lst:\n    lst.append(x)"),
     C("host_iterates_generator_expression", "import random\n(len(random.choices('ab', k=3 * 10**7)) for i in [1, 2])", expect="any", host="list(r.output)"),
+    # a generator expression handed straight to sum() skips per-item checks; rebinding sum in a
+    # later step hands that unchecked generator to the host
+    C("host_iterates_unchecked_genexp_from_rebound_consumer", "sum = lambda g: g\nf()",
+      setup=["import random\ndata = list(range(20))\nf = lambda: sum(len(random.choices('ab', k=3 * 10**6)) for x in data)"],
+      expect="any", host="list(r.output)"),
     C("host_final_answer_repr", LOOPING_CLASS + "final_answer(Loop())", expect="any", host="repr(r.output)"),
     C("host_calls_sleep_after", "import time\nnap = time.sleep\nnap", expect="any", host="r.output(3600)"),
 ]
@@ -320,6 +328,8 @@ tools = conftest.make_host_tools()
 ex = LocalExecutor(tools=tools, limits=Limits(**spec['limits']))
 warm = ex.execute('import itertools, collections, math, re, json, time, decimal, dataclasses\n1 + 1')
 assert warm.error is None and warm.output == 2, warm
+for step in spec.get('setup') or []:  # earlier steps of the same executor
+    ex.execute(step)
 gc.collect()
 hwm0, rss0 = mb('VmHWM'), mb('VmRSS')
 emit(phase='execute-start')
@@ -359,10 +369,10 @@ emit(phase='closed')
 
 
 def run_in_child_host(
-    code: str, host: str | None = None, in_thread: bool = False, **limits: Any
+    code: str, host: str | None = None, in_thread: bool = False, setup: tuple = (), **limits: Any
 ) -> tuple[dict[str, dict], str]:
     limits.setdefault("timeout_s", TIMEOUT_S)
-    spec = {"code": code, "host": host, "limits": limits, "in_thread": in_thread}
+    spec = {"code": code, "host": host, "limits": limits, "in_thread": in_thread, "setup": list(setup)}
     # Generous: startup + timeout + follow-up; the real bounds are asserted on measured times.
     budget = 12 + 2 * limits["timeout_s"]
     try:
@@ -386,7 +396,7 @@ def run_in_child_host(
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_limit_holds(case: Case):
-    phases, diag = run_in_child_host(case.code, case.host, case.in_thread, **dict(case.limits))
+    phases, diag = run_in_child_host(case.code, case.host, case.in_thread, case.setup, **dict(case.limits))
     assert "execute" in phases, f"execute() never returned (host frozen or crashed): {diag}"
     ex = phases["execute"]
     where = f"[{case.id}] {ex}"
