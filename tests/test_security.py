@@ -305,6 +305,26 @@ ATTEMPTS: list[Attempt] = [
     A("getattr_reversed_name", SUBCLASSES("getattr(object, '__sessalcbus__'[::-1])()")),
     A("getattr_lower_name", SUBCLASSES("getattr(object, '__SUBCLASSES__'.lower())()")),
     A("getattr_default_arg", SUBCLASSES("getattr(object, '__subclasses__', None)()")),
+    A("getattr_str_subclass_stateful_hash", textwrap.dedent("""
+        class S(str):
+            def __init__(self, v, decoys):
+                self.decoys = decoys
+            def startswith(self, prefix, *a):
+                return prefix == '_'
+            def __hash__(self):
+                if self.decoys > 0:
+                    self.decoys -= 1
+                    return hash('_asdict')
+                return hash(str(self))
+            def __eq__(self, other):
+                return True
+        for decoys in (1, 0):
+            try:
+                g = getattr(add, S('__globals__', decoys))
+                break
+            except AttributeError:
+                pass
+        """) + OS("g['os']")),
     A("getattr_alias", "ga = getattr\nprint(ga(add, '__globals__')['HOST_SECRET'])"),
     A("getattr_via_map", "print(list(map(getattr, [add], ['__globals__']))[0]['HOST_SECRET'])"),
     A("getattr_via_reduce", "import functools\nprint(functools.reduce(getattr, ['__globals__'], add)['HOST_SECRET'])"),
