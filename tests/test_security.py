@@ -307,20 +307,20 @@ ATTEMPTS: list[Attempt] = [
     A("getattr_default_arg", SUBCLASSES("getattr(object, '__subclasses__', None)()")),
     A("getattr_str_subclass_stateful_hash", textwrap.dedent("""
         class S(str):
-            def __init__(self, v, decoys):
-                self.decoys = decoys
+            decoys = 0
             def startswith(self, prefix, *a):
                 return prefix == '_'
             def __hash__(self):
-                if self.decoys > 0:
-                    self.decoys -= 1
+                if S.decoys > 0:
+                    S.decoys -= 1
                     return hash('_asdict')
                 return hash(str(self))
             def __eq__(self, other):
                 return True
         for decoys in (1, 0):
+            S.decoys = decoys
             try:
-                g = getattr(add, S('__globals__', decoys))
+                g = getattr(add, S('__globals__'))
                 break
             except AttributeError:
                 pass
