@@ -202,6 +202,14 @@ def guarded_pow(base: Any, exp: Any, mod: Any = None) -> Any:
     if mod is None:
         check_pow(base, exp)
         return base**exp
+    if isinstance(mod, int) and isinstance(exp, int):
+        # modular: one squaring of a mod-sized number per exponent bit
+        mod_bits, exp_bits = _bits(mod), _bits(exp)
+        if mod_bits > 20_000 and mod_bits * exp_bits > 50_000_000:
+            raise MemoryError(
+                f"pow(x, <{exp_bits}-bit exponent>, <{mod_bits}-bit modulus>) is too slow for the "
+                "sandbox; use a smaller modulus or exponent"
+            )
     return builtins.pow(base, exp, mod)
 
 

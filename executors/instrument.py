@@ -19,12 +19,6 @@ import ast
 from .policy import FORMAT_ATTRIBUTES, GUARDED_LOADS, PUBLIC_UNDERSCORE_NAMES, is_private_name
 
 RESULT_NAME = "_result_"
-# Builtins that consume a generator expression completely before returning: a genexp passed
-# straight to one of them cannot outlive the step, so it needs no per-item liveness check
-# (unless the name is rebound, in the code or in the namespace).
-EAGER_CONSUMERS = frozenset({
-    "sum", "min", "max", "any", "all", "sorted", "list", "tuple", "set", "frozenset", "dict",
-})
 LIVE = "_live"
 
 
@@ -65,15 +59,6 @@ def _with_check(body: list[ast.stmt], node: ast.AST) -> list[ast.stmt]:
 
 
 class Instrumenter(ast.NodeTransformer):
-    def __init__(self, shadowed: bool = False) -> None:
-        self.shadowed = shadowed
-        self.consumed: set[int] = set()  # ids of genexps consumed within the step
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        if not self.shadowed and node.args and type(node.args[0]) is ast.GeneratorExp and _eager_call(node):
-            self.consumed.add(id(node.args[0]))
-        self.generic_visit(node)
-        return node
     def visit_Constant(self, node: ast.Constant) -> ast.AST:  # skip NodeVisitor's legacy hooks
         return node
 
@@ -114,7 +99,7 @@ class Instrumenter(ast.NodeTransformer):
         stop = ast.If(test=ast.UnaryOp(op=ast.Not(), operand=node.test), body=[ast.Break()], orelse=[])
         _located(stop, node.test)
         loop = ast.For(
-            target=ast.Name(id="_w", ctx=ast.Store()),
+            target=ast.Name(id="_loop", ctx=ast.Store()),
             iter=_call("_for", _name("_forever")),
             body=_with_check([stop, *node.body], node),
             orelse=[],
@@ -147,10 +132,7 @@ class Instrumenter(ast.NodeTransformer):
 
     def visit_GeneratorExp(self, node: ast.GeneratorExp) -> ast.AST:
         # A generator expression may be consumed by the host after the step: check per item.
-        consumed = id(node) in self.consumed
         self.generic_visit(node)
-        if consumed:
-            return node
         guard = ast.BoolOp(op=ast.Or(), values=[_name(LIVE), _call("_dead")])
         node.elt = _located(ast.BoolOp(op=ast.And(), values=[guard, node.elt]), node.elt)
         return node
@@ -214,41 +196,11 @@ def _positioned(stmt: ast.stmt, node: ast.AST) -> ast.stmt:
     return _located(stmt, node)
 
 
-def _eager_call(node: ast.Call) -> bool:
-    func = node.func
-    if type(func) is ast.Name:
-        return func.id in EAGER_CONSUMERS
-    # "sep".join(genexp): a str literal's join consumes its argument
-    return (type(func) is ast.Attribute and func.attr == "join" and type(func.value) is ast.Constant
-            and isinstance(func.value.value, str))
-
-
-def _rebinds_eager_name(tree: ast.AST) -> bool:
-    for node in ast.walk(tree):
-        kind = type(node)
-        if kind is ast.Name and type(node.ctx) is not ast.Load and node.id in EAGER_CONSUMERS:
-            return True
-        if kind is ast.arg and node.arg in EAGER_CONSUMERS:
-            return True
-        if kind in (ast.FunctionDef, ast.ClassDef) and node.name in EAGER_CONSUMERS:
-            return True
-        if kind in (ast.Import, ast.ImportFrom):
-            if any((a.asname or a.name.split(".")[0]) in EAGER_CONSUMERS for a in node.names):
-                return True
-        if kind in (ast.Global, ast.Nonlocal) and any(n in EAGER_CONSUMERS for n in node.names):
-            return True
-        if kind is ast.ExceptHandler and node.name in EAGER_CONSUMERS:
-            return True
-        if kind in (ast.MatchAs, ast.MatchStar) and node.name in EAGER_CONSUMERS:
-            return True
-    return False
-
-
-def instrument(tree: ast.Module, needed: bool = True, shadowed: bool = False) -> ast.Module:
+def instrument(tree: ast.Module, needed: bool = True) -> ast.Module:
     """Insert the runtime checks and capture the last expression's value (in place).
     `needed=False` (the policy walk found nothing to instrument) only does the latter."""
     if needed:
-        tree = Instrumenter(shadowed or _rebinds_eager_name(tree)).visit(tree)
+        tree = Instrumenter().visit(tree)
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body[-1]
         tree.body[-1] = _located(

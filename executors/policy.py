@@ -142,18 +142,21 @@ HIDDEN_MODULE_MEMBERS: dict[str, dict[str, str]] = {
         "clock_settime": "it sets the system clock",
         "clock_settime_ns": "it sets the system clock",
     },
-    "enum": {
-        "global_enum": "it writes into another module's namespace",
-        "global_enum_repr": "not needed here",
-        "global_flag_repr": "not needed here",
-        "global_str": "not needed here",
-    },
     "calendar": {
         "setfirstweekday": "it changes a process-wide setting; pass firstweekday to a Calendar",
         "different_locale": "it changes the process locale",
     },
     "zoneinfo": {"reset_tzpath": "it changes a process-wide setting"},
     "copy": {"dispatch_table": "not needed here"},
+    "enum": {
+        "global_enum": "it writes into another module's namespace",
+        "global_enum_repr": "not needed here",
+        "global_flag_repr": "not needed here",
+        "global_str": "not needed here",
+        "ReprEnum": "use Enum, IntEnum or StrEnum",
+        "EnumType": "metaclasses are not available",
+        "EnumMeta": "metaclasses are not available",
+    },
     "uuid": {
         "getnode": "it inspects the host's network interfaces",
         "uuid1": "it inspects the host's network interfaces; use uuid.uuid4()",

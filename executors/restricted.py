@@ -46,7 +46,7 @@ from .guards import (
     safe_dir,
 )
 from .host_guard import HostGuard, SandboxType
-from .instrument import EAGER_CONSUMERS, RESULT_NAME, instrument
+from .instrument import RESULT_NAME, instrument
 from .policy import inspect_tree
 from .sandbox_modules import SandboxImporter
 from .watchdog import CPU_ALARM, WATCHDOG, Interrupt
@@ -109,10 +109,15 @@ class _ProcessCaps:
 
     def enter(self, memory_mb: int | None, depth: int) -> None:
         with self.lock:
+            # The recursion limit is per interpreter, not per thread: lower it only while no
+            # other host thread (besides our watchdog) could be hit by it. Otherwise the
+            # process limit (usually 1000) bounds model recursion instead.
+            lower = threading.active_count() <= 2
             if self.active == 0:
                 self.saved_recursion = sys.getrecursionlimit()
                 self.saved_as = resource.getrlimit(resource.RLIMIT_AS) if memory_mb else None
-                sys.setrecursionlimit(depth)
+                if lower or depth > self.saved_recursion:
+                    sys.setrecursionlimit(depth)
             elif depth > sys.getrecursionlimit():
                 sys.setrecursionlimit(depth)
             if memory_mb:
@@ -168,7 +173,7 @@ class RestrictedRuntime:
             raise TypeError(f"limits must be an executors.Limits, not {type(self.limits).__name__}")
         self.authorized_imports = normalize_imports(authorized_imports)
         self._tools: dict[str, Callable[..., Any]] = {}
-        self._cache: OrderedDict[tuple[str, bool], tuple[Any, ExecutionError | None, str]] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[Any, ExecutionError | None, str]] = OrderedDict()
         self._sources: OrderedDict[str, list[str]] = OrderedDict()
         self._step = 0
         self._buffer = OutputBuffer(self.limits.max_output_chars)
@@ -303,11 +308,7 @@ class RestrictedRuntime:
 
     # -- compile -------------------------------------------------------------------------------
     def _compile(self, code: str) -> tuple[Any, ExecutionError | None, str]:
-        # Whether the namespace rebinds an eager builtin (`list = ...`) changes the instrumented
-        # code (see instrument.EAGER_CONSUMERS), so it is part of the cache key.
-        ns = self.ns
-        shadowed = any(name in ns for name in EAGER_CONSUMERS)
-        key = (code, shadowed)
+        key = code
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
@@ -327,7 +328,7 @@ class RestrictedRuntime:
                 entry = (None, _policy_error(violations, lines), filename)
             else:
                 try:
-                    compiled = compile(instrument(tree, needed, shadowed), filename, "exec", dont_inherit=True)
+                    compiled = compile(instrument(tree, needed), filename, "exec", dont_inherit=True)
                     entry = (compiled, None, filename)
                 except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
                     entry = (None, ExecutionError(type(exc).__name__, str(exc), getattr(exc, "lineno", None)), filename)
@@ -488,6 +489,10 @@ class RestrictedRuntime:
             )
         name = type(exc).__name__
         message = _safe_str(exc) or f"{name} was raised (with no message)"
+        limit = self.limits.max_output_chars
+        if len(message) > limit:
+            half = limit // 2
+            message = f"{message[:half]} ... [{len(message) - limit:,} characters omitted] ... {message[-half:]}"
         if isinstance(exc, ImportPolicyError):
             return ExecutionError("ImportError", message, lineno, line)
         return ExecutionError(name, message, lineno, line)

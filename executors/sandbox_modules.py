@@ -253,7 +253,7 @@ class SandboxImporter:
             members.update(update_wrapper=update_wrapper, wraps=wraps, singledispatch=singledispatch,
                            total_ordering=checked(_functools.total_ordering))
         elif name == "enum":
-            for attr in ("Enum", "IntEnum", "StrEnum", "Flag", "IntFlag", "ReprEnum"):
+            for attr in ("Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"):
                 if attr in members:
                     members[attr] = _checked_enum(members[attr])
         elif name == "dataclasses":

@@ -318,7 +318,9 @@ def test_observations_explain_refusals_limits_and_long_output():
         code("x = 1\nx._secret"), code("y = 2\nwhile True:\n    pass"), code("print('a' * 50_000)"),
         code("final_answer(y)"),
     ]
-    with CodeAgent(ScriptedModel(replies), limits=Limits(timeout_s=0.5), max_observation_chars=3_000) as agent:
+    # no operation budget, so that the endless loop meets the deadline (not the budget) first
+    with CodeAgent(ScriptedModel(replies), limits=Limits(timeout_s=0.5, max_operations=None),
+                   max_observation_chars=3_000) as agent:
         result = agent.run("t")
     refused, slow, long, _ = (s.observation for s in result.steps)
     assert "PolicyError" in refused and "None of this code ran" in refused
