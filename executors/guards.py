@@ -222,9 +222,18 @@ def guarded_lshift(value: Any, shift: Any) -> Any:
 
 
 # -- attributes ----------------------------------------------------------------------------------
+def exact_name(name: Any) -> str:
+    """An attribute name as an exact str: a str subclass could lie in startswith/__eq__/__hash__
+    between our check and the real lookup."""
+    if type(name) is str:
+        return name
+    if isinstance(name, str):
+        return str.__str__(name)
+    raise TypeError(f"attribute name must be a string, not {type(name).__name__}")
+
+
 def check_attr_name(name: Any, *, write: bool = False) -> str:
-    if type(name) is not str:
-        raise TypeError(f"attribute name must be a string, not {type(name).__name__}")
+    name = exact_name(name)
     if name.startswith("_"):
         if write or name not in READABLE_DUNDERS:
             raise PolicyError(f"the attribute '{name}' is not allowed: attributes starting with '_' are private")
@@ -290,8 +299,10 @@ def match_check(*classes: Any) -> None:
         if not isinstance(names, tuple):
             raise PolicyError("__match_args__ must be a tuple of attribute names")
         for name in names:
+            if type(name) is not str:
+                raise PolicyError("__match_args__ must hold plain strings")
             check_attr_name(name)
-            if name in GUARDED_LOADS or (isinstance(name, str) and name.startswith("_")):
+            if name in GUARDED_LOADS or name.startswith("_"):
                 raise PolicyError(f"matching on the attribute '{name}' is not allowed")
 
 
@@ -299,8 +310,9 @@ def make_getattr(attr_hook: Callable[[Any, str], Any], private_hook: Callable[[A
     """The sandbox getattr(): name checks, and the same runtime guards as `obj.name`."""
 
     def getattr_(obj: Any, name: Any, default: Any = _MISSING) -> Any:
+        name = exact_name(name)
         try:
-            if isinstance(name, str) and is_private_name(name):
+            if is_private_name(name):
                 return private_hook(obj, name)
             check_attr_name(name)
             if name in FORMAT_ATTRIBUTES:

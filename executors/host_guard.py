@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from .guards import PolicyError, check_attr_name
+from .guards import PolicyError, check_attr_name, exact_name
 from .policy import PUBLIC_UNDERSCORE_NAMES, is_private_name
 
 _SANDBOX_FILE_PREFIX = "<step-"
@@ -205,14 +205,16 @@ class HostGuard:
         )
 
     def setattr(self, obj: Any, name: Any, value: Any) -> None:
-        if isinstance(name, str) and is_private_name(name):
+        name = exact_name(name)
+        if is_private_name(name):
             setattr(self.private_writable(obj), name, value)
             return
         check_attr_name(name, write=True)
         setattr(self.writable(obj), name, value)
 
     def delattr(self, obj: Any, name: Any) -> None:
-        if isinstance(name, str) and is_private_name(name):
+        name = exact_name(name)
+        if is_private_name(name):
             delattr(self.private_writable(obj), name)
             return
         check_attr_name(name, write=True)

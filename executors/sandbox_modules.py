@@ -24,6 +24,7 @@ from .guards import (
     LimitExceeded,
     PolicyError,
     RunState,
+    exact_name,
     guarded_lshift,
     guarded_pow,
 )
@@ -304,14 +305,14 @@ class SandboxImporter:
             members.update(pow=guarded_pow, ipow=guarded_pow, lshift=guarded_lshift, ilshift=guarded_lshift)
 
             def attrgetter(*names: Any) -> Any:
+                names = tuple(exact_name(n) for n in names)
                 for dotted in names:
-                    if not isinstance(dotted, str):
-                        raise TypeError("attribute name must be a string")
                     for part in dotted.split("."):
                         _check_static_name(part)
                 return _operator.attrgetter(*names)
 
             def methodcaller(name: Any, *args: Any, **kwargs: Any) -> Any:
+                name = exact_name(name)
                 _check_static_name(name)
                 return _operator.methodcaller(name, *args, **kwargs)
 
@@ -358,10 +359,11 @@ class _CheckedEnumType(type(__import__("enum").Enum)):  # type: ignore[misc]
 def _checked_enum_names(names: Any) -> Any:
     """Materialize the names first (a lazy or lying container could change after the check),
     then refuse '_' names. Returns what the functional API gets."""
+    if type(names) not in (str, list, tuple, dict):
+        raise PolicyError("enum member names must be given as a str, list, tuple or dict")
     if isinstance(names, str):
-        names = str(names)
         items = names.replace(",", " ").split()
-    elif isinstance(names, dict) or hasattr(names, "keys"):
+    elif isinstance(names, dict):
         names = [(str.__str__(k) if isinstance(k, str) else k, names[k]) for k in list(names.keys())]
         items = [k for k, _ in names]
     else:
