@@ -20,6 +20,7 @@ from .policy import PUBLIC_UNDERSCORE_NAMES, is_private_name
 
 _SANDBOX_FILE_PREFIX = "<step-"
 _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), frozenset, range)
+_SNAPSHOT_TYPES = (list, dict, set, bytearray)
 
 
 def _refuse_write(obj: Any) -> PolicyError:
@@ -89,6 +90,10 @@ class HostGuard:
         # __eq__/__hash__, which model code controls).
         self.classes = _ClassRegistry()
         self.shared: set[int] = set()  # ids of module-level host objects (kept alive by modules)
+        # Mutable containers held by host classes (TextWrapper.unicode_whitespace_trans, ...):
+        # model code can reach them, so after every step they are put back as they were.
+        self._snapshots: list[tuple[Any, Any]] = []
+        self._snapshot_ids: set[int] = set()
         self._build_class = builtins.__build_class__
 
     # -- what model code created ------------------------------------------------------------------
@@ -104,6 +109,28 @@ class HostGuard:
     def share(self, value: Any) -> None:
         if not isinstance(value, _IMMUTABLE):
             self.shared.add(id(value))
+        if isinstance(value, type):
+            for klass in value.__mro__:
+                if klass is object or klass.__module__ == "builtins":
+                    continue
+                for item in vars(klass).values():
+                    if type(item) in _SNAPSHOT_TYPES and id(item) not in self._snapshot_ids:
+                        self._snapshot_ids.add(id(item))
+                        self._snapshots.append((item, type(item)(item)))
+
+    def restore(self) -> None:
+        """Undo changes the step made to host classes' containers (after the step)."""
+        for container, saved in self._snapshots:
+            try:
+                if type(container) is type(saved) and container == saved:
+                    continue
+            except BaseException:  # noqa: BLE001 - model objects inside may raise in __eq__
+                pass
+            if isinstance(container, (dict, set)):
+                container.clear()
+                container.update(saved)
+            else:
+                container[:] = saved
 
     def writable(self, obj: Any) -> Any:
         """`obj.attr = v` → `_w(obj).attr = v`."""

@@ -428,6 +428,7 @@ class RestrictedRuntime:
                 if not released:
                     _CAPS.leave()
                 _unwatch(state)
+                self.host_guard.restore()
         if exc is not None and error is None and not state.final_called:
             error = ExecutionError(type(exc).__name__, "the code failed")
         state.reason = "finished"
