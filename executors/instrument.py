@@ -1,13 +1,13 @@
 """AST instrumentation for the restricted runtime: the checks the sandbox relies on at run time.
 
 What is inserted, and why it is cheap:
-- `_live or _dead()` at every function entry, loop body and except handler: two bytecodes while
+- `_live or _dead()` at every function entry, loop body (inside functions) and except handler: two bytecodes while
   the run is live. The watchdog flips `_live` at the deadline (and it is False between steps), so
   code that swallows the interrupt, or model code called by the host later, stops at once.
 - `for x in _for(it)`: one call per loop, not per iteration. Sized builtins are charged to the
   operation budget up front; anything else is consumed in C-speed chunks that are charged and
   checked between chunks.
-- `while` loops become `for _w in _for(_forever): if not test: break` so they are metered the same.
+- `while` loops become `for _loop in _for(_forever): if not test: break`, metered the same way.
 - `**` / `<<` go through size checks; `.format` / `.format_map` through a field check.
 - The last expression statement's value is stored for `ExecutionResult.output`.
 """
@@ -59,13 +59,26 @@ def _with_check(body: list[ast.stmt], node: ast.AST) -> list[ast.stmt]:
 
 
 class Instrumenter(ast.NodeTransformer):
+    """Loop bodies get a liveness check only inside functions: module-level and class-level
+    code runs only within its step (the watchdog's interrupt and the except-handler checks
+    stop it), and there a check would be a LOAD_NAME per iteration, the costliest kind."""
+
+    def __init__(self) -> None:
+        self.function_depth = 0
+
     def visit_Constant(self, node: ast.Constant) -> ast.AST:  # skip NodeVisitor's legacy hooks
         return node
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         return node
+
+    def _loop_body(self, body: list[ast.stmt], node: ast.AST) -> list[ast.stmt]:
+        return _with_check(body, node) if self.function_depth else body
+
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        self.function_depth += 1
         self.generic_visit(node)
+        self.function_depth -= 1
         body = node.body
         doc = (
             body[:1]
@@ -86,7 +99,7 @@ class Instrumenter(ast.NodeTransformer):
     def visit_For(self, node: ast.For) -> ast.AST:
         self.generic_visit(node)
         node.iter = _located(_call("_for", node.iter), node.iter)
-        node.body = _with_check(node.body, node)
+        node.body = self._loop_body(node.body, node)
         return node
 
     def visit_While(self, node: ast.While) -> ast.AST:
@@ -101,7 +114,7 @@ class Instrumenter(ast.NodeTransformer):
         loop = ast.For(
             target=ast.Name(id="_loop", ctx=ast.Store()),
             iter=_call("_for", _name("_forever")),
-            body=_with_check([stop, *node.body], node),
+            body=self._loop_body([stop, *node.body], node),
             orelse=[],
             type_comment=None,
         )
