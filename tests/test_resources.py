@@ -112,6 +112,10 @@ CASES: list[Case] = [
                 pass
         """, types=LIMIT_ERRORS),
     C("finally_loops_again", "try:\n    while True:\n        pass\nfinally:\n    while True:\n        pass", types=LIMIT_ERRORS),
+    # `continue` in a finally block swallows any exception, the interrupt included
+    C("finally_continue_swallows_interrupt", "while True:\n    try:\n        pass\n    finally:\n        continue", types=LIMIT_ERRORS),
+    C("finally_continue_without_op_budget", "while True:\n    try:\n        pass\n    finally:\n        continue", types=LIMIT_ERRORS, limits={"max_operations": None}),
+    C("nested_finally_continue_in_thread", "while True:\n    try:\n        while True:\n            try:\n                pass\n            finally:\n                continue\n    finally:\n        continue", types=LIMIT_ERRORS, limits={"max_operations": None}, in_thread=True),
     C("catch_limit_and_recurse", "def spin():\n    try:\n        while True:\n            pass\n    except BaseException:\n        spin()\nspin()"),
     C("catch_limit_then_finish", "try:\n    while True:\n        pass\nexcept BaseException:\n    pass\nprint('survived')"),
     C("suppressing_context_manager", """
