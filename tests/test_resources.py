@@ -589,3 +589,31 @@ def test_host_threads_are_not_limited_by_a_run():
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["run_error"] is not None
     assert report["n"] == 0, f"an unrelated host thread failed {report['n']} times: {report['errors']}"
+
+
+_DEEP_C_RECURSION = r"""
+import json, sys, threading
+sys.path.insert(0, sys.argv[1])
+from executors import Limits
+from executors.local import LocalExecutor
+
+sys.setrecursionlimit(100_000)  # some hosts raise it (deep parsers, recursive pydantic models)
+if sys.argv[2] == "with-thread":
+    threading.Thread(target=threading.Event().wait, daemon=True).start()  # e.g. a server thread
+ex = LocalExecutor(limits=Limits(timeout_s=5))
+r = ex.execute("x = []\nfor i in range(200000):\n    x = [x]\nlen(repr(x))")
+print(json.dumps({"error": r.error.type if r.error else None}))
+"""
+
+
+@pytest.mark.parametrize("threads", ["no-thread", "with-thread"])
+def test_deep_c_recursion_cannot_crash_the_host(threads: str):
+    """C-level recursion over model-built data (repr of a 200,000-deep list) must end in an
+    error, not overflow the C stack, even when the host raised its recursion limit and runs
+    other threads."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _DEEP_C_RECURSION, str(Path(__file__).parent), threads],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 0, f"the host process died (rc={proc.returncode}): {proc.stderr[-1500:]}"
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["error"] is not None
