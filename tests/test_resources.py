@@ -149,7 +149,7 @@ CASES: list[Case] = [
     C("sum_huge_range_without_op_budget", "sum(range(10**15))", limits={"max_operations": None}),
     C("heavy_host_code_in_tool_callback", "import random\nclass Q:\n    def __str__(self):\n        return str(len(random.choices('ab', k=3 * 10**7)))\nsearch(Q())"),
     C("pow_modular_huge", "pow(3, 10**200, 10**(10**5))"),
-    C("math_prod_huge", "import math\nmath.prod(range(1, 10**5))"),
+    C("math_prod_huge", "import math\nmath.prod(range(1, 3 * 10**5))"),
     C("deque_over_permutations", "import collections, itertools\ncollections.deque(itertools.permutations(range(14)), maxlen=0)"),
     C("membership_in_product", "import itertools\n(-1,) in itertools.product(range(10**4), repeat=3)"),
     C("factorial_huge", "import math\nmath.factorial(10**6)"),
