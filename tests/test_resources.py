@@ -162,6 +162,7 @@ CASES: list[Case] = [
     C("thread_host_python_loop", "import random\nrandom.choices('ab', k=10**10)", in_thread=True),
     C("thread_pow_modular_huge", "pow(3, 10**200, 10**(10**5))", in_thread=True),
     C("thread_sleep_forever", "import time\ntime.sleep(3600)", in_thread=True, types=LIMIT_ERRORS),
+    C("thread_big_int_division", "x = 7**(1300000)\ny = 3**(600000)\nz = x // y\n1", in_thread=True),
     C("thread_deque_consumes_range", "import collections\ncollections.deque(range(10**15), maxlen=0)", in_thread=True),
     # ------------------------------------------------------------ memory and size
     C("pow_tower", "10**10**10"),
