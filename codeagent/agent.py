@@ -216,6 +216,10 @@ class CodeAgent:
         """Vet or rewrite parsed code before it runs; raise ActionRefused to refuse it."""
         return code
 
+    def _parse_lesson(self, exc: Exception) -> str:
+        """What the model is told when no code could be parsed from its reply."""
+        return getattr(exc, "message", None) or str(exc)
+
     def __init__(
         self,
         model: Model,
@@ -438,7 +442,7 @@ class _Run:
         try:
             code = parsing.parse_code(reply.text, tags=agent.code_tags)
         except parsing.CodeParseError as exc:
-            message = getattr(exc, "message", None) or str(exc)
+            message = agent._parse_lesson(exc)
             observation = f"Error: {message}"
             record.error, record.error_kind, record.observation = message, "parse", observation
             memory.add_step(history_text, "Observation:\n" + observation)

@@ -33,10 +33,20 @@ class ParsedCall:
     source: str  # the call, re-spelled canonically by ast.unparse
 
 
-def _example(tools: Mapping[str, Tool]) -> str:
-    for name in tools:
-        return f'{name}(...)'
-    return 'final_answer("...")'
+def _example(tools: Mapping[str, Tool], name: str | None = None) -> str:
+    """A call the model can copy: the tool with its parameters as keyword placeholders."""
+    tool = tools.get(name) if name else next(iter(tools.values()), None)
+    if tool is None:
+        return 'final_answer("...")'
+    params = [p.name for p in tool.signature.parameters.values() if p.default is p.empty
+              and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return f'{tool.name}({", ".join(f"{p}=..." for p in params)})'
+
+
+def render_tool_line(tool: Tool) -> str:
+    """One line per tool: the call signature and the first line of its doc (no `def` to copy)."""
+    doc = (tool.description or "").strip().splitlines()
+    return f"{tool.signature_text()}  # {doc[0]}" if doc else tool.signature_text()
 
 
 def _names(tools: Mapping[str, Tool]) -> str:
@@ -89,6 +99,13 @@ def _check_statement(stmt: ast.stmt, tools: Mapping[str, Tool], example: str) ->
             "invalid_action",
             f"Do not assign the result to a variable: there are no variables in this mode. Write just the "
             f"call, {call_text}, and its result will be shown to you.",
+        )
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        known = stmt.name if stmt.name in tools else None
+        raise ActionRefused(
+            "invalid_action",
+            f"Do not define functions: the tools already exist. Call one, like {_example(tools, known)}, "
+            "with the values written out.",
         )
     if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
         raise ActionRefused(
@@ -174,8 +191,12 @@ class SingleCallAgent(CodeAgent):
         unknown = sorted(self.bundleable - set(self.tools) - {FINAL_ANSWER})
         if unknown:
             raise ValueError(f"bundleable names unknown tools: {', '.join(unknown)}")
+        # Tools as one-line call signatures, not CodeAgent's `def` stubs: weak models copy the stubs.
+        lines = "\n".join(render_tool_line(t) for t in self.tools.values()) or "# (no tools besides final_answer)"
+        self._template = self._template.replace("{{tools}}", lines)
 
     def system_prompt(self) -> str:
+        text = super().system_prompt()
         if self.bundleable:
             rule = (
                 "These tools may be called several at once, one call per line: "
@@ -183,7 +204,19 @@ class SingleCallAgent(CodeAgent):
             )
         else:
             rule = "Call final_answer(...) as soon as you have the answer."
-        return super().system_prompt().replace("{{bundleable}}", rule)
+        return text.replace("{{bundleable}}", rule)
+
+    def _parse_lesson(self, exc: Exception) -> str:
+        """The parser's lesson shows a whole code block; in this mode the model must send one call."""
+        open_tag, close_tag = self.code_tags
+        lesson = (
+            "I could not find a tool call in your reply. Reply with one line: a single call of one tool, "
+            f"like {open_tag}{_example(self.tools)}{close_tag}, with the values written out."
+        )
+        suggestion = getattr(exc, "suggestion", None)
+        if suggestion:
+            return f"{lesson} If you already have the answer, reply {open_tag}{suggestion}{close_tag}."
+        return f"{lesson} If you already know the answer, reply {open_tag}final_answer(\"your answer\"){close_tag}."
 
     def _prepare_action(self, code: str, run: Any) -> str:
         calls = check_single_call(code, self.tools, self.bundleable)
