@@ -216,6 +216,16 @@ def test_deadline_interrupt_never_leaks_out_of_execute(code: str) -> None:
     assert outcome.status == "contained", outcome.detail
 
 
+def test_deque_multiplied_past_the_memory_cap_is_a_clean_error() -> None:
+    """Found by the fuzzer: SystemError 'error return without exception set' (deque * n under
+    the address-space cap) instead of a MemoryError for the model."""
+    from executors.local import LocalExecutor
+
+    with Session(lambda: LocalExecutor(limits=Limits(timeout_s=1.0)), margin_s=2.0) as session:
+        outcome = session.run("bomb", "import collections\nx = collections.deque([0]) * 100663296", "memory/deque_mul")
+    assert outcome.status == "contained", outcome.detail
+
+
 @pytest.mark.parametrize("code", [
     "while False:\n    pass\nclass Box:\n    pass\nb = Box()\nb.a = 1\nprint(b.a)",
     "i = 0\nwhile i < 3:\n    i += 1\nclass Box:\n    def __init__(self, a):\n        self.a = a\nprint(Box(i).a)",
