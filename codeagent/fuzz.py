@@ -133,7 +133,8 @@ class Progress:
         bad = sum(c.get(s, 0) for s in SAFETY_FAILURES)
         line = (f"fuzz {self.executor}: {self.n}/{self.planned}  equal {c.get('equal', 0)}  "
                 f"refused {c.get('refused', 0)}  held {c.get('held', 0)}  contained {c.get('contained', 0)}  "
-                f"mismatch {c.get('mismatch', 0)}  FAILURES {bad}  {time.monotonic() - self.t0:.0f}s")
+                f"divergent {c.get('divergent', 0)}  mismatch {c.get('mismatch', 0)}  FAILURES {bad}  "
+                f"{time.monotonic() - self.t0:.0f}s")
         if self.tty:
             sys.stderr.write("\r" + line.ljust(120) + end)
         else:
