@@ -33,7 +33,8 @@ _chain = itertools.chain
 _islice = itertools.islice
 _from_iterable = itertools.chain.from_iterable
 
-MAX_INT_BITS = 4_000_000  # ~1.2 million decimal digits: larger powers take seconds in C
+MAX_INT_BITS = 1_000_000  # ~300,000 decimal digits: past that one C operation (a power, a
+# division) on such numbers takes seconds, and off the main thread nothing can interrupt it
 
 
 class PolicyError(Exception):

@@ -109,15 +109,16 @@ class _ProcessCaps:
 
     def enter(self, memory_mb: int | None, depth: int) -> None:
         with self.lock:
-            # The recursion limit is per interpreter, not per thread: lower it only while no
-            # other host thread (besides our watchdog) could be hit by it. Otherwise the
-            # process limit (usually 1000) bounds model recursion instead.
-            lower = threading.active_count() <= 2
+            # The recursion limit is per interpreter, not per thread: while other host threads
+            # run, model recursion is bounded at 1000 frames rather than max_recursion_depth.
+            if threading.active_count() > 2:
+                # Other host threads: never below Python's default (1000), which still keeps
+                # C recursion (repr of a deep structure) far from the C stack's end.
+                depth = max(depth, 1000)
             if self.active == 0:
                 self.saved_recursion = sys.getrecursionlimit()
                 self.saved_as = resource.getrlimit(resource.RLIMIT_AS) if memory_mb else None
-                if lower or depth > self.saved_recursion:
-                    sys.setrecursionlimit(depth)
+                sys.setrecursionlimit(depth)
             elif depth > sys.getrecursionlimit():
                 sys.setrecursionlimit(depth)
             if memory_mb:

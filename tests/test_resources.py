@@ -399,7 +399,23 @@ def run_in_child_host(
     return phases, f"phases reached={list(phases)} rc={rc} stderr={err[-1500:]!r}"
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+# Known limits of the in-process executor, kept visible as strict xfails: C code that holds the
+# GIL can only be interrupted in the main thread (a signal handler); off the main thread only
+# SubprocessExecutor/DockerExecutor (a hard kill) bound it. The README says so.
+KNOWN_LIMITS = {
+    "thread_regex_catastrophic_backtracking": "a GIL-holding regex off the main thread cannot be interrupted in process",
+}
+
+
+def _with_known_limits(cases: list[Case]) -> list[Any]:
+    return [
+        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=KNOWN_LIMITS[c.id]))
+        if c.id in KNOWN_LIMITS else c
+        for c in cases
+    ]
+
+
+@pytest.mark.parametrize("case", _with_known_limits(CASES), ids=lambda c: c.id)
 def test_limit_holds(case: Case):
     phases, diag = run_in_child_host(case.code, case.host, case.in_thread, case.setup, **dict(case.limits))
     assert "execute" in phases, f"execute() never returned (host frozen or crashed): {diag}"
