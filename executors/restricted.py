@@ -111,7 +111,7 @@ class _ProcessCaps:
         with self.lock:
             # The recursion limit is per interpreter, not per thread: while other host threads
             # run, model recursion is bounded at 1000 frames rather than max_recursion_depth.
-            if threading.active_count() > 2:
+            if _other_host_threads():
                 # Other host threads: never below Python's default (1000), which still keeps
                 # C recursion (repr of a deep structure) far from the C stack's end.
                 depth = max(depth, 1000)
@@ -149,6 +149,13 @@ class _ProcessCaps:
 
 
 _CAPS = _ProcessCaps()
+
+
+def _other_host_threads() -> bool:
+    """A non-daemon thread besides this one is running host work (daemon threads are taken
+    to be background helpers, like our watchdog)."""
+    current = threading.current_thread()
+    return any(t is not current and not t.daemon and t.is_alive() for t in threading.enumerate())
 
 
 def _frame_depth() -> int:
@@ -474,6 +481,10 @@ class RestrictedRuntime:
             )
         if isinstance(exc, LimitExceeded):
             return ExecutionError("LimitExceeded", "the code was stopped", lineno, line)
+        if isinstance(exc, SystemError) and "without exception set" in _safe_str(exc):
+            # CPython bug: some containers (deque * n) fail an allocation under the memory cap
+            # without setting MemoryError.
+            exc = MemoryError()
         if isinstance(exc, MemoryError):
             detail = _safe_str(exc)
             return ExecutionError(
