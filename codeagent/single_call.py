@@ -12,7 +12,9 @@ matter). The loop, the executor, the events and the RunResult are CodeAgent's.
 from __future__ import annotations
 
 import ast
+import difflib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -118,8 +120,11 @@ def _check_statement(stmt: ast.stmt, tools: Mapping[str, Tool], example: str) ->
     name = func.id if isinstance(func, ast.Name) else ast.unparse(func)
     if name not in tools and name != FINAL_ANSWER:
         inner = [a for a in call.args if isinstance(a, ast.Call)]
+        close = _closest_tool(name, tools)
         if name == "print" and len(inner) == 1:
             hint = f" Write just {ast.unparse(inner[0])}: its result is shown to you without print."
+        elif close:
+            hint = f" Did you mean {_example(tools, close)}?"
         else:
             hint = ""
         raise ActionRefused(
@@ -136,6 +141,38 @@ def _check_statement(stmt: ast.stmt, tools: Mapping[str, Tool], example: str) ->
             raise ActionRefused("invalid_action", f"Write the arguments of {name}() one by one, without **.")
         kwargs.append((kw.arg, _literal_argument(name, f"argument {kw.arg}=", kw.value)))
     return ParsedCall(name=name, args=tuple(args), kwargs=tuple(kwargs), source=ast.unparse(call))
+
+
+def _closest_tool(name: str, tools: Mapping[str, Tool]) -> str | None:
+    """The tool a misspelled or shortened name most likely meant (`capital` -> `capital_of`)."""
+    names = [*tools, FINAL_ANSWER]
+    found = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    if found:
+        return found[0]
+    prefixed = [n for n in names if name and (n.startswith(name) or name.startswith(n))]
+    return prefixed[0] if len(prefixed) == 1 else None
+
+
+# `tool(country: "Japan")`: weak models copy the signature's colon into the call.
+_COLON_KWARG = re.compile(r"\b([A-Za-z_]\w*)\s*\(([^()\n]*\b[A-Za-z_]\w*\s*:[^()\n]*)\)")
+_COLON = re.compile(r"\b([A-Za-z_]\w*)\s*:\s*")
+
+
+def colon_call_fix(text: str, tools: Mapping[str, Tool]) -> str | None:
+    """`tool(key: value)` in `text`, rewritten as a valid call of a known tool, else None."""
+    # short lines only: the pattern backtracks, and a call is one short line anyway
+    lines = [line for line in text.splitlines()[:50] if len(line) <= 300]
+    for m in (m for line in lines for m in _COLON_KWARG.finditer(line)):
+        name = m.group(1) if m.group(1) in tools or m.group(1) == FINAL_ANSWER else _closest_tool(m.group(1), tools)
+        if name is None:
+            continue
+        fixed = f"{name}({_COLON.sub(lambda k: k.group(1) + '=', m.group(2))})"
+        try:
+            check_single_call(fixed, tools)
+        except ActionRefused:
+            continue
+        return fixed
+    return None
 
 
 def _literal_argument(name: str, where: str, node: ast.expr) -> Any:
@@ -213,6 +250,12 @@ class SingleCallAgent(CodeAgent):
             "I could not find a tool call in your reply. Reply with one line: a single call of one tool, "
             f"like {open_tag}{_example(self.tools)}{close_tag}, with the values written out."
         )
+        fixed = colon_call_fix(str(getattr(exc, "reply", "") or ""), self.tools)
+        if fixed:
+            return (
+                "Your call is not valid Python: keyword arguments take =, not :. "
+                f"Reply exactly: {open_tag}{fixed}{close_tag}"
+            )
         suggestion = getattr(exc, "suggestion", None)
         if suggestion:
             return f"{lesson} If you already have the answer, reply {open_tag}{suggestion}{close_tag}."

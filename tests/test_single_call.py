@@ -155,6 +155,17 @@ def test_prose_and_fences_go_through_the_parser_first():
     assert 'final_answer("your answer")' in result.steps[2].observation
 
 
+def test_near_misses_get_the_corrected_call():
+    with pytest.raises(ActionRefused, match=r"`pric` is not a tool you can call. Did you mean price\(item=\.\.\.\)"):
+        check_single_call("pric('apple')", TOOLS)
+    # SmolLM2-135M writes the signature's colon into the call; the lesson hands back the fixed line
+    result, _, _ = run(['<code>pric(item: "apple")', "<code>price(item='apple')</code>", "final_answer(0.5)"])
+    assert "keyword arguments take =, not :. Reply exactly: <code>price(item=\"apple\")</code>" in (
+        result.steps[0].observation.replace("'", '"')
+    )
+    assert result.status == "success"
+
+
 def test_a_pasted_tool_definition_is_taught():
     with pytest.raises(ActionRefused, match=r"Do not define functions.*like price\(item=\.\.\.\)"):
         check_single_call("def price(item):\n    return 1", TOOLS)
