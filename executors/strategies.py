@@ -682,7 +682,7 @@ def _data_programs(draw, tools, final):
 
 def _compiles(code: str) -> bool:
     try:
-        compile(code, "<fuzz>", "exec")
+        compile(code, "<fuzz>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError, MemoryError, RecursionError, OverflowError):
         return False
     return True

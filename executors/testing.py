@@ -207,8 +207,10 @@ def run_cpython(code: str, tools: Mapping[str, Callable[..., Any]] | None = None
         signal.setitimer(signal.ITIMER_REAL, timeout_s)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-            exec(compile(tree, "<fuzz>", "exec"), ns)
-            value = eval(compile(last, "<fuzz>", "eval"), ns) if last is not None else None
+            # dont_inherit: this module's `from __future__ import annotations` must not leak into
+            # the program (it would stop module-level annotations from being evaluated)
+            exec(compile(tree, "<fuzz>", "exec", dont_inherit=True), ns)
+            value = eval(compile(last, "<fuzz>", "eval", dont_inherit=True), ns) if last is not None else None
         return Reference(True, out.getvalue(), value)
     except FinalAnswer as fa:
         return Reference(True, out.getvalue(), fa.value, is_final_answer=True)

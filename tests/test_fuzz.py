@@ -153,6 +153,8 @@ def test_cpython_reference_gives_output_and_final_answer() -> None:
     ref = run_cpython("final_answer([1, 2])\nprint('never')")
     assert ref.is_final_answer and ref.output == [1, 2] and ref.logs == ""
     assert run_cpython("input()").error_type == "RuntimeError"  # never waits on stdin
+    # module-level annotations are evaluated, as in a fresh interpreter (no inherited __future__)
+    assert run_cpython("ifA:A").error_type == "NameError"
 
 
 # ----------------------------------------------------------------------------- per executor
