@@ -463,7 +463,7 @@ class RestrictedRuntime:
     # -- errors --------------------------------------------------------------------------------
     def _error(self, exc: BaseException) -> ExecutionError:
         limits = self.limits
-        reason = self.state.reason
+        reason = exc.reason if isinstance(exc, LimitExceeded) else self.state.reason
         lineno, line = self._location(exc)
         if reason == "timeout" or isinstance(exc, Interrupt):
             return ExecutionError(
@@ -480,7 +480,9 @@ class RestrictedRuntime:
                 lineno, line,
             )
         if isinstance(exc, LimitExceeded):
-            return ExecutionError("LimitExceeded", "the code was stopped", lineno, line)
+            return ExecutionError(
+                "TimeoutError", "the code was stopped by the sandbox's limits "
+                "(Limits.timeout_s / max_operations); do less work per step", lineno, line)
         if isinstance(exc, SystemError) and "without exception set" in _safe_str(exc):
             # CPython bug: some containers (deque * n) fail an allocation under the memory cap
             # without setting MemoryError.
