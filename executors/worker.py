@@ -789,6 +789,8 @@ class Worker:
                 os._exit(0)
         finally:
             sys.stdout, sys.stderr = old_out, old_err
+        if error is not None and not restart and _has_children():
+            restart = True  # e.g. a fork bomb that ended in BlockingIOError: its forks live on
         is_final = bool(self.final)
         if is_final:
             output, error = self.final[0], None

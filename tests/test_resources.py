@@ -230,7 +230,8 @@ CASES: list[Case] = [
     # host (stdlib) Python code looping on the model's behalf: no inserted checks there
     C("random_choices_huge_k", "import random\nrandom.choices('ab', k=10**10)"),
     C("statistics_mean_huge_range", "import statistics\nstatistics.mean(range(10**12))"),
-    C("difflib_quadratic", "import difflib\ndifflib.SequenceMatcher(None, 'ab' * 3000, 'ba' * 3000, autojunk=False).ratio()"),
+    # finishes in ~1.9 s on a quiet machine, times out on a busy one: either is fine, in time
+    C("difflib_quadratic", "import difflib\ndifflib.SequenceMatcher(None, 'ab' * 3000, 'ba' * 3000, autojunk=False).ratio()", expect="any"),
     C("textwrap_huge", "import textwrap\ntextwrap.fill('ab ' * 10**7, 10)"),
     # the executor's own bookkeeping runs under the same cap: fill it to the last byte and stop
     C("memory_exhausted_then_finish", """
