@@ -1159,7 +1159,7 @@ def _direct(draw, effect: str, r: _Renderer) -> tuple[str, str]:
             ("refused_import", "import io\nio.FileIO(MARKER, 'w').write(b'escaped')"),
             ("refused_import", "import pathlib\npathlib.Path(MARKER).write_text('escaped')"),
             ("refused_import", "import os\nos.mkdir(MARKER)"),
-            ("refused_import", "import pickle\npickle.loads(b'cos\\nmkdir\\n(Vmarker\\ntR.'.replace(b'marker', MARKER.encode()))"),
+            ("refused_import", "import pickle\ngetattr(pickle, 'loads')(b'cos\\nmkdir\\n(Vmarker\\ntR.'.replace(b'marker', MARKER.encode()))"),
             ("builtins", "__import__('os').mkdir(MARKER)"),
             ("builtins", f"{_fullwidth('exec')}('import os; os.mkdir(MARKER)')"),
         ]))

@@ -215,14 +215,10 @@ def executor_class(kind: str) -> type:
 
         return LocalExecutor
     if kind == "subprocess":
-        if not _module_exists("executors.process"):
-            pytest.skip("executors.process (SubprocessExecutor) does not exist yet")
         from executors.process import SubprocessExecutor
 
         return SubprocessExecutor
     if kind == "docker":
-        if not _module_exists("executors.container"):
-            pytest.skip("executors.container (DockerExecutor) does not exist yet")
         problem = docker_engine_problem()
         if problem is not None:
             if os.environ.get("CI") == "true":

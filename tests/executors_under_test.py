@@ -30,8 +30,6 @@ def restricted_available() -> bool:
 
 
 def _local(**kwargs: Any) -> Any:
-    if not module_exists("executors.local"):
-        pytest.skip("executors.local (LocalExecutor) does not exist yet")
     from executors.local import LocalExecutor
 
     return LocalExecutor(**kwargs)
@@ -39,8 +37,6 @@ def _local(**kwargs: Any) -> Any:
 
 def _subprocess(policy: str) -> Callable[..., Any]:
     def make(**kwargs: Any) -> Any:
-        if policy == "restricted" and not restricted_available():
-            pytest.skip("executors.restricted does not exist yet (restricted policy)")
         from executors.process import SubprocessExecutor
 
         return SubprocessExecutor(policy=policy, **kwargs)
@@ -50,8 +46,6 @@ def _subprocess(policy: str) -> Callable[..., Any]:
 
 def _docker(policy: str) -> Callable[..., Any]:
     def make(**kwargs: Any) -> Any:
-        if not module_exists("executors.container"):
-            pytest.skip("executors.container does not exist yet")
         if os.environ.get("CI") != "true" and os.environ.get("CODEAGENT_DOCKER") != "1":
             pytest.skip("Docker contract runs need CI=true or CODEAGENT_DOCKER=1")
         from executors.container import DockerExecutor

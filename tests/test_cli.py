@@ -148,8 +148,6 @@ def test_console_script():
 
 
 def test_run_and_exec_with_the_subprocess_executor(tools_module, tmp_path):
-    if importlib.util.find_spec("executors.process") is None:
-        pytest.skip("executors.process not built yet")
     replies = [code("print(multiply(6, 7))"), code("final_answer(multiply(6, 7))")]
     with OpenAIStub(replies) as stub:
         proc = codeagent("run", "6*7?", "--model", "m", "--base-url", stub.base_url, "--tools", "cli_tools:TOOLS",
