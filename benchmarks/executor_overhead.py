@@ -10,12 +10,15 @@ Times are the running thread's CPU time (time.thread_time): on a loaded machine 
 medians swing by ±50% from preemption alone, CPU time does not. The sandbox's watchdog thread
 does no work while code runs (it sleeps until a deadline), so nothing is hidden by this.
 smolagents' executor runs the code in a thread of its own, so it is timed by the wall clock.
+A gc.collect() after each setup keeps one runner's setup garbage (a fresh sandbox namespace is
+a few hundred objects) from triggering a collection inside another runner's timing.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import io
 import statistics
 import sys
@@ -100,7 +103,7 @@ def _smolagents_runner():
     return setup, run
 
 
-def measure(runners: dict, code: str, reps: int, clock=time.thread_time) -> dict[str, float]:
+def measure(runners: dict, code: str, reps: int, clock=time.thread_time, collect: bool = True) -> dict[str, float]:
     """Median time per runner; runners interleaved rep by rep so noise hits them alike.
     Setup (fresh namespace) and teardown are outside the timed region."""
     samples: dict[str, list[float]] = {name: [] for name in runners}
@@ -110,6 +113,8 @@ def measure(runners: dict, code: str, reps: int, clock=time.thread_time) -> dict
     for _ in range(reps):
         for name, (setup, run) in runners.items():
             setup()
+            if collect:  # no garbage-collector debt from one runner's setup lands in a timing
+                gc.collect()
             t0 = clock()
             run(code)
             samples[name].append(clock() - t0)
@@ -126,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name, code in SNIPPETS.items():
         reps = args.reps * (40 if name == "trivial_action" else 1)
-        t = measure(runners, code, reps)
+        # (trivial actions: no collect, it would leave the caches cold for a 20 us measurement)
+        t = measure(runners, code, reps, collect=not name.startswith("trivial"))
         t_s = None
         if smol is not None and not name.startswith("trivial"):
             t_s = measure({"smolagents": smol}, code, max(3, args.reps // 3), time.perf_counter)["smolagents"]
@@ -139,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         name: (setup, (lambda run: lambda _c: run(f"x = 1 + {next(counter)}\n"))(run))  # noqa: B023
         for name, (setup, run) in runners.items()
     }
-    t = measure(uncached, "", args.reps * 40)
+    t = measure(uncached, "", args.reps * 40, collect=False)
     rows.append(("trivial_action_uncached", t["cpython"], t["local"], None))
 
     print(f"Python {sys.version.split()[0]}; median of {args.reps} runs (trivial: x40); limits on")

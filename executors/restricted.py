@@ -385,7 +385,9 @@ class RestrictedRuntime:
         state.in_tool = False
         state.generation += 1
         state.deadline = time.monotonic() + limits.timeout_s
-        ns.pop(RESULT_NAME, None)
+        # Assigned, never deleted: a deletion leaves a dummy slot that slows every later lookup
+        # in the namespace (module-level code looks every name up in this dict).
+        ns[RESULT_NAME] = None
         exc: BaseException | None = None
         output: Any = None
         output_repr: str | None = None
@@ -414,7 +416,8 @@ class RestrictedRuntime:
                             if state.final_called:
                                 output = state.final_value
                             elif exc is None:
-                                output = ns.pop(RESULT_NAME, None)
+                                output = ns[RESULT_NAME]
+                                ns[RESULT_NAME] = None
                             if state.reason in (None, "final"):
                                 state.reason = None
                                 ns["_live"] = True
