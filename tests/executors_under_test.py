@@ -1,7 +1,7 @@
 """The executors the contract tests run over: one entry per (place, policy).
 
 To add one (e.g. Docker), append to `EXECUTORS` a name and a `make(**kwargs)` that returns the
-executor or calls `pytest.skip(...)` when it cannot run here. Test modules use it as
+executor or calls `unavailable(...)` (skip; fail under CI) when it cannot run here. Test modules use it as
 
     import executors_under_test
     make_executor = executors_under_test.make_executor  # the fixture
@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from unavailable import unavailable
 
 
 def module_exists(name: str) -> bool:
@@ -47,7 +48,7 @@ def _subprocess(policy: str) -> Callable[..., Any]:
 def _docker(policy: str) -> Callable[..., Any]:
     def make(**kwargs: Any) -> Any:
         if os.environ.get("CI") != "true" and os.environ.get("CODEAGENT_DOCKER") != "1":
-            pytest.skip("Docker contract runs need CI=true or CODEAGENT_DOCKER=1")
+            unavailable("Docker contract runs need CI=true or CODEAGENT_DOCKER=1")
         from executors.container import DockerExecutor
 
         return DockerExecutor(policy=policy, **kwargs)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from openai_stub import OpenAIStub
+from unavailable import unavailable
 
 from codeagent import demo
 
@@ -141,7 +142,7 @@ def test_help_lists_commands():
 def test_console_script():
     script = Path(sys.executable).with_name("codeagent")
     if not script.exists():
-        pytest.skip("the project is not installed with its console script in this environment")
+        unavailable("the project is not installed with its console script in this environment")
     proc = subprocess.run([str(script), "exec", "-"], input="print(6 * 7)\n", capture_output=True, text=True,
                           timeout=60, cwd=ROOT)
     assert proc.returncode == 0 and proc.stdout == "42\n"

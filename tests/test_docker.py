@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
+from unavailable import unavailable
 
 from executors import ExecutionResult, Limits
 
@@ -45,9 +46,7 @@ def _engine_or_skip():
     except Exception as e:
         reason = (f"no Docker engine reachable at {where}: {type(e).__name__}: {e}. "
                   "Start one with `source <(scripts/docker-engine.sh --env)`.")
-        if IN_CI:
-            pytest.fail(f"CI=true but {reason}", pytrace=False)
-        pytest.skip(reason)
+        unavailable(reason)
 
 
 @pytest.fixture(scope="module")
@@ -624,7 +623,7 @@ def test_any_image_with_python(client, tmp_path):
     probe = subprocess.run([python, "-c", "import sys; print(sys.version_info >= (3, 10))"],
                            capture_output=True, text=True) if os.path.exists(python) else None
     if probe is None or probe.stdout.strip() != "True":
-        pytest.skip(f"{python} with Python >= 3.10 is not on this machine")
+        unavailable(f"{python} with Python >= 3.10 is not on this machine")
     tag = f"codeagent-test-other-python:{os.getpid()}"
     build_image(tag, python=python, client=client)
     try:

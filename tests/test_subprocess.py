@@ -19,7 +19,6 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from executors_under_test import restricted_available
 
 from executors import ExecutionResult, ExecutorError, Limits
 from executors.process import SubprocessExecutor, _pids_cgroup_usable, sweep_orphans
@@ -27,8 +26,7 @@ from executors.protocol import Repr
 
 TIMEOUT = 1.0
 ROOT = Path(__file__).resolve().parent.parent
-needs_restricted = pytest.mark.skipif(not restricted_available(), reason="executors.restricted not built yet")
-POLICIES = ["open", pytest.param("restricted", marks=needs_restricted)]
+POLICIES = ["open", "restricted"]
 # Root ignores RLIMIT_NPROC: without a writable pids cgroup nothing would bound a fork bomb but the
 # deadline, and an unbounded one can exhaust the machine's pids before then.
 FORKS_BOUNDED = os.geteuid() != 0 or _pids_cgroup_usable()
@@ -440,7 +438,6 @@ def test_worker_program_standalone(tmp_path, how):
     assert buf.next_frame() is None
 
 
-@needs_restricted
 def test_generated_bombs_are_contained():
     """The fuzzing suite's generated resource bombs (executors.testing), restricted policy. Seeded:
     random draws hit `collections.deque([0]) * huge`, which CPython answers with a SystemError under
