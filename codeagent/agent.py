@@ -321,19 +321,17 @@ class CodeAgent:
         return _Run(self, task, variables, reset).events()
 
 
-class _Run:
-    """State of one run; `events()` drives it."""
+class RunBook:
+    """What every agent's run keeps (id, clock, steps, usage, outcome) and how it reports them;
+    shared by CodeAgent's and ToolCallingAgent's runs so their events and RunResult agree."""
 
-    def __init__(self, agent: CodeAgent, task: str, variables: Mapping[str, Any] | None, reset: bool) -> None:
+    def __init__(self, agent: Any, task: str) -> None:
         self.agent = agent
         self.task = task
-        self.variables = variables
-        self.reset = reset
         self.run_id = uuid.uuid4().hex[:12]
         self.t0 = time.perf_counter()
         self.steps: list[StepRecord] = []
         self.usage = Usage()
-        self.seen_code: dict[str, int] = {}
         self.status: RunStatus = "max_steps"
         self.output: Any = None
         self.output_repr: str | None = None
@@ -344,6 +342,40 @@ class _Run:
 
     def _event(self, cls: type[Event], step: int | None = None, **fields: Any) -> Any:
         return cls(run_id=self.run_id, step=step, elapsed_s=round(self.elapsed(), 6), **fields)
+
+    def _finish_record(
+        self, record: StepRecord, started: float, model_time: float, exec_time: float, usage: Usage
+    ) -> None:
+        record.usage = usage
+        record.model_duration_s = model_time
+        record.execution_duration_s = exec_time
+        record.duration_s = time.perf_counter() - started
+        self.usage = self.usage + usage
+
+    def _end(self) -> RunEnd:
+        duration = self.elapsed()
+        model = self.agent.model
+        result = RunResult(
+            run_id=self.run_id, task=self.task, status=self.status, output=self.output,
+            output_repr=self.output_repr, error=self.error, steps=self.steps, usage=self.usage,
+            duration_s=duration, model=str(getattr(model, "model_id", type(model).__name__)),
+            scripted=bool(getattr(model, "scripted", False)),
+        )
+        safe = plain_json(self.output)
+        return self._event(
+            RunEnd, status=self.status, output=None if safe is NOT_JSON else safe, output_repr=self.output_repr,
+            error=self.error, steps=len(self.steps), usage=self.usage, duration_s=round(duration, 6), result=result,
+        )
+
+
+class _Run(RunBook):
+    """State of one CodeAgent run; `events()` drives it."""
+
+    def __init__(self, agent: CodeAgent, task: str, variables: Mapping[str, Any] | None, reset: bool) -> None:
+        super().__init__(agent, task)
+        self.variables = variables
+        self.reset = reset
+        self.seen_code: dict[str, int] = {}
 
     def events(self) -> Iterator[Event]:
         self.t0 = time.perf_counter()  # the run starts when iteration does
@@ -524,30 +556,6 @@ class _Run:
         )
         if result.error is not None:
             yield self._event(ErrorEvent, number, kind="execution", message=str(result.error))
-
-    def _finish_record(
-        self, record: StepRecord, started: float, model_time: float, exec_time: float, usage: Usage
-    ) -> None:
-        record.usage = usage
-        record.model_duration_s = model_time
-        record.execution_duration_s = exec_time
-        record.duration_s = time.perf_counter() - started
-        self.usage = self.usage + usage
-
-    def _end(self) -> RunEnd:
-        duration = self.elapsed()
-        model = self.agent.model
-        result = RunResult(
-            run_id=self.run_id, task=self.task, status=self.status, output=self.output,
-            output_repr=self.output_repr, error=self.error, steps=self.steps, usage=self.usage,
-            duration_s=duration, model=str(getattr(model, "model_id", type(model).__name__)),
-            scripted=bool(getattr(model, "scripted", False)),
-        )
-        safe = plain_json(self.output)
-        return self._event(
-            RunEnd, status=self.status, output=None if safe is NOT_JSON else safe, output_repr=self.output_repr,
-            error=self.error, steps=len(self.steps), usage=self.usage, duration_s=round(duration, 6), result=result,
-        )
 
 
 def _join_notes(*notes: str | None) -> str | None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import inspect
 import json
 import time
-import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from .agent import PROMPTS_DIR, ActionRefused, RunResult, RunStatus, StepRecord
+from .agent import PROMPTS_DIR, ActionRefused, RunBook, RunResult, StepRecord
 from .events import (
     NOT_JSON,
     CodeAction,
@@ -185,22 +184,10 @@ class ToolCallingAgent:
         return _ToolRun(self, task).events()
 
 
-class _ToolRun:
+class _ToolRun(RunBook):
     def __init__(self, agent: ToolCallingAgent, task: str) -> None:
-        self.agent = agent
-        self.task = task
-        self.run_id = uuid.uuid4().hex[:12]
-        self.t0 = time.perf_counter()
-        self.steps: list[StepRecord] = []
+        super().__init__(agent, task)
         self.history: list[list[dict[str, Any]]] = []  # the messages of each step
-        self.usage = Usage()
-        self.status: RunStatus = "max_steps"
-        self.output: Any = None
-        self.output_repr: str | None = None
-        self.error: str | None = None
-
-    def _event(self, cls: type[Event], step: int | None = None, **fields: Any) -> Any:
-        return cls(run_id=self.run_id, step=step, elapsed_s=round(time.perf_counter() - self.t0, 6), **fields)
 
     def events(self) -> Iterator[Event]:
         self.t0 = time.perf_counter()
@@ -276,7 +263,7 @@ class _ToolRun:
                 model_time += time.perf_counter() - t
                 self.status, self.error = "failed", f"model error: {exc}"
                 record.error, record.error_kind = self.error, "model"
-                self._finish(record, started, model_time, 0.0, usage)
+                self._finish_record(record, started, model_time, 0.0, usage)
                 yield self._event(ErrorEvent, number, kind="model", message=self.error)
                 return
             model_time += time.perf_counter() - t
@@ -292,7 +279,7 @@ class _ToolRun:
             self.status = "failed"
             self.error = f"the model returned {record.empty_replies} empty replies in a row at step {number}"
             record.error, record.error_kind = self.error, "empty_reply"
-            self._finish(record, started, model_time, 0.0, usage)
+            self._finish_record(record, started, model_time, 0.0, usage)
             yield self._event(ErrorEvent, number, kind="empty_reply", message=self.error)
             return
         yield self._event(
@@ -310,7 +297,7 @@ class _ToolRun:
                     {"role": "assistant", "content": reply.text},
                     {"role": "user", "content": "Observation:\n" + record.observation},
                 ])
-                self._finish(record, started, model_time, 0.0, usage)
+                self._finish_record(record, started, model_time, 0.0, usage)
                 yield self._event(ErrorEvent, number, kind=exc.kind, message=exc.message)
                 return
         record.code = "\n".join(_python_call(c.name, c.arguments) for c in calls)
@@ -365,7 +352,7 @@ class _ToolRun:
         if errors:
             record.error, record.error_kind = "; ".join(errors), "tool"
         self.history.append(group)
-        self._finish(record, started, model_time, exec_time, usage)
+        self._finish_record(record, started, model_time, exec_time, usage)
         yield self._event(Observation, number, observation=record.observation, duration_s=round(exec_time, 6),
                           output_repr=record.output_repr)
         if errors:
@@ -435,26 +422,4 @@ class _ToolRun:
         except Exception as exc:  # ToolError and friends: written for the model already
             return False, truncate_middle(f"Error: {exc}", budget)
         return True, truncate_middle(repr(value), budget)
-
-    def _finish(self, record: StepRecord, started: float, model_time: float, exec_time: float, usage: Usage) -> None:
-        record.usage = usage
-        record.model_duration_s = model_time
-        record.execution_duration_s = exec_time
-        record.duration_s = time.perf_counter() - started
-        self.usage = self.usage + usage
-
-    def _end(self) -> RunEnd:
-        duration = time.perf_counter() - self.t0
-        model = self.agent.model
-        result = RunResult(
-            run_id=self.run_id, task=self.task, status=self.status, output=self.output,
-            output_repr=self.output_repr, error=self.error, steps=self.steps, usage=self.usage,
-            duration_s=duration, model=str(getattr(model, "model_id", type(model).__name__)),
-            scripted=bool(getattr(model, "scripted", False)),
-        )
-        safe = plain_json(self.output)
-        return self._event(
-            RunEnd, status=self.status, output=None if safe is NOT_JSON else safe, output_repr=self.output_repr,
-            error=self.error, steps=len(self.steps), usage=self.usage, duration_s=round(duration, 6), result=result,
-        )
 
