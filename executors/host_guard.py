@@ -247,10 +247,6 @@ class HostGuard:
         check_attr_name(name, write=True)
         delattr(self.writable(obj), name)
 
-    def getattr_hook(self, obj: Any, name: str) -> Any:
-        """Used by the sandbox getattr() for the guarded names."""
-        return self.attr(obj, name)
-
     # -- decorators that change their argument -----------------------------------------------------
     def checked_decorator(self, fn: Callable[..., Any], position: int = 0) -> Callable[..., Any]:
         """A decorator that changes the object it is given: only for the model's own objects."""

@@ -87,7 +87,7 @@ class Instrumenter(ast.NodeTransformer):
             else []
         )
         rest = body[len(doc):]
-        node.body = doc + _with_check(rest, node) if rest else doc + [_positioned(_live_check(), node)]
+        node.body = doc + _with_check(rest, node)
         return node
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
@@ -203,10 +203,6 @@ def _as_load(target: ast.expr) -> ast.expr:
         if hasattr(sub, "ctx"):
             sub.ctx = ast.Load()
     return clone
-
-
-def _positioned(stmt: ast.stmt, node: ast.AST) -> ast.stmt:
-    return _located(stmt, node)
 
 
 def instrument(tree: ast.Module, needed: bool = True) -> ast.Module:

@@ -7,7 +7,6 @@ cover what the AST cannot show: computed attribute names, format fields, module 
 from __future__ import annotations
 
 import ast
-import sys
 from dataclasses import dataclass
 
 # Statement and expression kinds model code may use. Async code, `global` tricks aside, is
@@ -370,10 +369,6 @@ if hasattr(ast, "MatchStar"):
     _HANDLERS[ast.MatchStar] = PolicyChecker.on_MatchAs
 
 
-def check_policy(tree: ast.AST, reserved_names: frozenset[str] = frozenset()) -> list[Violation]:
-    return inspect_tree(tree, reserved_names)[0]
-
-
 def inspect_tree(tree: ast.AST, reserved_names: frozenset[str] = frozenset()) -> tuple[list[Violation], bool]:
     """(violations sorted by position, whether the tree needs instrumenting)."""
     checker = PolicyChecker(reserved_names)
@@ -381,6 +376,3 @@ def inspect_tree(tree: ast.AST, reserved_names: frozenset[str] = frozenset()) ->
     violations = sorted(checker.violations, key=lambda v: (v.lineno or 0, v.col or 0))
     return violations, checker.needs_instrumenting
 
-
-def python_version_note() -> str:
-    return f"Python {sys.version_info.major}.{sys.version_info.minor}"
