@@ -147,7 +147,9 @@ CASES: list[Case] = [
     C("set_of_callable_iterator", "set(iter(int, 1))"),
     C("counter_of_callable_iterator", "import collections\ncollections.Counter(iter(int, 1))"),
     C("sum_huge_range_without_op_budget", "sum(range(10**15))", limits={"max_operations": None}),
-    C("heavy_host_code_in_tool_callback", "import random\nclass Q:\n    def __str__(self):\n        return str(len(random.choices('ab', k=3 * 10**7)))\nsearch(Q())"),
+    # ~2 s of host work: finishes just in time on a quiet machine, times out on a busy one;
+    # either is fine as long as execute() returns within timeout_s + 1 s
+    C("heavy_host_code_in_tool_callback", "import random\nclass Q:\n    def __str__(self):\n        return str(len(random.choices('ab', k=3 * 10**7)))\nsearch(Q())", expect="any"),
     C("pow_modular_huge", "pow(3, 10**200, 10**(10**5))"),
     C("math_prod_huge", "import math\nmath.prod(range(1, 3 * 10**5))"),
     C("deque_over_permutations", "import collections, itertools\ncollections.deque(itertools.permutations(range(14)), maxlen=0)"),
