@@ -22,6 +22,8 @@ __all__ = [
     "ExecutorBase",
     "DEFAULT_AUTHORIZED_IMPORTS",
     "FINAL_ANSWER_NAME",
+    "MAX_SOURCE_CHARS",
+    "check_code",
 ]
 
 FINAL_ANSWER_NAME = "final_answer"
@@ -35,6 +37,10 @@ DEFAULT_AUTHORIZED_IMPORTS: tuple[str, ...] = (
     "io", "numbers", "array", "calendar", "zoneinfo", "difflib", "pprint", "base64", "hashlib",
     "uuid",
 )
+
+
+# Compiling happens before any clock starts: every executor bounds the code by its size instead.
+MAX_SOURCE_CHARS = 100_000
 
 
 @dataclass(frozen=True)
@@ -120,6 +126,21 @@ class ExecutionResult:
         return self.error is None
 
 
+def check_code(code: object) -> ExecutionError | None:
+    """The one answer every executor gives for code it cannot take (not a str, too large).
+
+    Returned as the result's error, never raised: `execute()` raises only when the executor is
+    broken, and a caller that passes bytes or a huge string gets the same answer everywhere.
+    """
+    if not isinstance(code, str):
+        return ExecutionError("TypeError", f"code must be a str, not {type(code).__name__}")
+    if len(code) > MAX_SOURCE_CHARS:
+        return ExecutionError(
+            "CodeTooLarge", f"the code is {len(code):,} characters long, over the limit of "
+            f"{MAX_SOURCE_CHARS:,}; send shorter code and keep data in variables or tools")
+    return None
+
+
 class ExecutorError(RuntimeError):
     """The executor itself is broken (cannot start, engine unreachable, ...): not the code's fault."""
 
@@ -152,6 +173,11 @@ class Executor(Protocol):
     def register_tools(self, tools: Mapping[str, Callable[..., Any]]) -> None: ...
 
     def set_variables(self, values: Mapping[str, Any]) -> None: ...
+
+    def get_variables(self, names: Iterable[str] | None = None) -> dict[str, Any]:
+        """The model's variables (all, or those named): values that cross as JSON as themselves,
+        anything else as its repr. Tools, `final_answer` and imported modules are not variables."""
+        ...
 
     def reset(self) -> None: ...
 
