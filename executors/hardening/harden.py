@@ -36,14 +36,16 @@ class HardeningReport(FrozenRecord):
     __slots__ = ("landlock", "privileges", "network_namespace", "mounts", "unusable_grants")
 
 
-def _unusable_grants(read: list, write: list) -> list[tuple[str, str]]:
+def _unusable_grants(read: list, write: list, missing: set) -> list[tuple[str, str]]:
     # os.access() answers with the real uid, i.e. the dropped user; Landlock does not take part.
+    # A grant under a directory the user cannot enter is unusable too (access() says so).
     out = []
     for paths, mode, label in ((read, os.R_OK, "read"), (write, os.R_OK | os.W_OK, "write")):
         for path in paths:
+            path = os.path.abspath(os.fspath(path))
             wanted = mode | (os.X_OK if os.path.isdir(path) else 0)
-            if os.path.exists(path) and not os.access(path, wanted):
-                out.append((os.fspath(path), label))
+            if path not in missing and not os.access(path, wanted):
+                out.append((path, label))
     return out
 
 
@@ -85,7 +87,11 @@ def harden(
         privileges=privileges,
         network_namespace=netns,
         mounts=mounts,
-        unusable_grants=_unusable_grants(read, write) if privileges.dropped else (),
+        unusable_grants=(
+            _unusable_grants(read, write, {skip.path for skip in landlock.skipped})
+            if privileges.dropped
+            else ()
+        ),
     )
 
 

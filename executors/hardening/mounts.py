@@ -87,8 +87,8 @@ def _closed_below(start: str, path: str, uid: int, gid: int) -> str | None:
 
 
 def _shared_mounts() -> list[str]:
-    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as info:
-        return [line.split()[4] for line in info if " shared:" in line]
+    with open("/proc/self/mountinfo", "rb") as info:
+        return [os.fsdecode(line.split()[4]) for line in info if b" shared:" in line]
 
 
 def _enter_private_namespace() -> None:

@@ -36,11 +36,13 @@ class Capabilities(FrozenRecord):
 
 
 def capabilities() -> Capabilities:
+    # Binary reads throughout: a text codec other than utf-8 may not be importable any more
+    # (open(encoding="ascii") imports encodings.ascii, which a dropped user may not reach).
     found = dict.fromkeys((field for _key, field in _CAP_FIELDS), 0)
-    keys = dict(_CAP_FIELDS)
-    with open("/proc/self/status", encoding="ascii") as status:
+    keys = {key.encode(): field for key, field in _CAP_FIELDS}
+    with open("/proc/self/status", "rb") as status:
         for line in status:
-            key, _, value = line.partition(":")
+            key, _, value = line.partition(b":")
             if key in keys:
                 found[keys[key]] = int(value.strip(), 16)
     return Capabilities(**found)
@@ -96,7 +98,7 @@ def resolve_user(user) -> tuple[str, int, int]:
 
 def _last_cap() -> int:
     try:
-        with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as f:
+        with open("/proc/sys/kernel/cap_last_cap", "rb") as f:
             return int(f.read())
     except (OSError, ValueError):
         return 63
@@ -184,11 +186,11 @@ class NetworkNamespaceReport(FrozenRecord):
 def _interfaces() -> tuple[str, ...]:
     # /proc/self/net follows the caller's network namespace (/sys/class/net follows sysfs's).
     try:
-        with open("/proc/self/net/dev", encoding="ascii") as dev:
+        with open("/proc/self/net/dev", "rb") as dev:
             lines = dev.read().splitlines()[2:]
     except OSError:
         return ()
-    return tuple(line.split(":", 1)[0].strip() for line in lines)
+    return tuple(os.fsdecode(line.split(b":", 1)[0].strip()) for line in lines)
 
 
 def enter_network_namespace() -> NetworkNamespaceReport:
