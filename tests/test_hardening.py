@@ -741,3 +741,27 @@ def test_what_succeeds_is_exactly_what_the_grants_allow(needs_landlock, spec):
         ]
         assert [r["ok"] for r in res] == expected, list(zip(probes, res, strict=True))
         assert all(r["ok"] or r["errno"] == "EACCES" for r in res)
+
+
+def test_closed_ancestors_follow_the_permission_bits(tmp_path):
+    """Pure (stat only): which directories above a path the dropped user could not enter."""
+    outer = tmp_path / "outer"
+    inner = outer / "inner"
+    (inner / "deep").mkdir(parents=True)
+    target = str(inner / "deep" / "file")
+    Path(target).write_text("x")
+    tmp_path.chmod(0o755)
+    outer.chmod(0o755)
+    inner.chmod(0o700)
+    nobody = pwd.getpwnam("nobody")
+    found = hardening.mounts.closed_ancestors(target, nobody.pw_uid, nobody.pw_gid)
+    assert [p for p in found if p.startswith(str(tmp_path))] == [str(inner)]
+    outer.chmod(0o711)  # search without read is enough to pass through
+    found = hardening.mounts.closed_ancestors(target, nobody.pw_uid, nobody.pw_gid)
+    assert [p for p in found if p.startswith(str(tmp_path))] == [str(inner)]
+    outer.chmod(0o700)
+    found = hardening.mounts.closed_ancestors(target, nobody.pw_uid, nobody.pw_gid)
+    assert [p for p in found if p.startswith(str(tmp_path))] == [str(outer), str(inner)]
+    os.chown(inner, nobody.pw_uid, nobody.pw_gid)  # the owner's bits apply to the owner
+    found = hardening.mounts.closed_ancestors(target, nobody.pw_uid, nobody.pw_gid)
+    assert [p for p in found if p.startswith(str(tmp_path))] == [str(outer)]

@@ -11,8 +11,6 @@ Every argument is passed as an explicitly sized C value (ctypes would pass a bar
 passed as `bytes` laid out by hand (native byte order), which the kernel only reads.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 

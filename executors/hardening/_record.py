@@ -5,8 +5,6 @@ and `re` (~10 ms cold); these reports are built once per worker, so a few lines 
 the cheaper way to get immutable, comparable, JSON-ready values.
 """
 
-from __future__ import annotations
-
 
 class HardeningError(OSError):
     """The kernel refused a hardening step that was expected to work: the process is NOT in the

@@ -9,8 +9,6 @@
 6. no_new_privs + landlock_restrict_self (needs nothing)
 """
 
-from __future__ import annotations
-
 import os
 
 from ._record import FrozenRecord, HardeningError
@@ -21,6 +19,7 @@ from .privileges import (
     NetworkNamespaceReport,
     PrivilegeReport,
     drop_privileges,
+    drop_to,
     enter_network_namespace,
     resolve_user,
 )
@@ -74,9 +73,9 @@ def harden(
             netns = enter_network_namespace()
         mounts = MountReport(namespace=False, covered=(), exposed=(), unreachable=())
         if is_root and user is not None:
-            _name, uid, gid = resolve_user(user)
+            name, uid, gid = resolve_user(user)
             mounts = expose_paths(runtime_paths + read + write, uid, gid)
-            privileges = drop_privileges(user)
+            privileges = drop_to(name, uid, gid)
         else:
             privileges = drop_privileges(user) if user is not None else _kept_root()
         landlock: LandlockReport = ruleset.enforce()

@@ -11,8 +11,6 @@ or, when the rules must be prepared before privileges are dropped (opening the p
 old credentials, enforcing does not): `ruleset = Ruleset(...)`, drop, `ruleset.enforce()`.
 """
 
-from __future__ import annotations
-
 import os
 import stat
 
@@ -351,7 +349,7 @@ class Ruleset:
             os.close(self._fd)
             self._fd = None
 
-    def __enter__(self) -> Ruleset:
+    def __enter__(self) -> "Ruleset":
         return self
 
     def __exit__(self, *exc_info) -> None:

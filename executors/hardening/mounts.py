@@ -13,8 +13,6 @@ for the host: the namespace is made recursively private before anything is mount
 verified from /proc/self/mountinfo.
 """
 
-from __future__ import annotations
-
 import os
 import stat
 
@@ -41,49 +39,45 @@ def _allows(st: os.stat_result, uid: int, gid: int, bits: int) -> bool:
     return (st.st_mode >> shift) & bits == bits
 
 
+def closed_ancestors(path: str, uid: int, gid: int, cache: dict | None = None) -> list[str]:
+    """The directories above `path`, outermost first, that `uid` may not search."""
+    cache = {} if cache is None else cache
+    closed = []
+    current = "/"
+    for part in path.strip("/").split("/"):
+        searchable = cache.get(current)
+        if searchable is None:
+            searchable = cache[current] = _allows(os.stat(current), uid, gid, 1)
+        if not searchable:
+            closed.append(current)
+        current = os.path.join(current, part)
+    return closed
+
+
 def first_closed_ancestor(path: str, uid: int, gid: int) -> str | None:
     """The outermost directory above `path` that `uid` may not search, or None."""
-    parts = path.strip("/").split("/")
-    current = "/"
-    for part in parts[:-1]:
-        if not _allows(os.stat(current), uid, gid, 1):
-            return current
-        current = os.path.join(current, part)
-    return current if not _allows(os.stat(current), uid, gid, 1) else None
+    closed = closed_ancestors(path, uid, gid)
+    return closed[0] if closed else None
 
 
 def _plan(paths, uid: int, gid: int):
     """{ancestor: {child name}} to cover and expose, and the paths no plan can open."""
     plan: dict[str, set[str]] = {}
     unreachable = []
+    cache: dict = {}
     for given in paths:
         path = os.path.realpath(given)
         if not os.path.exists(path):
             continue
-        ancestor = first_closed_ancestor(path, uid, gid)
-        if ancestor is None:
+        closed = closed_ancestors(path, uid, gid, cache)
+        if not closed:
             continue
-        if ancestor == "/":
-            unreachable.append((given, f"/ is closed to uid {uid}"))
+        if closed[0] == "/" or len(closed) > 1:
+            unreachable.append((given, f"{closed[-1]} is closed to uid {uid}"))
             continue
-        child = os.path.relpath(path, ancestor).split("/")[0]
-        deeper = _closed_below(os.path.join(ancestor, child), path, uid, gid)
-        if deeper:
-            unreachable.append((given, f"{deeper} is closed to uid {uid} as well"))
-            continue
-        plan.setdefault(ancestor, set()).add(child)
+        child = os.path.relpath(path, closed[0]).split("/")[0]
+        plan.setdefault(closed[0], set()).add(child)
     return plan, unreachable
-
-
-def _closed_below(start: str, path: str, uid: int, gid: int) -> str | None:
-    current = start
-    rest = os.path.relpath(path, start)
-    parts = [] if rest == "." else rest.split("/")
-    for part in parts:
-        if not _allows(os.stat(current), uid, gid, 1):
-            return current
-        current = os.path.join(current, part)
-    return None
 
 
 def _shared_mounts() -> list[str]:

@@ -15,8 +15,6 @@ Deliberately absent:
   /tmp        tempfile needs a writable directory: point TMPDIR at a write grant instead.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 

@@ -9,8 +9,6 @@ loopback interface that is down, so no socket of any family reaches anything (La
 governs TCP).
 """
 
-from __future__ import annotations
-
 import os
 
 from . import _ffi
@@ -149,7 +147,11 @@ def drop_privileges(user="nobody") -> PrivilegeReport:
             note="not root: nothing to drop"
             + (" (but capabilities are held)" if caps.any() else ""),
         )
-    name, uid, gid = resolve_user(user)
+    return drop_to(*resolve_user(user))
+
+
+def drop_to(name: str, uid: int, gid: int) -> PrivilegeReport:
+    """drop_privileges() for an already resolved user (as root; see there)."""
     _empty_bounding_set()
     os.setgroups([])
     os.setresgid(gid, gid, gid)
