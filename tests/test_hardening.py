@@ -485,6 +485,34 @@ def test_signals_to_itself_are_delivered(needs_landlock):
     ok(res[1])
 
 
+def test_workers_of_the_same_user_cannot_signal_each_other(needs_landlock, needs_root):
+    """All workers become `nobody`: uid alone would let one signal another. Each has its own
+    Landlock domain, and the signal scope keeps them apart (with scope=False the kill succeeds)."""
+    if ABI < 6:
+        unavailable(f"scopes need Landlock ABI 6, this kernel has {ABI}")
+    sleeper = subprocess.Popen(
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            "import sys, time; sys.path.insert(0, sys.argv[1]); import hardening; "
+            "hardening.harden(network=False); print('ready', flush=True); time.sleep(30)",
+            EXECUTORS_DIR,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert sleeper.stdout.readline().strip() == "ready"
+        report, res = run_child([("kill", sleeper.pid, 0)], harden={"network": False})
+        assert report["privileges"]["uid"] == pwd.getpwnam("nobody").pw_uid
+        refused(res[0], "EPERM")
+        assert sleeper.poll() is None
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
 # -------------------------------------------------------------------------------- privileges
 
 
