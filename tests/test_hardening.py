@@ -334,6 +334,18 @@ def test_truncate_and_exec_are_refused(needs_landlock, tree):
     assert (r / "file").read_bytes() == b"read"
 
 
+def test_execute_grants_allow_exec_of_exactly_those_files(needs_landlock, tree):
+    """execve needs EXECUTE on the binary and on its ELF interpreter (the kernel opens both)."""
+    true = shutil.which("true")
+    libs = [d for d in ("/lib", "/lib64", "/usr/lib", "/usr/lib64") if os.path.isdir(d)]
+    _, res = run_child(
+        [("spawn", true), ("spawn", sys.executable)],
+        restrict=landlock_only(execute=[true, *libs]),
+    )
+    assert ok(res[0]) == 0
+    refused(res[1])
+
+
 def test_missing_paths_are_skipped_and_file_rules_get_file_rights(needs_landlock, tree):
     missing = tree["read"] / "does-not-exist"
     report, _ = run_child(
