@@ -43,20 +43,17 @@ def unsupported_reason() -> str | None:
 
 
 if _ctypes is not None:
-
+    # C `long` is pointer-sized on every Linux ABI, so it also carries `int` parameters (passed
+    # in registers on x86_64/aarch64, and the same 4 bytes on i386).
     class _CLong(_ctypes._SimpleCData):
         _type_ = "l"
-
-    class _CInt(_ctypes._SimpleCData):
-        _type_ = "i"
 
     class _LongFunction(_ctypes.CFuncPtr):
         _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
         _restype_ = _CLong
 
-    class _IntFunction(_ctypes.CFuncPtr):
+    class _IntFunction(_ctypes.CFuncPtr):  # no _restype_: ctypes reads a C int
         _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
-        _restype_ = _CInt
 
 
 _functions: dict = {}
@@ -94,11 +91,11 @@ def syscall(name: str, *args) -> int:
 
 def prctl(option: int, arg2: int = 0, arg3: int = 0) -> int:
     fn = _libc_function("prctl", returns_long=False)
-    return _check("prctl", fn(_CInt(option), _CLong(arg2), _CLong(arg3), _CLong(0), _CLong(0)))
+    return _check("prctl", fn(_CLong(option), _CLong(arg2), _CLong(arg3), _CLong(0), _CLong(0)))
 
 
 def unshare(flags: int) -> None:
-    _check("unshare", _libc_function("unshare", returns_long=False)(_CInt(flags)))
+    _check("unshare", _libc_function("unshare", returns_long=False)(_CLong(flags)))
 
 
 def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None):
