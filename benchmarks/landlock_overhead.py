@@ -47,13 +47,13 @@ STEPS = (
     + """
 import time
 t = time.perf_counter
-t0 = t(); import hardening as h; from hardening import landlock, mounts, privileges
+t0 = t(); import hardening as h; from hardening import landlock, privileges, runtime
 t1 = t(); paths = h.python_paths()
 t2 = t(); ruleset = landlock.Ruleset(paths, ["/dev/null"], False)
 t3 = t(); privileges.enter_network_namespace()
 t4 = t()
 if os.geteuid() == 0:
-    _n, uid, gid = privileges.resolve_user("nobody"); mounts.expose_paths(paths, uid, gid)
+    _n, uid, gid = privileges.resolve_user("nobody"); runtime.expose_paths(paths, uid, gid)
 t5 = t(); privileges.drop_privileges("nobody")
 t6 = t(); ruleset.enforce()
 t7 = t()

@@ -586,14 +586,14 @@ def test_grants_the_dropped_user_cannot_use_are_reported(needs_landlock, needs_r
 
 def test_imports_still_work_after_full_hardening(needs_landlock, needs_root):
     """Modules not yet imported load after Landlock + drop to nobody, even though this machine's
-    Python lives under /root (0700): the private mount namespace exposes it (mounts.py)."""
+    Python lives under /root (0700): the private mount namespace exposes it (runtime.expose_paths)."""
     modules = ["decimal", "sqlite3", "json", "zoneinfo", "ssl"]
     report, res = run_child([("import", m) for m in modules], harden={"network": False})
     assert report["privileges"]["dropped"] and report["landlock"]["restricted"]
     for module, result in zip(modules, res, strict=True):
         assert ok(result) is False, f"{module} was imported before confinement"
     nobody = pwd.getpwnam("nobody")
-    closed = hardening.mounts.first_closed_ancestor(sys.base_prefix, nobody.pw_uid, nobody.pw_gid)
+    closed = hardening.runtime.first_closed_ancestor(sys.base_prefix, nobody.pw_uid, nobody.pw_gid)
     assert report["mounts"]["covered"] == ([closed] if closed else [])
 
 
@@ -705,11 +705,11 @@ def test_the_package_is_stdlib_only():
 
 def test_abi_is_zero_off_linux_or_on_unverified_arches(monkeypatch):
     monkeypatch.setattr(
-        hardening._ffi.os, "uname", lambda: os.uname_result(("L", "h", "r", "v", "mips"))
+        hardening._kernel.os, "uname", lambda: os.uname_result(("L", "h", "r", "v", "mips"))
     )
-    assert "mips" in hardening._ffi.unsupported_reason()
-    monkeypatch.setattr(hardening._ffi.sys, "platform", "darwin")
-    assert "not Linux" in hardening._ffi.unsupported_reason()
+    assert "mips" in hardening._kernel.unsupported_reason()
+    monkeypatch.setattr(hardening._kernel.sys, "platform", "darwin")
+    assert "not Linux" in hardening._kernel.unsupported_reason()
 
 
 # ------------------------------------------------------------------------------ the law
@@ -794,14 +794,14 @@ def test_closed_ancestors_follow_the_permission_bits(tmp_path):
     outer.chmod(0o755)
     inner.chmod(0o700)
     nobody = pwd.getpwnam("nobody")
-    found = hardening.mounts.closed_ancestors(target, nobody.pw_uid, nobody.pw_gid)
+    found = hardening.runtime.closed_ancestors(target, nobody.pw_uid, nobody.pw_gid)
     assert [p for p in found if p.startswith(str(tmp_path))] == [str(inner)]
     outer.chmod(0o711)  # search without read is enough to pass through
-    found = hardening.mounts.closed_ancestors(target, nobody.pw_uid, nobody.pw_gid)
+    found = hardening.runtime.closed_ancestors(target, nobody.pw_uid, nobody.pw_gid)
     assert [p for p in found if p.startswith(str(tmp_path))] == [str(inner)]
     outer.chmod(0o700)
-    found = hardening.mounts.closed_ancestors(target, nobody.pw_uid, nobody.pw_gid)
+    found = hardening.runtime.closed_ancestors(target, nobody.pw_uid, nobody.pw_gid)
     assert [p for p in found if p.startswith(str(tmp_path))] == [str(outer), str(inner)]
     os.chown(inner, nobody.pw_uid, nobody.pw_gid)  # the owner's bits apply to the owner
-    found = hardening.mounts.closed_ancestors(target, nobody.pw_uid, nobody.pw_gid)
+    found = hardening.runtime.closed_ancestors(target, nobody.pw_uid, nobody.pw_gid)
     assert [p for p in found if p.startswith(str(tmp_path))] == [str(outer)]

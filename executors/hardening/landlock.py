@@ -14,8 +14,8 @@ old credentials, enforcing does not): `ruleset = Ruleset(...)`, drop, `ruleset.e
 import os
 import stat
 
-from . import _ffi
-from ._record import FrozenRecord, HardeningError
+from . import _kernel
+from ._kernel import FrozenRecord, HardeningError
 
 # (name, bit, first ABI that knows it) — include/uapi/linux/landlock.h
 FS_RIGHTS = (
@@ -78,11 +78,11 @@ _abi_cache: list = []
 def landlock_status() -> tuple[int, str]:
     """(ABI version, why it is 0). Cached: the answer cannot change while the process lives."""
     if not _abi_cache:
-        reason = _ffi.unsupported_reason()
+        reason = _kernel.unsupported_reason()
         abi = 0
         if reason is None:
             try:
-                abi = _ffi.syscall("create_ruleset", None, 0, CREATE_RULESET_VERSION)
+                abi = _kernel.syscall("create_ruleset", None, 0, CREATE_RULESET_VERSION)
                 reason = ""
             except OSError as exc:
                 reason = {
@@ -103,7 +103,7 @@ def errata() -> int:
     if abi_version() == 0:
         return 0
     try:
-        return _ffi.syscall("create_ruleset", None, 0, CREATE_RULESET_ERRATA)
+        return _kernel.syscall("create_ruleset", None, 0, CREATE_RULESET_ERRATA)
     except OSError:
         return 0
 
@@ -241,13 +241,13 @@ class Ruleset:
             self._add_port_rules()
 
     def _create(self) -> None:
-        attr = _ffi.u64(self.handled_fs)
+        attr = _kernel.u64(self.handled_fs)
         if self.abi >= 4:
-            attr += _ffi.u64(self.handled_net)
+            attr += _kernel.u64(self.handled_net)
         if self.abi >= 6:
-            attr += _ffi.u64(self.scoped)
+            attr += _kernel.u64(self.scoped)
         try:
-            self._fd = _ffi.syscall("create_ruleset", attr, len(attr), 0)
+            self._fd = _kernel.syscall("create_ruleset", attr, len(attr), 0)
         except OSError as exc:
             raise HardeningError(exc.errno, f"Landlock refused the ruleset: {exc.strerror}")
 
@@ -259,9 +259,9 @@ class Ruleset:
                     self._open_rule(path, access, by_inode)
             for path, fd, is_dir, access in by_inode.values():
                 access &= self.handled_fs if is_dir else self.handled_fs & FILE_RIGHTS
-                rule = _ffi.u64(access) + _ffi.s32(fd)
+                rule = _kernel.u64(access) + _kernel.s32(fd)
                 try:
-                    _ffi.syscall("add_rule", self._fd, RULE_PATH_BENEATH, rule, 0)
+                    _kernel.syscall("add_rule", self._fd, RULE_PATH_BENEATH, rule, 0)
                 except OSError as exc:
                     self.close()
                     raise HardeningError(exc.errno, f"Landlock refused the rule on {path}: {exc}")
@@ -294,8 +294,8 @@ class Ruleset:
             return
         for port in self.ports:
             try:
-                rule = _ffi.u64(connect) + _ffi.u64(port)
-                _ffi.syscall("add_rule", self._fd, RULE_NET_PORT, rule, 0)
+                rule = _kernel.u64(connect) + _kernel.u64(port)
+                _kernel.syscall("add_rule", self._fd, RULE_NET_PORT, rule, 0)
             except OSError as exc:
                 self.close()
                 raise HardeningError(exc.errno, f"Landlock refused the TCP port {port}: {exc}")
@@ -311,12 +311,12 @@ class Ruleset:
                 f"Landlock would confine only the calling thread, but {threads} threads run: "
                 "harden before starting any thread",
             )
-        _ffi.prctl(_ffi.PR_SET_NO_NEW_PRIVS, 1)
-        no_new_privs = _ffi.prctl(_ffi.PR_GET_NO_NEW_PRIVS) == 1
+        _kernel.prctl(_kernel.PR_SET_NO_NEW_PRIVS, 1)
+        no_new_privs = _kernel.prctl(_kernel.PR_GET_NO_NEW_PRIVS) == 1
         restricted = False
         if self._fd is not None:
             try:
-                _ffi.syscall("restrict_self", self._fd, 0)
+                _kernel.syscall("restrict_self", self._fd, 0)
             except OSError as exc:
                 raise HardeningError(exc.errno, f"landlock_restrict_self failed: {exc.strerror}")
             finally:

@@ -11,8 +11,8 @@ governs TCP).
 
 import os
 
-from . import _ffi
-from ._record import FrozenRecord, HardeningError
+from . import _kernel
+from ._kernel import FrozenRecord, HardeningError
 
 _CAP_FIELDS = (
     ("CapInh", "inheritable"),
@@ -105,12 +105,12 @@ def _last_cap() -> int:
 def _empty_bounding_set() -> None:
     for cap in range(_last_cap() + 1):
         try:
-            _ffi.prctl(_ffi.PR_CAPBSET_DROP, cap)
+            _kernel.prctl(_kernel.PR_CAPBSET_DROP, cap)
         except OSError as exc:
             if exc.errno != _EINVAL:  # EINVAL: a capability this kernel does not have
                 raise HardeningError(exc.errno, f"cannot drop capability {cap}: {exc.strerror}")
     try:
-        _ffi.prctl(_ffi.PR_CAP_AMBIENT, _ffi.PR_CAP_AMBIENT_CLEAR_ALL)
+        _kernel.prctl(_kernel.PR_CAP_AMBIENT, _kernel.PR_CAP_AMBIENT_CLEAR_ALL)
     except OSError as exc:
         if exc.errno != _EINVAL:  # EINVAL: kernel older than 4.3, no ambient set to clear
             raise
@@ -142,7 +142,7 @@ def drop_privileges(user="nobody") -> PrivilegeReport:
             gid=os.getgid(),
             groups=os.getgroups(),
             capabilities=caps,
-            no_new_privs=_ffi.prctl(_ffi.PR_GET_NO_NEW_PRIVS) == 1,
+            no_new_privs=_kernel.prctl(_kernel.PR_GET_NO_NEW_PRIVS) == 1,
             regain_refused=True,
             note="not root: nothing to drop"
             + (" (but capabilities are held)" if caps.any() else ""),
@@ -156,7 +156,7 @@ def drop_to(name: str, uid: int, gid: int) -> PrivilegeReport:
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)
-    _ffi.prctl(_ffi.PR_SET_NO_NEW_PRIVS, 1)
+    _kernel.prctl(_kernel.PR_SET_NO_NEW_PRIVS, 1)
     caps = capabilities()
     regain_refused = _regain_refused()
     ids = (os.getresuid(), os.getresgid(), os.getgroups())
@@ -172,7 +172,7 @@ def drop_to(name: str, uid: int, gid: int) -> PrivilegeReport:
         gid=gid,
         groups=(),
         capabilities=caps,
-        no_new_privs=_ffi.prctl(_ffi.PR_GET_NO_NEW_PRIVS) == 1,
+        no_new_privs=_kernel.prctl(_kernel.PR_GET_NO_NEW_PRIVS) == 1,
         regain_refused=True,
         note=f"root dropped to {name} ({uid}:{gid}); no capabilities, bounding set empty",
     )
@@ -207,7 +207,7 @@ def enter_network_namespace() -> NetworkNamespaceReport:
             entered=False, interfaces=(), note="not root: cannot create a network namespace"
         )
     try:
-        _ffi.unshare(_ffi.CLONE_NEWNET)
+        _kernel.unshare(_kernel.CLONE_NEWNET)
     except OSError as exc:
         raise HardeningError(exc.errno, f"unshare(CLONE_NEWNET) failed: {exc.strerror}")
     return NetworkNamespaceReport(

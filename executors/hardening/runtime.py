@@ -1,4 +1,22 @@
-"""Keep the Python runtime reachable after root is dropped, without moving it.
+"""The Python runtime under confinement: what it needs readable, and keeping it reachable.
+
+The read-only set the Python runtime itself needs once it is confined.
+
+Kept minimal, each entry with its reason. Nothing here is executable: extension modules and their
+shared libraries are loaded with open(2) + mmap(2), and Landlock checks the open (READ_FILE), not
+mmap(PROT_EXEC); tests/test_hardening.py imports C extensions under a ruleset with no EXECUTE.
+
+Deliberately absent:
+  /proc/self  exposes the environment, memory maps and magic links (/proc/self/root, /fd/N). The
+              magic links are not a way out (Landlock checks the object they resolve to, so
+              /proc/self/root/etc/passwd is refused unless /etc/passwd is granted; tested), but
+              nothing in the runtime needs it, so it stays closed.
+  /etc        only the few files named below; /etc/passwd, /etc/shadow, ... stay unreadable.
+  the cwd     a relative sys.path entry ('' for `python -c`) means "the directory I was started
+              in"; granting it implicitly would open whatever that is.
+  /tmp        tempfile needs a writable directory: point TMPDIR at a write grant instead.
+
+Keep the Python runtime reachable after root is dropped, without moving it.
 
 The trap this solves: a Python installed under a directory only root may enter (pyenv under
 /root, mode 0700, as on the project's machines) stops importing anything new the moment the
@@ -15,9 +33,68 @@ verified from /proc/self/mountinfo.
 
 import os
 import stat
+import sys
 
-from . import _ffi
-from ._record import FrozenRecord, HardeningError
+from . import _kernel
+from ._kernel import FrozenRecord, HardeningError
+
+LIBRARY_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib")
+_RUNTIME_FILES = (
+    ("/etc/ld.so.cache", "how the dynamic loader finds extension modules' shared libraries"),
+    ("/etc/localtime", "the local time zone (time.localtime, datetime.astimezone)"),
+    ("/usr/share/zoneinfo", "zoneinfo.ZoneInfo and the TZ variable"),
+    ("/dev/null", "os.devnull, read by libraries that silence output or input"),
+    ("/dev/urandom", "randomness for libraries that read the device rather than getrandom(2)"),
+)
+_NETWORK_FILES = (
+    ("/etc/ssl", "CA certificates for ssl.create_default_context() (with network only)"),
+    ("/etc/resolv.conf", "DNS servers, for socket.getaddrinfo (with network only)"),
+    ("/etc/hosts", "static host names, for socket.getaddrinfo (with network only)"),
+    ("/etc/nsswitch.conf", "which name services getaddrinfo asks (with network only)"),
+    ("/etc/gai.conf", "getaddrinfo address ordering (with network only)"),
+    ("/etc/services", "socket.getservbyname (with network only)"),
+)
+
+
+def python_paths_explained(*, network: bool = False) -> list[tuple[str, str]]:
+    """(path, why) for every path the runtime needs readable; only paths that exist, no repeats."""
+    candidates = [
+        (sys.prefix, "sys.prefix: the environment (site-packages, pyvenv.cfg)"),
+        (sys.base_prefix, "sys.base_prefix: the installation (stdlib, lib-dynload)"),
+        (sys.exec_prefix, "sys.exec_prefix: platform-specific modules"),
+        (sys.base_exec_prefix, "sys.base_exec_prefix: platform-specific modules"),
+    ]
+    for entry in sys.path:
+        if entry and os.path.isabs(entry):
+            candidates.append((entry, "a sys.path entry: modules imported after confinement"))
+    if sys.executable:
+        candidates.append(
+            (
+                os.path.realpath(sys.executable),
+                "the interpreter binary (platform.libc_ver() and sysconfig read it)",
+            )
+        )
+    for directory in LIBRARY_DIRS:
+        candidates.append((directory, "shared libraries that extension modules link against"))
+    candidates.extend(_RUNTIME_FILES)
+    if network:
+        candidates.extend(_NETWORK_FILES)
+    seen: set[str] = set()
+    out = []
+    for path, why in candidates:
+        path = os.path.normpath(path)
+        if path not in seen and os.path.exists(path):
+            seen.add(path)
+            out.append((path, why))
+    return out
+
+
+def python_paths(*, network: bool = False) -> list[str]:
+    """The read-only paths the Python runtime needs after confinement (see the module doc)."""
+    return [path for path, _why in python_paths_explained(network=network)]
+
+
+# ------------------------------------------------------- reachable after the drop (mounts)
 
 
 class MountReport(FrozenRecord):
@@ -87,8 +164,8 @@ def _shared_mounts() -> list[str]:
 
 def _enter_private_namespace() -> None:
     try:
-        _ffi.unshare(_ffi.CLONE_NEWNS)
-        _ffi.mount(None, "/", None, _ffi.MS_REC | _ffi.MS_PRIVATE, None)
+        _kernel.unshare(_kernel.CLONE_NEWNS)
+        _kernel.mount(None, "/", None, _kernel.MS_REC | _kernel.MS_PRIVATE, None)
     except OSError as exc:
         raise HardeningError(exc.errno, f"cannot enter a private mount namespace: {exc}")
     shared = _shared_mounts()
@@ -101,8 +178,8 @@ def _cover(ancestor: str, children: set[str]) -> list[str]:
     try:
         for child in sorted(children):  # pin each child before the tmpfs hides it
             pinned[child] = os.open(os.path.join(ancestor, child), os.O_PATH | os.O_CLOEXEC)
-        flags = _ffi.MS_NOSUID | _ffi.MS_NODEV | _ffi.MS_NOEXEC
-        _ffi.mount("tmpfs", ancestor, "tmpfs", flags, "mode=0755,size=64k")
+        flags = _kernel.MS_NOSUID | _kernel.MS_NODEV | _kernel.MS_NOEXEC
+        _kernel.mount("tmpfs", ancestor, "tmpfs", flags, "mode=0755,size=64k")
         exposed = []
         for child, fd in pinned.items():
             target = os.path.join(ancestor, child)
@@ -110,7 +187,9 @@ def _cover(ancestor: str, children: set[str]) -> list[str]:
                 os.mkdir(target, 0o755)
             else:
                 os.close(os.open(target, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))
-            _ffi.mount(f"/proc/self/fd/{fd}", target, None, _ffi.MS_BIND | _ffi.MS_REC, None)
+            _kernel.mount(
+                f"/proc/self/fd/{fd}", target, None, _kernel.MS_BIND | _kernel.MS_REC, None
+            )
             exposed.append(target)
         return exposed
     except OSError as exc:
