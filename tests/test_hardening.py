@@ -669,6 +669,19 @@ def test_bad_input_is_refused_before_anything_is_applied(needs_landlock):
     assert ok(res[-1])
 
 
+def test_harden_checks_its_arguments_before_any_irreversible_step(needs_root, listeners):
+    """A bad user or grant list raises before the network namespace, the mounts or the drop."""
+    bad = [{"user": "no-such-user-xyz"}, {"read": "/tmp"}, {"network": "no"}]
+    _, res = run_child(
+        [("harden", kw) for kw in bad]
+        + [("ids",), ("tcp_connect", listeners[0]), ("read", "/etc/passwd")]
+    )
+    assert [r["type"] for r in res[:3]] == ["ValueError", "TypeError", "TypeError"]
+    assert ok(res[3])[0] == (0, 0, 0)  # still root
+    ok(res[4])  # still in the host's network
+    ok(res[5])  # no Landlock domain
+
+
 def test_bad_users_are_refused():
     for user, exc in (
         ("no-such-user-xyz", ValueError),

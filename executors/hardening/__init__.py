@@ -38,6 +38,7 @@ from .landlock import (
     Skipped,
     abi_version,
     errata,
+    path_list,
     restrict,
     thread_count,
 )
@@ -93,7 +94,6 @@ def _unusable_grants(read: list, write: list, missing: set) -> list[tuple[str, s
     out = []
     for paths, mode, label in ((read, os.R_OK, "read"), (write, os.R_OK | os.W_OK, "write")):
         for path in paths:
-            path = os.path.abspath(os.fspath(path))
             wanted = mode | (os.X_OK if os.path.isdir(path) else 0)
             if path not in missing and not os.access(path, wanted):
                 out.append((path, label))
@@ -114,20 +114,20 @@ def harden(
     threads = thread_count()
     if threads > 1:
         raise HardeningError(1, f"harden() must run before any thread starts ({threads} run)")
-    read = list(read)
-    write = list(write)
+    read = path_list("read", read)  # every argument checked before anything irreversible
+    write = path_list("write", write)
+    is_root = os.geteuid() == 0
+    target = resolve_user(user) if is_root and user is not None else None
     runtime_paths = python_paths(network=network is not False) if runtime else []
     ruleset = Ruleset(runtime_paths + read, write + list(ALWAYS_WRITABLE), network, scope=scope)
     try:
-        is_root = os.geteuid() == 0
         netns = NetworkNamespaceReport(entered=False, interfaces=(), note="network granted")
         if network is False:
             netns = enter_network_namespace()
         mounts = MountReport(namespace=False, covered=(), exposed=(), unreachable=())
-        if is_root and user is not None:
-            name, uid, gid = resolve_user(user)
-            mounts = expose_paths(runtime_paths + read + write, uid, gid)
-            privileges = drop_to(name, uid, gid)
+        if target is not None:
+            mounts = expose_paths(runtime_paths + read + write, target[1], target[2])
+            privileges = drop_to(*target)
         else:
             privileges = drop_privileges(user) if user is not None else _kept_root()
         landlock: LandlockReport = ruleset.enforce()

@@ -188,7 +188,7 @@ def _checked_ports(network) -> tuple[int, ...] | None:
     return tuple(sorted(set(ports)))
 
 
-def _path_list(name: str, paths) -> list[str]:
+def path_list(name: str, paths) -> list[str]:
     if isinstance(paths, (str, bytes, os.PathLike)):
         raise TypeError(f"{name} must be a list of paths, not a single path {paths!r}")
     out = []
@@ -216,9 +216,9 @@ class Ruleset:
     def __init__(self, read=(), write=(), network=False, *, scope=True, execute=()) -> None:
         ports = _checked_ports(network)
         grants = (
-            (_path_list("read", read), READ_RIGHTS),
-            (_path_list("write", write), WRITE_RIGHTS),
-            (_path_list("execute", execute), EXECUTE_RIGHTS),
+            (path_list("read", read), READ_RIGHTS),
+            (path_list("write", write), WRITE_RIGHTS),
+            (path_list("execute", execute), EXECUTE_RIGHTS),
         )
         self.abi = abi_version()
         self._fd = None

@@ -1,9 +1,8 @@
 """The Python runtime under confinement: what it needs readable, and keeping it reachable.
 
-The read-only set the Python runtime itself needs once it is confined.
-
-Kept minimal, each entry with its reason. Nothing here is executable: extension modules and their
-shared libraries are loaded with open(2) + mmap(2), and Landlock checks the open (READ_FILE), not
+python_paths(): the read-only set the runtime itself needs once it is confined. Kept minimal,
+each entry with its reason. Nothing here is executable: extension modules and their shared
+libraries are loaded with open(2) + mmap(2), and Landlock checks the open (READ_FILE), not
 mmap(PROT_EXEC); tests/test_hardening.py imports C extensions under a ruleset with no EXECUTE.
 
 Deliberately absent:
@@ -16,12 +15,11 @@ Deliberately absent:
               in"; granting it implicitly would open whatever that is.
   /tmp        tempfile needs a writable directory: point TMPDIR at a write grant instead.
 
-Keep the Python runtime reachable after root is dropped, without moving it.
-
-The trap this solves: a Python installed under a directory only root may enter (pyenv under
-/root, mode 0700, as on the project's machines) stops importing anything new the moment the
-worker becomes `nobody`: `import decimal` fails with ModuleNotFoundError. The files are world-
-readable; only an ancestor directory is not searchable.
+expose_paths(): keep the runtime reachable after root is dropped, without moving it. The trap:
+a Python installed under a directory only root may enter (pyenv under /root, mode 0700, as on
+the project's machines) stops importing anything new the moment the worker becomes `nobody`:
+`import decimal` fails with ModuleNotFoundError. The files are world-readable; only an ancestor
+directory is not searchable.
 
 The fix, as root, before the drop: a private mount namespace in which each such ancestor is
 covered by an empty tmpfs (mode 0755) and only the needed child is bind-mounted back at its own
