@@ -796,7 +796,7 @@ def test_what_succeeds_is_exactly_what_the_grants_allow(needs_landlock, spec):
         assert all(r["ok"] or r["errno"] == "EACCES" for r in res)
 
 
-def test_closed_ancestors_follow_the_permission_bits(tmp_path):
+def test_closed_ancestors_follow_the_permission_bits(needs_root, tmp_path):
     """Pure (stat only): which directories above a path the dropped user could not enter."""
     outer = tmp_path / "outer"
     inner = outer / "inner"
