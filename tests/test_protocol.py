@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import shutil
 import subprocess
 import sys
 from decimal import Decimal
@@ -273,21 +274,24 @@ def test_host_messages_frame_compactly():
 
 def test_no_pickle_anywhere():
     root = Path(__file__).resolve().parent.parent / "executors"
-    for name in ("protocol.py", "worker.py", "remote.py", "process.py"):
-        text = (root / name).read_text()
-        assert "import pickle" not in text and "pickle.loads" not in text and "marshal" not in text, name
+    files = [root / name for name in ("protocol.py", "remote.py", "remote_link.py", "process.py", "container.py")]
+    files += sorted((root / "worker").glob("*.py"))
+    for path in files:
+        text = path.read_text()
+        assert "import pickle" not in text and "pickle.loads" not in text and "marshal" not in text, path
 
 
 def test_worker_codec_runs_standalone(tmp_path):
-    """worker.py alone (no package, no pydantic) imports, encodes and frames."""
-    src = Path(__file__).resolve().parent.parent / "executors" / "worker.py"
-    (tmp_path / "worker.py").write_text(src.read_text())
+    """The worker package alone (no `executors`, no pydantic) imports, encodes and frames."""
+    shutil.copytree(Path(__file__).resolve().parent.parent / "executors" / "worker", tmp_path / "worker",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     code = (
         "import sys, json; sys.path.insert(0, '.'); sys.modules['pydantic'] = None\n"
-        "import worker\n"
-        "v = worker.encode_value((1, {2}, b'x'))\n"
+        "from worker import wire\n"
+        "import worker.main\n"
+        "v = wire.encode_value((1, {2}, b'x'))\n"
         "print(json.dumps(v, sort_keys=True))\n"
-        "assert worker.decode_value(v) == (1, {2}, b'x')\n"
+        "assert wire.decode_value(v) == (1, {2}, b'x')\n"
         "assert 'executors' not in sys.modules\n"
     )
     out = subprocess.run([sys.executable, "-I", "-c", code], cwd=tmp_path, capture_output=True, text=True,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -64,7 +65,7 @@ def open_ex():
 
 
 def worker_pid(ex) -> int:
-    return ex._slot.handle.proc.pid
+    return ex._link.handle.proc.pid
 
 
 # ----------------------------------------------------------------------------- bombs
@@ -134,7 +135,7 @@ def test_fork_bomb_leaves_no_processes(open_ex):
     ex_pid = worker_pid(open_ex)
     r = open_ex.execute("import subprocess\nlen(subprocess.run(['ps', '-e', '-o', 'pid='], capture_output=True).stdout.split())")
     assert r.error is None, r.error
-    cg = open_ex._slot.handle.cgroup
+    cg = open_ex._link.handle.cgroup
     if cg is not None:
         assert int((cg / "pids.current").read_text()) <= 3, "stray processes survived the kill"
     assert pid_alive(ex_pid)
@@ -301,7 +302,7 @@ def test_rlimits_are_applied(open_ex):
 
 def test_lazy_start_close_and_gc():
     ex = SubprocessExecutor(policy="open")
-    assert ex._slot.handle is None  # nothing runs until needed
+    assert ex._link.handle is None  # nothing runs until needed
     pid = ex.execute("import os\nos.getpid()").output
     assert pid_alive(pid)
     ex.close()
@@ -409,19 +410,22 @@ def test_workers_survive_the_thread_that_started_them():
         ex.close()
 
 
-@pytest.mark.parametrize("how", ["script copy", "module"])
+@pytest.mark.parametrize("how", ["bare copy", "module"])
 def test_worker_program_standalone(tmp_path, how):
-    """`python worker.py` with nothing but that file (and `python -m executors.worker`) serves
-    the protocol: configure, execute with a print, a result frame back."""
+    """The worker package copied alone into an empty directory and started by the host's boot
+    line (what a container does with its mount), and `python -m executors.worker`, serve the
+    protocol with nothing but the standard library: configure, execute with a print, a result."""
     from executors.protocol import FrameBuffer, pack_frame, unpack_message
+    from executors.remote_link import worker_command
 
-    if how == "script copy":
-        (tmp_path / "worker.py").write_text((ROOT / "executors" / "worker.py").read_text())
-        argv = [sys.executable, "-I", str(tmp_path / "worker.py")]
+    if how == "bare copy":
+        shutil.copytree(ROOT / "executors" / "worker", tmp_path / "worker",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        argv = worker_command(sys.executable, str(tmp_path))
     else:
         argv = [sys.executable, "-I", "-m", "executors.worker"]
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            cwd=tmp_path if how == "script copy" else ROOT)
+                            cwd=tmp_path if how == "bare copy" else ROOT)
     frames = (pack_frame({"op": "configure", "id": 1, "policy": "open"})
               + pack_frame({"op": "execute", "id": 2, "code": "import os\nos.write(1, b'raw')\nprint('hi')\n(6 * 7, {1})"})
               + pack_frame({"op": "shutdown"}))
