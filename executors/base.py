@@ -11,6 +11,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+# Their one home is the stdlib-only worker package: the worker raises the very same classes.
+from .worker.errors import FinalAnswer, ToolError
+
 __all__ = [
     "Limits",
     "ExecutionError",
@@ -143,22 +146,6 @@ def check_code(code: object) -> ExecutionError | None:
 
 class ExecutorError(RuntimeError):
     """The executor itself is broken (cannot start, engine unreachable, ...): not the code's fault."""
-
-
-class FinalAnswer(BaseException):
-    """Raised by `final_answer(value)` to end the run.
-
-    A BaseException so that `except Exception:` in model code cannot swallow it; executors also
-    remember the call, so not even a bare `except:` can turn a final answer into a normal step.
-    """
-
-    def __init__(self, value: Any = None) -> None:
-        super().__init__(value)
-        self.value = value
-
-
-class ToolError(Exception):
-    """A tool called by model code failed; model code may catch it like any exception."""
 
 
 @runtime_checkable

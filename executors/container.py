@@ -1,6 +1,7 @@
 """DockerExecutor: the worker in a hardened container, reached over its attach socket.
 
-One container per executor runs `worker.py` (bind-mounted read-only) with stdin/stdout attached:
+One container per executor runs the stdlib-only `executors.worker` package (the `executors`
+directory is bind-mounted read-only at /opt/codeagent/executors) with stdin/stdout attached:
 no network, no port, no gateway; the framed protocol of `executors.protocol` runs over the attach
 socket and host tools are called through it. The container is warm across `execute()` calls. A
 timeout, a crash or a hostile frame removes it and starts a fresh one (the result says the state
@@ -36,6 +37,7 @@ from .container_image import build_image, connect, default_image, ensure_image
 from .container_runtime import ContainerSpec, WorkerContainer, owner_labels, sweep
 from .protocol import MAX_FRAME_BYTES
 from .remote import RemoteExecutor
+from .remote_link import prepare_worker_code, worker_command
 
 __all__ = ["DockerExecutor", "build_image", "default_image", "ensure_image", "sweep"]
 
@@ -178,24 +180,24 @@ class DockerExecutor(RemoteExecutor):
         return [_INSIDE] if self.policy == "restricted" else []
 
     def _spec(self) -> ContainerSpec:
+        # Our code, read-only: the worker starts from it with nothing but the image's stdlib (the
+        # mount brings the bytecode cache along); under the restricted policy it also imports
+        # `executors.restricted` from here, and RestrictedPython from its own mount.
         ro = dict(self.mounts_ro)
+        ro[str(_PACKAGE_DIR)] = f"{_INSIDE}/executors"
         if self.policy == "restricted":
-            ro[str(_PACKAGE_DIR)] = f"{_INSIDE}/executors"
             for name in _RESTRICTED_PACKAGES:
                 where = _package_dir(name)
                 if where is None:
                     raise ExecutorError(f"policy='restricted' needs {name} installed on the host "
                                         "(it is mounted into the container)")
                 ro[where] = f"{_INSIDE}/{name}"
-            worker = f"{_INSIDE}/executors/worker.py"
-        else:
-            ro[str(_PACKAGE_DIR / "worker.py")] = f"{_INSIDE}/worker.py"
-            worker = f"{_INSIDE}/worker.py"
+        prepare_worker_code()
         env = {"HOME": self.workdir, "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
         env.update(self.environment)
         return ContainerSpec(
             image=str(self.image),
-            command=[self.python, "-I", worker],  # -I: no PYTHON* env, no script dir on sys.path
+            command=worker_command(self.python, f"{_INSIDE}/executors"),
             workdir=self.workdir,
             memory_mb=self.limits.max_memory_mb,
             cpus=self.cpus,
@@ -228,7 +230,7 @@ class DockerExecutor(RemoteExecutor):
     def _check_processes(self, result: ExecutionResult) -> ExecutionResult:
         """After a failed step: a container filled with stray processes (a fork bomb's children
         keep forking after the worker got its error) is useless, so replace it."""
-        handle = self._slot.handle
+        handle = self._link.handle
         if handle is None:
             return result
         try:
@@ -251,5 +253,5 @@ class DockerExecutor(RemoteExecutor):
     @property
     def container_id(self) -> str | None:
         """The id of the current worker container (None before the first start or after close)."""
-        handle = self._slot.handle
+        handle = self._link.handle
         return handle.id if handle is not None else None

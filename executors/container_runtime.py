@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import ExecutorError
-from .remote import Channel, WorkerHandle
+from .remote_link import Channel, WorkerHandle
 
 __all__ = ["ContainerChannel", "ContainerSpec", "WorkerContainer", "owner_labels", "sweep"]
 

@@ -1,6 +1,7 @@
 """SubprocessExecutor: model code runs in a warm child process with OS-enforced limits.
 
-The child is `python worker.py` in its own session/process group with:
+The child is the stdlib-only `executors.worker` package (`remote_link.worker_command`) in its own
+session/process group with:
   - rlimits (applied by the worker to itself before it reads its first frame): address space
     and data (Limits.max_memory_mb plus an allowance for the interpreter),
     CPU seconds (re-armed by the worker before each execute), processes (RLIMIT_NPROC; root is
@@ -39,11 +40,11 @@ from typing import Any
 
 from .base import ExecutorError, Limits
 from .protocol import MAX_FRAME_BYTES
-from .remote import Channel, RemoteExecutor, WorkerHandle
+from .remote import RemoteExecutor
+from .remote_link import WORKER_PARENT, Channel, WorkerHandle, prepare_worker_code, worker_command
 
 __all__ = ["SubprocessExecutor", "PipeChannel", "ProcessWorker", "sweep_orphans"]
 
-WORKER_PATH = Path(__file__).with_name("worker.py")
 PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 PIDS_CGROUP_ROOT = Path("/sys/fs/cgroup/pids")
 # Virtual memory the interpreter itself needs on top of what the model code may use.
@@ -366,13 +367,8 @@ class SubprocessExecutor(RemoteExecutor):
         # a preexec_fn would force a full fork() of this (large) host instead of vfork(), which
         # costs milliseconds per start.
         spec = _json_arg({"parent": os.getpid(), "rlimits": self._rlimits()})
-        # `-I`: isolated (no PYTHON* variables, no user site, no script dir on sys.path).
-        # Importing the worker as a module reuses its cached bytecode instead of recompiling it.
-        boot = (
-            f"import sys,os;sys.path.insert(0,{str(WORKER_PATH.parent)!r});"
-            "import worker;del sys.path[0];os._exit(worker.main())"
-        )
-        argv = [self.python, "-I", "-c", boot, spec]
+        prepare_worker_code()
+        argv = worker_command(self.python, WORKER_PARENT, spec)
         cwd, env = self.cwd, self._environment()
 
         def spawn() -> subprocess.Popen:

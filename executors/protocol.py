@@ -1,7 +1,8 @@
 """Host <-> worker protocol: framing, the tagged-JSON value codec, and the message models.
 
-The codec and framing are stdlib-only and live in `executors.worker` (the worker must run with
-nothing but that one file); they are re-exported here so the host has one place to import from.
+The codec and framing are stdlib-only and live in `executors.worker.wire` (the worker must run
+from a bare directory with nothing but the standard library); they are re-exported here so the
+host has one place to import from.
 The message models are pydantic and used only on the host, which validates every frame it reads
 and treats the worker as hostile. JSON only: no pickle in either direction.
 
@@ -15,6 +16,7 @@ Frame: 4-byte big-endian length, then a UTF-8 JSON object with an "op" key (see 
       type, message} answers each tool_call              logs, is_final_answer, error, duration_s,
                                                          restart}
   set_variables {id, values}                         ok | error
+  get_variables {id, names (list or null)}           variables {id, values} | error (KeyError: names)
   register_tools {id, tools}                         ok
   reset {id}                                         ok
   ping {id}                                          pong {id, pid}
@@ -27,7 +29,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from .worker import (
+from .worker.wire import (
     DEFAULT_MAX_FRAME_BYTES,
     HEADER_BYTES,
     TAG,
@@ -55,8 +57,9 @@ __all__ = [
     "pack_frame",
     "unpack_message",
     "parse_worker_message",
-    "Configure", "Execute", "ToolResult", "ToolErrorReply", "SetVariables", "RegisterTools",
-    "Reset", "Ping", "Shutdown", "Ok", "ErrorReply", "Pong", "Result", "ToolCall", "ErrorInfo",
+    "Configure", "Execute", "ToolResult", "ToolErrorReply", "SetVariables", "GetVariables",
+    "RegisterTools", "Reset", "Ping", "Shutdown", "Ok", "ErrorReply", "Pong", "Result", "Variables",
+    "ToolCall", "ErrorInfo",
 ]
 
 MAX_FRAME_BYTES = DEFAULT_MAX_FRAME_BYTES
@@ -113,6 +116,12 @@ class SetVariables(_Msg):
     op: Literal["set_variables"] = "set_variables"
     id: int
     values: Value  # an encoded dict
+
+
+class GetVariables(_Msg):
+    op: Literal["get_variables"] = "get_variables"
+    id: int
+    names: list[str] | None = None  # None: all of the model's variables
 
 
 class RegisterTools(_Msg):
@@ -179,6 +188,12 @@ class Result(_Strict):
     restart: bool = False  # the worker asks to be replaced (e.g. threads it could not stop)
 
 
+class Variables(_Strict):
+    op: Literal["variables"]
+    id: int
+    values: Value  # an encoded dict {name: value}
+
+
 class ToolCall(_Strict):
     op: Literal["tool_call"]
     id: int
@@ -188,11 +203,11 @@ class ToolCall(_Strict):
     kwargs: dict[str, Value] = {}
 
 
-WorkerMessage = Annotated[Ok | ErrorReply | Pong | Result | ToolCall, Field(discriminator="op")]
+WorkerMessage = Annotated[Ok | ErrorReply | Pong | Result | Variables | ToolCall, Field(discriminator="op")]
 _worker_message = TypeAdapter(WorkerMessage)
 
 
-def parse_worker_message(body: bytes) -> Ok | ErrorReply | Pong | Result | ToolCall:
+def parse_worker_message(body: bytes) -> Ok | ErrorReply | Pong | Result | Variables | ToolCall:
     """Validate one frame body from a worker. Raises ProtocolError for anything off-contract."""
     msg = unpack_message(body)
     try:

@@ -1,56 +1,40 @@
-"""RemoteExecutor: everything common to executors that run code in a worker over a byte channel.
+"""RemoteExecutor: the host side of a worker. Deadlines, restarts, tool calls over the wire.
 
-A subclass supplies only how to start a worker and reach it. The interface to implement:
+A subclass supplies only how to start a worker and reach it (the `WorkerHandle` and `Channel`
+interfaces are in `executors.remote_link`):
 
     class MyExecutor(RemoteExecutor):
         def _start_worker(self) -> WorkerHandle:
-            '''Start a fresh worker (`python worker.py`) and return a handle; raise ExecutorError
-            when it cannot be started. Do not send anything: the base class sends `configure`.'''
+            '''Start a fresh worker (`remote_link.worker_command(...)`) and return a handle; raise
+            ExecutorError when it cannot be started. Do not send anything: `configure` is sent here.'''
         def _package_paths(self) -> list[str]:       # optional
             '''Directories the worker should put on sys.path so that, under the restricted
             policy, it can import `executors.restricted` (default: none).'''
         def _on_close(self) -> None:                  # optional: release place-specific resources
 
-    class WorkerHandle(ABC):          # one running worker
-        channel: Channel              # its byte channel
-        def alive(self) -> bool       # still running?
-        def kill(self) -> None        # hard-kill the worker and everything it spawned, reap it;
-                                      # idempotent, never raises, returns quickly (< ~1 s)
-        def exit_description(self) -> str   # after death: "exited with code 3",
-                                            # "was killed by signal SIGSEGV", ... ("" if unknown)
+Deadlines. The worker keeps a soft deadline at Limits.timeout_s (variables kept); the host keeps
+the hard one at Limits.timeout_s + kill_grace_s (class attribute): the worker is killed and
+replaced. `Limits(timeout_s=None)` means no time limit: no soft deadline, and the host waits for
+the step as long as the worker lives (a crash still comes back at once as WorkerCrashed); only
+control requests (set_variables, get_variables, reset, ...) keep a bound of their own.
 
-    class Channel(ABC):               # raw bytes; framing is done here, not in the channel
-        def write(self, data: bytes, timeout: float | None) -> None
-            '''Write all of data or raise TimeoutError (deadline) / OSError (peer gone).'''
-        def read(self, max_bytes: int, timeout: float | None) -> bytes
-            '''Return 1..max_bytes bytes as soon as any are available; b"" at EOF (the worker is
-            gone); raise TimeoutError when nothing arrives within timeout (None = wait forever).
-            timeout=0 is a non-blocking poll: between requests the base class checks that the
-            worker is silent (stray bytes or EOF there mean: replace it).'''
-        def close(self) -> None       # idempotent
+Restarts. A timeout, a dead worker, a broken or hostile frame, or `Result.restart` (the worker
+asks to be replaced, e.g. threads or child processes left running after a timeout) kill the
+worker and start a fresh one; the result says so with an `ExecutionError` and `state_lost=True`,
+never with an exception. `restarts` counts replacements.
 
-The worker reports and the base class handles: a soft deadline inside the worker (variables kept),
-the hard deadline here at Limits.timeout_s + kill_grace_s (class attribute; kill + restart), and
-`Result.restart` (the worker asks to be replaced, e.g. threads or child processes left running
-after a timeout). `restarts` counts replacements; the next ExecutionResult after one says
-state_lost=True. `pool(n, **kwargs)` gives an ExecutorPool of warm executors for concurrent runs.
-
-Everything else is here: lazy start, the configure handshake, frames with deadlines, tool calls
-dispatched to host callables (a tool exception goes back as `tool_error`), and failure handling:
-a timeout, a dead worker or a broken/hostile frame kills the worker, starts a fresh one and comes
-back as an `ExecutionResult` with an `ExecutionError` and `state_lost=True` - never as an exception.
+Everything else is here too: lazy start, the configure handshake, tool calls dispatched to host
+callables (a tool exception goes back as `tool_error`), `get_variables` over the wire, and
+`pool(n, **kwargs)`, an ExecutorPool of warm executors for concurrent runs.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import queue
 import threading
 import time
 import weakref
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .base import (
@@ -60,16 +44,18 @@ from .base import (
     ExecutorBase,
     ExecutorError,
     Limits,
+    check_code,
     normalize_imports,
     normalize_tools,
 )
+from .pool import ExecutorPool
 from .protocol import (
     MAX_FRAME_BYTES,
     Configure,
     ErrorReply,
     Execute,
-    FrameBuffer,
     FrameTooLarge,
+    GetVariables,
     Ok,
     Ping,
     Pong,
@@ -78,74 +64,19 @@ from .protocol import (
     Reset,
     Result,
     SetVariables,
-    Shutdown,
     ToolCall,
     ToolErrorReply,
     ToolResult,
+    Variables,
     decode_value,
     encode_value,
-    parse_worker_message,
 )
-from .worker import truncate_text
+from .remote_link import Channel, DeadlinePassed, WorkerDied, WorkerHandle, WorkerLink
+from .worker.wire import truncate_text
 
 __all__ = ["Channel", "WorkerHandle", "RemoteExecutor", "ExecutorPool"]
 
 POLICIES = ("restricted", "open")
-
-
-class Channel(ABC):
-    """A bidirectional byte stream to one worker (see the module docstring)."""
-
-    @abstractmethod
-    def write(self, data: bytes, timeout: float | None) -> None: ...
-
-    @abstractmethod
-    def read(self, max_bytes: int, timeout: float | None) -> bytes: ...
-
-    @abstractmethod
-    def close(self) -> None: ...
-
-
-class WorkerHandle(ABC):
-    """One running worker (see the module docstring)."""
-
-    channel: Channel
-
-    @abstractmethod
-    def alive(self) -> bool: ...
-
-    @abstractmethod
-    def kill(self) -> None: ...
-
-    def exit_description(self) -> str:
-        return ""
-
-
-class _WorkerDied(Exception):
-    pass
-
-
-class _Deadline(Exception):
-    pass
-
-
-class _Slot:
-    """Holds the live handle so a finalizer can kill it without keeping the executor alive."""
-
-    __slots__ = ("handle",)
-
-    def __init__(self) -> None:
-        self.handle: WorkerHandle | None = None
-
-    def kill(self) -> None:
-        handle, self.handle = self.handle, None
-        if handle is not None:
-            with contextlib.suppress(Exception):
-                handle.channel.write(Shutdown().frame(), 0.05)
-            with contextlib.suppress(Exception):
-                handle.kill()
-            with contextlib.suppress(Exception):
-                handle.channel.close()
 
 
 class RemoteExecutor(ExecutorBase):
@@ -180,14 +111,13 @@ class RemoteExecutor(ExecutorBase):
                              f"(Limits.max_output_chars={self.limits.max_output_chars}), got {max_frame_bytes}")
         self._tools: dict[str, Callable[..., Any]] = normalize_tools(tools)
         self._lock = threading.RLock()
-        self._slot = _Slot()
-        self._frames = FrameBuffer(self.max_frame_bytes)
+        self._link = WorkerLink(self.max_frame_bytes)
         self._next_id = 0
         self._configure_id: int | None = None  # configure sent, ack not read yet
         self._closed = False
         self._restarts = 0
         self._lost = False  # a restart happened that no ExecutionResult has reported yet
-        self._finalizer = weakref.finalize(self, _Slot.kill, self._slot)
+        self._finalizer = weakref.finalize(self, WorkerLink.kill, self._link)
 
     # -- subclass interface ---------------------------------------------------------------------
     def _start_worker(self) -> WorkerHandle:
@@ -215,7 +145,7 @@ class RemoteExecutor(ExecutorBase):
             if self._closed:
                 return
             self._closed = True
-            self._slot.kill()
+            self._link.kill()
             self._finalizer.detach()
             self._on_close()
 
@@ -235,24 +165,18 @@ class RemoteExecutor(ExecutorBase):
         if self._closed:
             raise ExecutorError(f"{type(self).__name__} is closed; create a new one")
 
+    # -- the worker's life ------------------------------------------------------------------------
     def _spawn(self) -> None:
         """Start a worker and send `configure` without waiting for the answer."""
         handle = self._start_worker()
-        self._slot.handle = handle
-        self._frames = FrameBuffer(self.max_frame_bytes)
+        self._link.attach(handle)
         cid = self._new_id()
         message = Configure(
             id=cid,
             policy=self.policy,
             tools=sorted(self._tools),
             authorized_imports=list(self.authorized_imports),
-            limits={
-                "timeout_s": self.limits.timeout_s,
-                "max_operations": self.limits.max_operations,
-                "max_output_chars": self.limits.max_output_chars,
-                "max_memory_mb": self.limits.max_memory_mb,
-                "max_recursion_depth": self.limits.max_recursion_depth,
-            },
+            limits=dataclasses.asdict(self.limits),
             max_frame_bytes=self.max_frame_bytes,
             package_paths=self._package_paths(),
         )
@@ -269,15 +193,15 @@ class RemoteExecutor(ExecutorBase):
 
     def _ready(self) -> WorkerHandle:
         """A configured worker, starting one if needed. Raises ExecutorError when that fails."""
-        if self._slot.handle is None:
+        if self._link.handle is None:
             self._spawn()
         if self._configure_id is not None:
             cid = self._configure_id
             deadline = time.monotonic() + self.startup_timeout_s
             try:
-                reply = self._recv(deadline)
-            except (_WorkerDied, _Deadline, ProtocolError) as exc:
-                why = self._slot.handle.exit_description() if self._slot.handle else ""
+                reply = self._link.recv(deadline)
+            except (WorkerDied, DeadlinePassed, ProtocolError) as exc:
+                why = self._link.exit_description()
                 self._discard()
                 raise ExecutorError(
                     f"the {type(self).__name__} worker failed to start: "
@@ -290,10 +214,10 @@ class RemoteExecutor(ExecutorBase):
                 self._discard()
                 raise ExecutorError(f"the worker answered {reply.op!r} to configure")
             self._configure_id = None
-        return self._slot.handle  # type: ignore[return-value]
+        return self._link.handle  # type: ignore[return-value]
 
     def _discard(self) -> None:
-        self._slot.kill()
+        self._link.kill()
         self._configure_id = None
 
     def _restart(self) -> None:
@@ -302,69 +226,50 @@ class RemoteExecutor(ExecutorBase):
         self._restarts += 1
         self._lost = True
         if not self._closed:
-            with contextlib.suppress(ExecutorError):
+            try:
                 self._spawn()
+            except ExecutorError:
+                pass  # the next request tries again and reports it
+
+    def _replace_if_unclean(self) -> bool:
+        """Between requests the worker must be silent. Bytes waiting here (a frame forged after
+        the last result, say) or a worker that died while idle: replace it before going on (the
+        next ExecutionResult says state_lost). Returns True when it was replaced."""
+        if self._link.handle is None or self._configure_id is not None or self._link.is_silent():
+            return False
+        self._restart()
+        return True
 
     def _new_id(self) -> int:
         self._next_id += 1
         return self._next_id
 
-    # -- frames -----------------------------------------------------------------------------------
-    def _send(self, message, deadline: float | None) -> None:
-        handle = self._slot.handle
-        assert handle is not None
-        data = message.frame(self.max_frame_bytes)
-        try:
-            handle.channel.write(data, _remaining(deadline))
-        except TimeoutError:
-            raise _Deadline from None
-        except OSError as exc:
-            raise _WorkerDied(str(exc)) from None
-
-    def _recv(self, deadline: float | None):
-        handle = self._slot.handle
-        assert handle is not None
-        frames = self._frames
-        while True:
-            body = frames.next_frame()  # FrameTooLarge is a ProtocolError
-            if body is not None:
-                return parse_worker_message(body)
-            try:
-                chunk = handle.channel.read(1 << 16, _remaining(deadline))
-            except TimeoutError:
-                raise _Deadline from None
-            except OSError as exc:
-                raise _WorkerDied(str(exc)) from None
-            if not chunk:
-                raise _WorkerDied("the worker closed its channel")
-            frames.feed(chunk)
-
-    def _request(self, message, what: str):
-        """Send a control message and wait for its ok. Breakage kills/restarts and raises."""
+    def _request(self, message, what: str, answers: tuple[type, ...] = (Ok, Pong)):
+        """Send a control message and wait for its answer (one of `answers`, or an ErrorReply).
+        Breakage kills/restarts the worker and raises ExecutorError."""
         if self._replace_if_unclean():
             self._ready()
         deadline = time.monotonic() + max(10.0, 2 * (self.limits.timeout_s or 5.0))
         try:
-            self._send(message, deadline)
-            reply = self._recv(deadline)
-        except (_WorkerDied, _Deadline, ProtocolError) as exc:
-            why = self._slot.handle.exit_description() if self._slot.handle else ""
+            self._link.send(message.frame(self.max_frame_bytes), deadline)
+            reply = self._link.recv(deadline)
+        except (WorkerDied, DeadlinePassed, ProtocolError) as exc:
+            why = self._link.exit_description()
             self._restart()
             raise ExecutorError(f"the worker failed during {what}: {_describe_failure(exc, why)}") from None
         except BaseException:
             self._restart()
             raise
-        if isinstance(reply, ErrorReply) and reply.id == message.id:
-            return reply
-        if isinstance(reply, (Ok, Pong)) and reply.id == message.id:
+        if isinstance(reply, (ErrorReply, *answers)) and reply.id == message.id:
             return reply
         self._restart()
         raise ExecutorError(f"the worker answered {reply.op!r} to {what}")
 
     # -- the contract -----------------------------------------------------------------------------
     def execute(self, code: str) -> ExecutionResult:
-        if not isinstance(code, str):
-            raise TypeError(f"code must be a str, got {type(code).__name__}")
+        refused = check_code(code)
+        if refused is not None:
+            return ExecutionResult(error=refused)
         with self._lock:
             self._check_open()
             started = time.perf_counter()
@@ -375,99 +280,61 @@ class RemoteExecutor(ExecutorBase):
             try:
                 frame = Execute.model_construct(id=rid, code=code).frame(self.max_frame_bytes)
             except FrameTooLarge:
-                return ExecutionResult(
-                    error=ExecutionError("ValueError", f"the code is too large to send ({len(code)} characters)"),
-                )
+                return ExecutionResult(error=ExecutionError(
+                    "CodeTooLarge", f"the code is too large to send to the sandbox ({len(code):,} characters "
+                    f"do not fit in max_frame_bytes={self.max_frame_bytes:,}); send shorter code"))
             timeout = self.limits.timeout_s
             deadline = None if timeout is None else time.monotonic() + timeout + self.kill_grace_s
             try:
-                self._send_raw(frame, deadline)
-                while True:
-                    msg = self._recv(deadline)
-                    if isinstance(msg, ToolCall) and msg.id == rid:
-                        self._answer_tool_call(msg, deadline)
-                        if deadline is not None and time.monotonic() > deadline:
-                            raise _Deadline
-                        continue
-                    if isinstance(msg, Result) and msg.id == rid:
-                        result = self._to_result(msg, started)
-                        if lost:
-                            result = dataclasses.replace(result, state_lost=True)
-                        if msg.restart:  # e.g. threads left running after a timeout
-                            self._restart()
-                            self._lost = False  # reported right here
-                            error = result.error or ExecutionError("WorkerCrashed", "")
-                            result = dataclasses.replace(result, state_lost=True, error=dataclasses.replace(
-                                error, message=f"{error.message} The sandbox had to be restarted "
-                                "(something the code started was still running): all variables are lost."))
-                        return result
-                    raise ProtocolError(f"unexpected {msg.op!r} frame while waiting for the result")
-            except _Deadline:
-                self._restart()
-                return self._failure(
-                    "TimeoutError",
-                    f"execution exceeded the {timeout} s time limit (Limits.timeout_s) and the "
-                    "sandbox was restarted: all variables are lost. Make the code faster or do "
-                    "less per step.",
-                    started,
-                )
-            except _WorkerDied:
-                why = self._slot.handle.exit_description() if self._slot.handle else ""
-                self._restart()
-                return self._failure(
-                    "WorkerCrashed",
-                    f"the sandbox process died while running the code ({why or 'no exit status'}); "
-                    "it was restarted and all variables are lost.",
-                    started,
-                )
-            except ProtocolError as exc:
-                self._restart()
-                return self._failure(
-                    "WorkerProtocolError",
-                    f"the sandbox broke the host protocol ({str(exc)[:300]}); it was restarted and "
-                    "all variables are lost.",
-                    started,
-                )
+                result = self._run_step(rid, frame, deadline, started)
+            except (DeadlinePassed, WorkerDied, ProtocolError) as exc:
+                return self._step_failed(exc, started)
             except BaseException:  # KeyboardInterrupt, a tool's BaseException: the worker is mid-call
                 self._restart()
                 raise
+            return dataclasses.replace(result, state_lost=True) if lost else result
 
-    def _replace_if_unclean(self) -> bool:
-        """Between requests the worker must be silent. Bytes waiting here (a frame forged after
-        the last result, say) or a worker that died while idle: replace it before going on (the
-        next ExecutionResult says state_lost). Returns True when it was replaced."""
-        handle = self._slot.handle
-        if handle is None or self._configure_id is not None:
-            return False
-        if not self._frames.pending():
-            try:
-                chunk = handle.channel.read(1 << 16, 0)
-            except TimeoutError:
-                return False  # silent, as it should be
-            except OSError:
-                chunk = b""
-            if chunk:
-                self._frames.feed(chunk)
+    def _run_step(self, rid: int, frame: bytes, deadline: float | None, started: float) -> ExecutionResult:
+        """Send the code, answer the worker's tool calls, turn its result into an ExecutionResult."""
+        self._link.send(frame, deadline)
+        while True:
+            msg = self._link.recv(deadline)
+            if isinstance(msg, ToolCall) and msg.id == rid:
+                self._answer_tool_call(msg, deadline)
+                if deadline is not None and time.monotonic() > deadline:
+                    raise DeadlinePassed
+                continue
+            if isinstance(msg, Result) and msg.id == rid:
+                result = self._to_result(msg, started)
+                if not msg.restart:
+                    return result
+                self._restart()  # e.g. threads left running after a timeout
+                self._lost = False  # reported right here
+                error = result.error or ExecutionError("WorkerCrashed", "")
+                return dataclasses.replace(result, state_lost=True, error=dataclasses.replace(
+                    error, message=f"{error.message} The sandbox had to be restarted "
+                    "(something the code started was still running): all variables are lost."))
+            raise ProtocolError(f"unexpected {msg.op!r} frame while waiting for the result")
+
+    def _step_failed(self, exc: Exception, started: float) -> ExecutionResult:
+        """The worker timed out, died or broke the protocol mid-step: replace it and say so."""
+        if isinstance(exc, DeadlinePassed):
+            type_, message = "TimeoutError", (
+                f"execution exceeded the {self.limits.timeout_s} s time limit (Limits.timeout_s) and the "
+                "sandbox was restarted: all variables are lost. Make the code faster or do less per step.")
+        elif isinstance(exc, WorkerDied):
+            why = self._link.exit_description()
+            type_, message = "WorkerCrashed", (
+                f"the sandbox process died while running the code ({why or 'no exit status'}); "
+                "it was restarted and all variables are lost.")
+        else:
+            type_, message = "WorkerProtocolError", (
+                f"the sandbox broke the host protocol ({str(exc)[:300]}); it was restarted and "
+                "all variables are lost.")
         self._restart()
-        return True
-
-    def _send_raw(self, data: bytes, deadline: float | None) -> None:
-        handle = self._slot.handle
-        assert handle is not None
-        try:
-            handle.channel.write(data, _remaining(deadline))
-        except TimeoutError:
-            raise _Deadline from None
-        except OSError as exc:
-            raise _WorkerDied(str(exc)) from None
-
-    def _failure(self, type_: str, message: str, started: float) -> ExecutionResult:
         self._lost = False  # this result reports the restart
-        return ExecutionResult(
-            error=ExecutionError(type_, message),
-            duration_s=time.perf_counter() - started,
-            state_lost=True,
-        )
+        return ExecutionResult(error=ExecutionError(type_, message),
+                               duration_s=time.perf_counter() - started, state_lost=True)
 
     def _to_result(self, msg: Result, started: float) -> ExecutionResult:
         limit = self.limits.max_output_chars
@@ -489,34 +356,29 @@ class RemoteExecutor(ExecutorBase):
         fn = self._tools.get(msg.name)
         if fn is None:
             reply = ToolErrorReply(call=msg.call, type="NameError", message=f"there is no tool named {msg.name!r}")
-        else:
-            args = [decode_value(a) for a in msg.args]
-            kwargs = {k: decode_value(v) for k, v in msg.kwargs.items()}
-            try:
-                value = fn(*args, **kwargs)
-            except Exception as exc:
-                reply = ToolErrorReply(call=msg.call, type=type(exc).__name__, message=_exc_text(exc))
-            else:
-                try:
-                    reply = ToolResult.model_construct(call=msg.call, value=encode_value(value))
-                    data = reply.frame(self.max_frame_bytes)
-                except Exception as exc:
-                    reply = ToolErrorReply(
-                        call=msg.call,
-                        type=type(exc).__name__,
-                        message=f"its result cannot be sent to the sandbox: {_exc_text(exc)}",
-                    )
-                else:
-                    self._send_raw(data, deadline)
-                    return
-        self._send_raw(reply.frame(self.max_frame_bytes), deadline)
+            return self._link.send(reply.frame(self.max_frame_bytes), deadline)
+        args = [decode_value(a) for a in msg.args]
+        kwargs = {k: decode_value(v) for k, v in msg.kwargs.items()}
+        try:
+            value = fn(*args, **kwargs)
+        except Exception as exc:
+            reply = ToolErrorReply(call=msg.call, type=type(exc).__name__, message=_exc_text(exc))
+            return self._link.send(reply.frame(self.max_frame_bytes), deadline)
+        try:
+            data = ToolResult.model_construct(call=msg.call, value=encode_value(value)).frame(self.max_frame_bytes)
+        except Exception as exc:
+            data = ToolErrorReply(
+                call=msg.call, type=type(exc).__name__,
+                message=f"its result cannot be sent to the sandbox: {_exc_text(exc)}",
+            ).frame(self.max_frame_bytes)
+        self._link.send(data, deadline)
 
     def register_tools(self, tools: Mapping[str, Callable[..., Any]] | Iterable[Any]) -> None:
         new = normalize_tools(tools)
         with self._lock:
             self._check_open()
             self._tools.update(new)
-            if self._slot.handle is not None:
+            if self._link.handle is not None:
                 self._ready()
                 self._request(RegisterTools(id=self._new_id(), tools=sorted(new)), "register_tools")
 
@@ -541,10 +403,43 @@ class RemoteExecutor(ExecutorBase):
             if isinstance(reply, ErrorReply):
                 raise ValueError(reply.message)
 
+    def get_variables(self, names: Iterable[str] | None = None) -> dict[str, Any]:
+        """The model's variables (all, or those named): values that cross as JSON (+tags) as
+        themselves, anything else as its repr (`executors.protocol.Repr`). Tools, `final_answer`,
+        modules and names starting with `_` are not variables. KeyError names unknown names."""
+        wanted = _names_asked(names)
+        with self._lock:
+            self._check_open()
+            if self._link.handle is None and self._configure_id is None:
+                if wanted:  # no worker yet: nothing was ever set
+                    raise KeyError(f"no variable named {', '.join(map(repr, wanted))}")
+                return {}
+            self._ready()
+            reply = self._request(GetVariables(id=self._new_id(), names=wanted), "get_variables", (Variables,))
+            if isinstance(reply, ErrorReply):
+                if reply.type == "KeyError":
+                    raise KeyError(truncate_text(reply.message, 1000))
+                raise ExecutorError(f"the worker could not list its variables: {reply.type}: "
+                                    f"{truncate_text(reply.message, 1000)}")
+            try:
+                values = decode_value(reply.values)
+                if not isinstance(values, dict):
+                    raise ProtocolError(f"a {type(values).__name__}, not a dict")
+            except ProtocolError as exc:
+                self._restart()
+                raise ExecutorError(f"the worker answered get_variables with a bad value: {str(exc)[:300]}") from None
+        values = {k: v for k, v in values.items() if isinstance(k, str)}
+        if wanted is None:
+            return values
+        missing = [name for name in wanted if name not in values]
+        if missing:  # the host checks too: a worker's word is not enough
+            raise KeyError(f"no variable named {', '.join(map(repr, missing))}")
+        return {name: values[name] for name in wanted}
+
     def reset(self) -> None:
         with self._lock:
             self._check_open()
-            if self._slot.handle is None:
+            if self._link.handle is None:
                 return
             self._ready()
             try:
@@ -568,10 +463,16 @@ class RemoteExecutor(ExecutorBase):
         return ExecutorPool(lambda: cls(**kwargs), n)
 
 
-def _remaining(deadline: float | None) -> float | None:
-    if deadline is None:
+def _names_asked(names: Iterable[str] | None) -> list[str] | None:
+    if names is None:
         return None
-    return max(0.0, deadline - time.monotonic())
+    if isinstance(names, str):
+        raise TypeError("get_variables takes a list of names (or None for all), not a str")
+    wanted = list(names)
+    for name in wanted:
+        if not isinstance(name, str):
+            raise TypeError(f"variable names must be str, got {type(name).__name__}")
+    return list(dict.fromkeys(wanted))
 
 
 def _exc_text(exc: BaseException) -> str:
@@ -582,70 +483,10 @@ def _exc_text(exc: BaseException) -> str:
 
 
 def _describe_failure(exc: BaseException, why: str) -> str:
-    if isinstance(exc, _Deadline):
+    if isinstance(exc, DeadlinePassed):
         text = "it did not answer in time"
-    elif isinstance(exc, _WorkerDied):
+    elif isinstance(exc, WorkerDied):
         text = "it died"
     else:
         text = f"it sent a bad frame: {str(exc)[:300]}"
     return f"{text} ({why})" if why else text
-
-
-class ExecutorPool:
-    """A fixed set of warm executors handed out one per agent run.
-
-        with SubprocessExecutor.pool(4, tools=tools) as pool:
-            with pool.acquire() as ex:      # blocks until one is free
-                ex.execute("...")
-            # on release the executor is reset, so the next run starts with empty state
-
-    Thread-safe; executors start in parallel on the first `start()`/`acquire()`.
-    """
-
-    def __init__(self, factory: Callable[[], Any], n: int) -> None:
-        if n < 1:
-            raise ValueError("a pool needs at least one executor")
-        self._all = [factory() for _ in range(n)]
-        self._free: queue.Queue = queue.Queue()
-        for ex in self._all:
-            self._free.put(ex)
-        self._closed = False
-
-    def __len__(self) -> int:
-        return len(self._all)
-
-    def start(self) -> ExecutorPool:
-        threads = [threading.Thread(target=ex.start, daemon=True) for ex in self._all if hasattr(ex, "start")]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        return self
-
-    @contextlib.contextmanager
-    def acquire(self, timeout: float | None = None) -> Iterator[Any]:
-        if self._closed:
-            raise ExecutorError("the executor pool is closed")
-        try:
-            ex = self._free.get(timeout=timeout)
-        except queue.Empty:
-            raise TimeoutError(f"no free executor within {timeout} s") from None
-        try:
-            yield ex
-        finally:
-            try:
-                ex.reset()
-            except Exception:
-                pass
-            self._free.put(ex)
-
-    def close(self) -> None:
-        self._closed = True
-        for ex in self._all:
-            ex.close()
-
-    def __enter__(self) -> ExecutorPool:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

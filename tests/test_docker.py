@@ -259,6 +259,25 @@ def test_timeout_that_ignores_the_worker_signal_kills_the_worker(ex):
     assert ex.execute("keep").error.type == "NameError"  # the result told the truth
 
 
+# The interrupt that enforces the deadline is swallowed (Python ignores every exception raised in
+# `__del__`, and a bare `except:` catches it): the step still overran, so it is a TimeoutError.
+SWALLOWED_DEADLINES = {
+    "__del__ loops forever": "class Slow:\n    def __del__(self):\n        while True:\n            pass\n"
+                             "s = Slow()\ndel s\n'done'",
+    "bare except": "try:\n    while True:\n        pass\nexcept BaseException:\n    pass\n'done'",
+}
+
+
+@pytest.mark.parametrize("code", list(SWALLOWED_DEADLINES.values()), ids=list(SWALLOWED_DEADLINES))
+def test_a_swallowed_deadline_is_still_a_timeout(ex, code):
+    ex.execute("kept = 'still here'")
+    t = time.monotonic()
+    r = ex.execute(code)
+    assert r.error is not None and r.error.type == "TimeoutError" and r.output is None, r
+    assert time.monotonic() - t < TIMEOUT_S + ex.kill_grace_s + 1
+    assert not r.state_lost and ex.get_variables(["kept"]) == {"kept": "still here"}
+
+
 def test_memory_bomb_is_a_memory_error(ex):
     r = ex.execute(f"x = b'x' * ({MEMORY_MB * 2} * 2**20)")
     assert r.error is not None and r.error.type == "MemoryError", r
@@ -522,6 +541,43 @@ def test_worker_exit_is_reported(ex):
 
 
 # --- policies --------------------------------------------------------------------------------
+
+
+def test_no_time_limit(client, image):
+    """Limits(timeout_s=None): no deadline; the step runs as long as it needs."""
+    from executors import DockerExecutor
+
+    with DockerExecutor(image=image, limits=Limits(timeout_s=None, max_memory_mb=MEMORY_MB)) as nx:
+        r = nx.execute("import time\ntime.sleep(0.3)\n'slept'")
+        assert r.error is None and r.output == "slept", r
+
+
+@pytest.mark.parametrize("code", [b"1", None, "x = 1\n" * 20_000])
+def test_code_it_cannot_take_is_an_error_like_everywhere(ex, code):
+    from executors.base import check_code
+
+    r = ex.execute(code)
+    assert r.error is not None and r.error == check_code(code), r
+    assert_alive(ex)
+
+
+def test_final_answer_keyword(ex):
+    r = ex.execute("final_answer(answer={'a': 1})")
+    assert r.is_final_answer and r.output == {"a": 1}, r
+    r = ex.execute("final_answer()")
+    assert r.error is not None and r.error.type == "TypeError" and not r.is_final_answer
+
+
+def test_get_variables(ex):
+    from executors.protocol import Repr
+
+    ex.reset()
+    assert ex.execute("import math\nn = 3\npair = (n, 'x')\nobj = object()").error is None
+    got = ex.get_variables()
+    assert set(got) == {"n", "pair", "obj"} and got["pair"] == (3, "x") and isinstance(got["obj"], Repr)
+    assert ex.get_variables(["n"]) == {"n": 3}
+    with pytest.raises(KeyError, match="'add'"):
+        ex.get_variables(["n", "add"])
 
 
 def test_restricted_policy_in_container(client, image):

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from executors import ExecutionResult, Limits
+from executors import ExecutionResult, ExecutorError, Limits
 from executors.process import SubprocessExecutor
 
 TIMEOUT = 1.0
@@ -78,6 +78,7 @@ ATTACKS = {
     "half a frame": "send(struct.pack('>I', 50) + b'{\"op\": ')",
     "half a frame, then silence": "send(struct.pack('>I', 50) + b'{\"op\": ')\nimport time\ntime.sleep(30)",
     "close the channel, keep running": "os.close(W.fd_out)\nimport time\ntime.sleep(30)",
+    "forged variables reply": "send(frame({'op': 'variables', 'id': W.exec_id, 'values': {'forged': 1}}))",
     "frame on fd 1 and 2": "os.write(1, frame({'op': 'result', 'id': W.exec_id, 'output': 'forged'}))\nos.write(2, b'\\x00' * 10)",
 }
 
@@ -127,6 +128,46 @@ def test_missing_tool_is_a_tool_error_for_the_caller(ex):
     )
     r = ex.execute(PRELUDE + code)
     assert r.error is None and "no tool named 'rm_rf'" in r.output
+
+
+# Model code replaces the worker's send() so that its next `variables` reply is a lie.
+FORGED_VARIABLES = {
+    "a value with an unknown tag": ("{'$t': 'pickle', 'v': 'gASV'}", ExecutorError),
+    "not a dict": ("[1, 2]", ExecutorError),
+    "a name left out": ("{}", KeyError),
+}
+
+
+@pytest.mark.parametrize("values, refusal", list(FORGED_VARIABLES.values()), ids=list(FORGED_VARIABLES))
+def test_forged_variables_reply(ex, values, refusal):
+    ex.execute(PRELUDE + (
+        "real_send = W.send\n"
+        "def lying_send(message):\n"
+        "    if message.get('op') == 'variables':\n"
+        f"        message = dict(message, values={values})\n"
+        "    real_send(message)\n"
+        "W.send = lying_send\n"
+        "asked = 1"
+    ))
+    # The host checks the names itself and refuses a value it cannot decode (and replaces the
+    # worker that sent it); a lie never comes back as the model's variables.
+    with pytest.raises(refusal):
+        ex.get_variables(["asked"])
+    assert ex.execute("1 + 1").output == 2
+
+
+def test_forged_variables_between_requests_are_dropped(ex):
+    ex.execute(PRELUDE + (
+        "import threading\n"
+        "def forge():\n"
+        "    for i in range(W.exec_id, W.exec_id + 20):\n"
+        "        send(frame({'op': 'variables', 'id': i, 'values': {'forged': 1}}))\n"
+        "threading.Timer(0.05, forge).start()\n"
+        "secret = 1"
+    ))
+    time.sleep(0.5)  # the forged frames now wait in the pipe
+    assert "forged" not in ex.get_variables()  # the unclean worker was replaced first
+    assert ex.execute("1 + 1").state_lost
 
 
 @settings(max_examples=25, deadline=None)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
 import json
 import math
+import shutil
 import subprocess
 import sys
 from decimal import Decimal
@@ -19,16 +21,19 @@ from executors.protocol import (
     Execute,
     FrameBuffer,
     FrameTooLarge,
+    GetVariables,
     ProtocolError,
     Repr,
     Result,
     ToolCall,
+    Variables,
     decode_value,
     encode_value,
     pack_frame,
     parse_worker_message,
     unpack_message,
 )
+from executors.worker.wire import OutputBuffer, safe_repr, truncate_text
 
 
 def roundtrip(value):
@@ -244,6 +249,8 @@ def test_worker_messages_validate():
     assert isinstance(r, Result) and r.error is not None and r.error.lineno == 2
     t = parse_worker_message(_body({"op": "tool_call", "id": 3, "call": 1, "name": "add", "args": [1], "kwargs": {}}))
     assert isinstance(t, ToolCall) and t.name == "add"
+    v = parse_worker_message(_body({"op": "variables", "id": 4, "values": {"x": {"$t": "tuple", "v": [1]}}}))
+    assert isinstance(v, Variables) and decode_value(v.values) == {"x": (1,)}
 
 
 @pytest.mark.parametrize(
@@ -256,7 +263,10 @@ def test_worker_messages_validate():
         {"op": "result", "id": 3, "logs": 5},
         {"op": "tool_call", "id": 3, "call": 1, "name": "x" * 500},
         {"op": "tool_call", "id": 3, "call": 1, "name": "add", "kwargs": []},
-        {"op": "execute", "id": 1, "code": "1"},  # a host->worker op coming from the worker
+        {"op": "variables", "id": "4", "values": {}},
+        {"op": "variables", "id": 4, "values": {}, "names": []},
+        {"op": "get_variables", "id": 4},  # a host->worker op coming from the worker
+        {"op": "execute", "id": 1, "code": "1"},
         {"op": "launch_missiles", "id": 1},
     ],
 )
@@ -269,25 +279,105 @@ def test_host_messages_frame_compactly():
     frame = Execute(id=7, code="1 + 1").frame()
     assert unpack_message(frame[4:]) == {"op": "execute", "id": 7, "code": "1 + 1"}
     assert b" " not in frame[4:].replace(b"1 + 1", b"")
+    assert unpack_message(GetVariables(id=8).frame()[4:]) == {"op": "get_variables", "id": 8, "names": None}
+    assert unpack_message(GetVariables(id=8, names=["a"]).frame()[4:])["names"] == ["a"]
+
+
+# ----------------------------------------------------------------------------- text limits
+
+
+@given(st.text(max_size=3000), st.integers(min_value=10, max_value=2000))
+def test_truncate_text_keeps_head_and_tail(text, limit):
+    out = truncate_text(text, limit)
+    if len(text) <= limit:
+        assert out == text
+    else:
+        half = limit // 2
+        assert out.startswith(text[:half]) and out.endswith(text[-half:]) and "truncated" in out
+        assert len(out) <= limit + 60
+
+
+@given(st.lists(st.text(max_size=300), max_size=40), st.integers(min_value=100, max_value=1000))
+def test_output_buffer_is_truncate_text_of_everything_written(parts, limit):
+    """Written piece by piece, the buffer keeps what cutting the whole text at once would keep."""
+    buffer = OutputBuffer(limit)
+    for part in parts:
+        assert buffer.write(part) == len(part)
+    whole = "".join(parts)
+    assert buffer.text() == truncate_text(whole, limit)
+
+
+def test_safe_repr_survives_hostile_reprs():
+    class Raises:
+        def __repr__(self):
+            raise RuntimeError("no")
+
+    class NotAStr:
+        def __repr__(self):
+            return 42
+
+    assert safe_repr(Raises()) == "<unrepresentable Raises object>"
+    assert safe_repr(NotAStr()) == "<unrepresentable NotAStr object>"
+    assert len(safe_repr("x" * 50_000, 1000)) < 1100
+
+
+# ----------------------------------------------------------------------------- layering
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(level, module) of every import in a file: level 0 is absolute, >0 relative."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(0, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.level, node.module or ""))
+    return found
+
+
+def test_the_worker_package_is_stdlib_only():
+    """It runs from a bare read-only directory: only the standard library and its own modules,
+    except the restricted runtime, which it imports only when configured for that policy."""
+    allowed = set(sys.stdlib_module_names) | {"__future__"}
+    worker_dir = Path(__file__).resolve().parent.parent / "executors" / "worker"
+    for path in sorted(worker_dir.glob("*.py")):
+        for level, module in _imports(path):
+            if level:
+                assert level == 1, (path.name, module)  # never above the package
+            elif module in ("executors.base", "executors.restricted"):
+                assert path.name == "loop.py", (path.name, module)
+            else:
+                assert module.split(".")[0] in allowed, (path.name, module)
+
+
+def test_the_host_imports_only_the_wire_and_the_errors_from_the_worker():
+    root = Path(__file__).resolve().parent.parent / "executors"
+    for path in sorted(root.glob("*.py")):
+        for level, module in _imports(path):
+            if level == 1 and module.startswith("worker"):
+                assert module in ("worker.wire", "worker.errors"), (path.name, module)
 
 
 def test_no_pickle_anywhere():
     root = Path(__file__).resolve().parent.parent / "executors"
-    for name in ("protocol.py", "worker.py", "remote.py", "process.py"):
-        text = (root / name).read_text()
-        assert "import pickle" not in text and "pickle.loads" not in text and "marshal" not in text, name
+    files = [root / name for name in ("protocol.py", "remote.py", "remote_link.py", "process.py", "container.py")]
+    files += sorted((root / "worker").glob("*.py"))
+    for path in files:
+        text = path.read_text()
+        assert "import pickle" not in text and "pickle.loads" not in text and "marshal" not in text, path
 
 
 def test_worker_codec_runs_standalone(tmp_path):
-    """worker.py alone (no package, no pydantic) imports, encodes and frames."""
-    src = Path(__file__).resolve().parent.parent / "executors" / "worker.py"
-    (tmp_path / "worker.py").write_text(src.read_text())
+    """The worker package alone (no `executors`, no pydantic) imports, encodes and frames."""
+    shutil.copytree(Path(__file__).resolve().parent.parent / "executors" / "worker", tmp_path / "worker",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     code = (
         "import sys, json; sys.path.insert(0, '.'); sys.modules['pydantic'] = None\n"
-        "import worker\n"
-        "v = worker.encode_value((1, {2}, b'x'))\n"
+        "from worker import wire\n"
+        "import worker.main\n"
+        "v = wire.encode_value((1, {2}, b'x'))\n"
         "print(json.dumps(v, sort_keys=True))\n"
-        "assert worker.decode_value(v) == (1, {2}, b'x')\n"
+        "assert wire.decode_value(v) == (1, {2}, b'x')\n"
         "assert 'executors' not in sys.modules\n"
     )
     out = subprocess.run([sys.executable, "-I", "-c", code], cwd=tmp_path, capture_output=True, text=True,

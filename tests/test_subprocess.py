@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from executors import ExecutionResult, ExecutorError, Limits
+from executors.base import MAX_SOURCE_CHARS, check_code
 from executors.process import SubprocessExecutor, _pids_cgroup_usable, sweep_orphans
 from executors.protocol import Repr
 
@@ -64,7 +66,7 @@ def open_ex():
 
 
 def worker_pid(ex) -> int:
-    return ex._slot.handle.proc.pid
+    return ex._link.handle.proc.pid
 
 
 # ----------------------------------------------------------------------------- bombs
@@ -134,7 +136,7 @@ def test_fork_bomb_leaves_no_processes(open_ex):
     ex_pid = worker_pid(open_ex)
     r = open_ex.execute("import subprocess\nlen(subprocess.run(['ps', '-e', '-o', 'pid='], capture_output=True).stdout.split())")
     assert r.error is None, r.error
-    cg = open_ex._slot.handle.cgroup
+    cg = open_ex._link.handle.cgroup
     if cg is not None:
         assert int((cg / "pids.current").read_text()) <= 3, "stray processes survived the kill"
     assert pid_alive(ex_pid)
@@ -301,7 +303,7 @@ def test_rlimits_are_applied(open_ex):
 
 def test_lazy_start_close_and_gc():
     ex = SubprocessExecutor(policy="open")
-    assert ex._slot.handle is None  # nothing runs until needed
+    assert ex._link.handle is None  # nothing runs until needed
     pid = ex.execute("import os\nos.getpid()").output
     assert pid_alive(pid)
     ex.close()
@@ -409,19 +411,22 @@ def test_workers_survive_the_thread_that_started_them():
         ex.close()
 
 
-@pytest.mark.parametrize("how", ["script copy", "module"])
+@pytest.mark.parametrize("how", ["bare copy", "module"])
 def test_worker_program_standalone(tmp_path, how):
-    """`python worker.py` with nothing but that file (and `python -m executors.worker`) serves
-    the protocol: configure, execute with a print, a result frame back."""
+    """The worker package copied alone into an empty directory and started by the host's boot
+    line (what a container does with its mount), and `python -m executors.worker`, serve the
+    protocol with nothing but the standard library: configure, execute with a print, a result."""
     from executors.protocol import FrameBuffer, pack_frame, unpack_message
+    from executors.remote_link import worker_command
 
-    if how == "script copy":
-        (tmp_path / "worker.py").write_text((ROOT / "executors" / "worker.py").read_text())
-        argv = [sys.executable, "-I", str(tmp_path / "worker.py")]
+    if how == "bare copy":
+        shutil.copytree(ROOT / "executors" / "worker", tmp_path / "worker",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        argv = worker_command(sys.executable, str(tmp_path))
     else:
         argv = [sys.executable, "-I", "-m", "executors.worker"]
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            cwd=tmp_path if how == "script copy" else ROOT)
+                            cwd=tmp_path if how == "bare copy" else ROOT)
     frames = (pack_frame({"op": "configure", "id": 1, "policy": "open"})
               + pack_frame({"op": "execute", "id": 2, "code": "import os\nos.write(1, b'raw')\nprint('hi')\n(6 * 7, {1})"})
               + pack_frame({"op": "shutdown"}))
@@ -497,3 +502,149 @@ def test_broken_interpreter_is_an_executor_error(tmp_path):
     with pytest.raises(ExecutorError, match="failed to start.*code 3.*not a python"):
         ex.execute("1")
     ex.close()
+
+
+# ----------------------------------------------------------------------------- the contract on the wire
+
+
+def _local_answers(code: str, limits: Limits | None = None) -> ExecutionResult | None:
+    """What the in-process runtime (which the restricted worker runs) answers (None: it raised)."""
+    from executors import LocalExecutor
+
+    try:
+        with LocalExecutor(limits=limits) as local:
+            return local.execute(code)
+    except Exception:
+        return None
+
+
+def _in_process_runtime_lacks(what: str, works: bool) -> None:
+    """The restricted worker runs the in-process RestrictedRuntime: a feature it does not have
+    yet cannot work in the worker either (strict: once it has it, the worker must too)."""
+    if not works:
+        pytest.xfail(f"the in-process RestrictedRuntime does not support {what} yet")
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_no_time_limit_means_the_step_runs_to_its_end(policy):
+    """Limits(timeout_s=None): no deadline anywhere; the host waits for the step."""
+    if policy == "restricted":
+        local = _local_answers("1 + 1", Limits(timeout_s=None))
+        _in_process_runtime_lacks("timeout_s=None", local is not None and local.error is None)
+    with SubprocessExecutor(policy=policy, limits=Limits(timeout_s=None)) as ex:
+        r = ex.execute("import time\nt = time.monotonic()\ntime.sleep(0.3)\nround(time.monotonic() - t, 1)")
+        assert r.error is None and r.output >= 0.3 and not r.state_lost, r
+        ex.set_variables({"v": 1})
+        assert ex.execute("v + 1").output == 2
+
+
+@pytest.mark.parametrize("code, error_type", [
+    (b"1 + 1", "TypeError"),
+    (None, "TypeError"),
+    ("x = 1\n" * (MAX_SOURCE_CHARS // 6 + 1), "CodeTooLarge"),
+])
+def test_code_it_cannot_take_is_an_error_like_everywhere(open_ex, code, error_type):
+    r = open_ex.execute(code)
+    assert r.error == check_code(code) and r.error.type == error_type
+    assert not r.state_lost and open_ex.execute("1 + 1").output == 2
+
+
+def test_code_too_large_for_the_frame_is_code_too_large():
+    """Under MAX_SOURCE_CHARS but over a small max_frame_bytes (non-ASCII escapes six-fold)."""
+    with SubprocessExecutor(policy="open", max_frame_bytes=300 * 1024) as ex:
+        r = ex.execute("s = '" + "\u00e9" * 90_000 + "'")
+        assert r.error is not None and r.error.type == "CodeTooLarge" and "max_frame_bytes" in r.error.message
+        assert ex.execute("1 + 1").output == 2
+
+
+@pytest.mark.parametrize("call, value", [("final_answer(5)", 5), ("final_answer(answer=5)", 5),
+                                         ("final_answer(answer=None)", None)])
+def test_final_answer_takes_one_value_by_position_or_as_answer(open_ex, call, value):
+    r = open_ex.execute(call)
+    assert r.is_final_answer and r.error is None and r.output == value, r
+
+
+@pytest.mark.parametrize("call", ["final_answer()", "final_answer(1, 2)", "final_answer(1, answer=2)",
+                                  "final_answer(value=1)"])
+def test_final_answer_refuses_anything_but_one_value(open_ex, call):
+    r = open_ex.execute(call)
+    assert not r.is_final_answer and r.error is not None and r.error.type == "TypeError", r
+    assert "final_answer(answer=value)" in r.error.message
+
+
+def test_final_answer_keyword_under_the_restricted_policy():
+    local = _local_answers("final_answer(answer=5)")
+    _in_process_runtime_lacks("final_answer(answer=...)", local is not None and local.is_final_answer)
+    with SubprocessExecutor() as ex:
+        r = ex.execute("final_answer(answer=5)")
+        assert r.is_final_answer and r.output == 5, r
+
+
+def test_get_variables_open_policy():
+    ex = SubprocessExecutor(tools={"echo": echo}, policy="open")
+    assert ex.get_variables() == {} and ex._link.handle is None  # nothing started just to say so
+    with pytest.raises(KeyError, match="'nope'"):
+        ex.get_variables(["nope"])
+    with ex:
+        ex.set_variables({"given": [1, 2]})
+        r = ex.execute(
+            "import math\nx = 1\nt = (1, {2}, b'3')\nclass Thing:\n    pass\nthing = Thing()\n"
+            "_private = 2\nf = lambda: 1\nroot = math.sqrt(4)"
+        )
+        assert r.error is None, r
+        got = ex.get_variables()
+        assert set(got) == {"given", "x", "t", "Thing", "thing", "f", "root"}  # no math/echo/final_answer/_private
+        assert got["given"] == [1, 2] and got["x"] == 1 and got["t"] == (1, {2}, b"3") and got["root"] == 2.0
+        assert isinstance(got["thing"], Repr) and got["thing"].startswith("<__main__.Thing object")
+        assert ex.get_variables(["x", "t"]) == {"x": 1, "t": (1, {2}, b"3")}
+        with pytest.raises(KeyError, match="'missing'") as info:
+            ex.get_variables(["x", "missing", "echo", "math"])
+        assert "'echo'" in str(info.value) and "'math'" in str(info.value) and "'x'" not in str(info.value)
+        with pytest.raises(TypeError):
+            ex.get_variables("x")
+        ex.execute("echo = 'mine now'")  # a tool name the model rebound is its variable
+        assert ex.get_variables(["echo"]) == {"echo": "mine now"}
+        ex.reset()
+        assert ex.get_variables() == {}
+
+
+def test_get_variables_restricted_policy():
+    from executors.restricted import RestrictedRuntime
+
+    _in_process_runtime_lacks("get_variables", hasattr(RestrictedRuntime, "get_variables"))
+    with SubprocessExecutor(tools={"echo": echo}) as ex:
+        assert ex.execute("import math\nx = 1\nt = (1, 2)").error is None
+        got = ex.get_variables()
+        assert got["x"] == 1 and got["t"] == (1, 2) and "math" not in got and "echo" not in got
+        with pytest.raises(KeyError, match="'missing'"):
+            ex.get_variables(["missing"])
+
+
+# A step that overran its deadline is a TimeoutError, whatever became of the interrupt.
+OVERRUNS = {
+    "caught by a bare except": "try:\n    while True:\n        pass\nexcept BaseException:\n    pass\n'done'",
+    "swallowed in __del__": (
+        "class Slow:\n    def __del__(self):\n        while True:\n            pass\n"
+        "s = Slow()\ndel s\n'done'"
+    ),
+    "swallowed in __del__, then more looping": (
+        "class Slow:\n    def __del__(self):\n        while True:\n            pass\n"
+        "s = Slow()\ndel s\nwhile True:\n    pass"
+    ),
+}
+
+
+@pytest.mark.parametrize("code", list(OVERRUNS.values()), ids=list(OVERRUNS))
+def test_a_step_that_overran_its_deadline_is_a_timeout(open_ex, code):
+    open_ex.execute("kept = 'still here'")
+    t0 = time.monotonic()
+    r = open_ex.execute(code)
+    assert time.monotonic() - t0 < TIMEOUT + open_ex.kill_grace_s + 0.5
+    assert r.error is not None and r.error.type == "TimeoutError" and r.output is None, r
+    assert not r.state_lost  # the worker's own deadline answered: variables kept
+    assert open_ex.get_variables(["kept"]) == {"kept": "still here"}
+
+
+def test_a_final_answer_given_before_the_deadline_stands(open_ex):
+    r = open_ex.execute("try:\n    final_answer(7)\nfinally:\n    while True:\n        pass")
+    assert r.is_final_answer and r.output == 7 and r.error is None, r

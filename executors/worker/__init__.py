@@ -1,0 +1,13 @@
+"""What runs in a subprocess or a container: the worker. Standard library only.
+
+  wire          the codec, framing and text limits, shared with the host (`executors.protocol`)
+  errors        FinalAnswer and ToolError: their one home (`executors.base` re-exports them)
+  loop          the worker loop: requests in, replies out; one runtime holds the namespace
+  open_runtime  the open policy's namespace and soft deadline (the restricted policy uses
+                `executors.restricted.RestrictedRuntime`, imported only when configured so)
+  harden        what the worker does to itself before reading a frame (rlimits, death signal)
+  main          the entry point (`python -m executors.worker`, or the host's boot line)
+
+This package imports nothing from the rest of `executors` (so it runs from a bare read-only
+directory), and importing it imports nothing: the host pulls in only `wire` and `errors`.
+"""

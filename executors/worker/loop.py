@@ -1,0 +1,332 @@
+"""The worker loop: read a request, answer it, until `shutdown` or the channel closes. Stdlib only.
+
+One runtime holds the model's namespace: `OpenRuntime` (open policy) or the in-process
+`executors.restricted.RestrictedRuntime` (restricted policy; imported at `configure`, from the
+package paths the host names). Both answer `execute`, `register_tools`, `set_variables`,
+`get_variables` and `reset`; this loop turns their answers into frames. Every reply is built by
+`reply()`; a step's result by `result_reply()`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from .errors import ToolError
+from .harden import CpuBackstop
+from .open_runtime import OpenRuntime, Step, StepError
+from .wire import (
+    DEFAULT_MAX_FRAME_BYTES,
+    TAG,
+    FrameBuffer,
+    FrameTooLarge,
+    ProtocolError,
+    decode_value,
+    encode_value,
+    pack_frame,
+    safe_str,
+    truncate_text,
+    unpack_message,
+)
+
+__all__ = ["ChannelGone", "Worker", "reply", "result_reply"]
+
+_DEFAULT_LIMITS = {"timeout_s": 5.0, "max_output_chars": 20_000, "max_recursion_depth": 200}
+
+
+class ChannelGone(BaseException):
+    """The host closed the channel: the worker's work is over."""
+
+
+def reply(op: str, request_id, **fields) -> dict:
+    """Every message the worker sends: its op, the id of the request it answers, its fields."""
+    return {"op": op, "id": request_id, **fields}
+
+
+def result_reply(request_id, step, logs: str, duration_s: float) -> dict:
+    """The `result` of one step. `step` is what a runtime returned (an ExecutionResult from the
+    restricted runtime, a Step from the open one: the same fields)."""
+    err = step.error
+    return reply(
+        "result", request_id,
+        output=encode_value(step.output),
+        output_repr=step.output_repr,
+        logs=logs,
+        is_final_answer=bool(step.is_final_answer),
+        error=None if err is None else {"type": err.type, "message": err.message, "lineno": err.lineno,
+                                        "line": err.line},
+        duration_s=duration_s,
+        restart=bool(getattr(step, "restart", False)),
+    )
+
+
+class Worker:
+    """Serves one host over two private descriptors (see `harden.protect_channel`)."""
+
+    def __init__(self, fd_in: int, fd_out: int, capture_fd: int | None) -> None:
+        self.fd_in = fd_in
+        self.fd_out = fd_out
+        self.capture_fd = capture_fd
+        self.pid = os.getpid()
+        self.frames = FrameBuffer(DEFAULT_MAX_FRAME_BYTES)
+        self.max_frame_bytes = DEFAULT_MAX_FRAME_BYTES
+        self.policy = None
+        self.limits: dict = dict(_DEFAULT_LIMITS)
+        self.runtime = None  # OpenRuntime or RestrictedRuntime, after configure
+        self.tool_names: set[str] = set()
+        self.exec_id = None
+        self.call_seq = 0
+        self.cpu = CpuBackstop()
+        self._error_types: dict[str, type] = {}
+
+    # -- channel ------------------------------------------------------------------------------
+    def send(self, message: dict) -> None:
+        data = pack_frame(message, self.max_frame_bytes)
+        view = memoryview(data)
+        while view:
+            n = os.write(self.fd_out, view)
+            view = view[n:]
+
+    def recv(self) -> dict:
+        while True:
+            body = self.frames.next_frame()
+            if body is not None:
+                return unpack_message(body)
+            chunk = os.read(self.fd_in, 1 << 16)
+            if not chunk:
+                raise ChannelGone
+            self.frames.feed(chunk)
+
+    def serve(self) -> None:
+        handlers = {
+            "configure": self.on_configure,
+            "execute": self.on_execute,
+            "set_variables": self.on_set_variables,
+            "get_variables": self.on_get_variables,
+            "register_tools": self.on_register_tools,
+            "reset": self.on_reset,
+            "ping": self.on_ping,
+        }
+        while True:
+            msg = self.recv()
+            op = msg["op"]
+            if op == "shutdown":
+                return
+            if op in ("tool_result", "tool_error"):
+                continue  # the answer to a tool_call forged by model code: nobody waits for it
+            handler = handlers.get(op)
+            if handler is None:
+                raise ProtocolError(f"unexpected message {op!r}")
+            if self.runtime is None and op not in ("configure", "ping"):
+                self.send(reply("error", msg.get("id"), type="ProtocolError", message=f"{op} before configure"))
+                continue
+            handler(msg)
+
+    def _error(self, msg: dict, type_: str, message: str) -> None:
+        self.send(reply("error", msg.get("id"), type=type_, message=message))
+
+    # -- control messages -----------------------------------------------------------------------
+    def on_ping(self, msg: dict) -> None:
+        self.send(reply("pong", msg.get("id"), pid=self.pid))
+
+    def on_configure(self, msg: dict) -> None:
+        self.max_frame_bytes = int(msg.get("max_frame_bytes") or DEFAULT_MAX_FRAME_BYTES)
+        self.frames.max_frame_bytes = self.max_frame_bytes
+        self.limits.update(msg.get("limits") or {})
+        policy = msg.get("policy", "restricted")
+        if policy not in ("open", "restricted"):
+            return self._error(msg, "ConfigurationError", f"unknown policy {policy!r}")
+        self.policy = policy
+        self.tool_names = {name for name in msg.get("tools") or [] if isinstance(name, str)}
+        tools = {name: self._tool_stub(name) for name in sorted(self.tool_names)}
+        if policy == "open":
+            self.runtime = OpenRuntime(self.limits, tools)
+            return self.send(reply("ok", msg.get("id")))
+        try:
+            runtime_class, limits_class = _import_restricted(msg.get("package_paths") or [])
+        except Exception as exc:
+            return self._error(
+                msg, "ConfigurationError",
+                "the restricted policy needs the 'executors' package (and RestrictedPython) "
+                f"importable inside the worker, but importing it failed: {type(exc).__name__}: {exc}. "
+                "Install the package where the worker runs, or use policy='open' in a trusted setup.",
+            )
+        fields = set(limits_class.__dataclass_fields__)
+        limits = limits_class(**{k: v for k, v in self.limits.items() if k in fields})
+        self.runtime = runtime_class(tools=tools, authorized_imports=list(msg.get("authorized_imports") or []),
+                                     limits=limits)
+        self.send(reply("ok", msg.get("id")))
+
+    def on_reset(self, msg: dict) -> None:
+        self.runtime.reset()
+        self.send(reply("ok", msg.get("id")))
+
+    def on_register_tools(self, msg: dict) -> None:
+        # Names already known keep their stub (and a model variable that rebound one stays).
+        new = [n for n in msg.get("tools") or [] if isinstance(n, str) and n not in self.tool_names]
+        self.tool_names.update(new)
+        self.runtime.register_tools({n: self._tool_stub(n) for n in new})
+        self.send(reply("ok", msg.get("id")))
+
+    def on_set_variables(self, msg: dict) -> None:
+        values = decode_value(msg.get("values") or {})
+        if type(values) is not dict:
+            return self._error(msg, "ProtocolError", "set_variables needs a dict")
+        try:
+            self.runtime.set_variables(values)
+        except Exception as exc:  # e.g. a name the runtime reserves
+            return self._error(msg, type(exc).__name__, safe_str(exc))
+        self.send(reply("ok", msg.get("id")))
+
+    def on_get_variables(self, msg: dict) -> None:
+        names = msg.get("names")
+        if names is not None and (type(names) is not list or not all(type(n) is str for n in names)):
+            return self._error(msg, "ProtocolError", "get_variables needs a list of names or null")
+        getter = getattr(self.runtime, "get_variables", None)
+        if getter is None:
+            return self._error(msg, "NotImplementedError", "this worker's runtime cannot list its variables")
+        try:
+            values = getter(names)
+        except KeyError as exc:
+            text = exc.args[0] if exc.args and isinstance(exc.args[0], str) else safe_str(exc)
+            return self._error(msg, "KeyError", text)
+        except Exception as exc:
+            return self._error(msg, type(exc).__name__, safe_str(exc))
+        encoded = encode_value(dict(values))
+        try:
+            self.send(reply("variables", msg.get("id"), values=encoded))
+        except FrameTooLarge:
+            self._error(msg, "ValueError", "the variables are too large to send in one frame; ask for fewer names")
+
+    # -- tools ----------------------------------------------------------------------------------
+    def _tool_stub(self, name: str):
+        worker = self
+
+        def tool(*args, **kwargs):
+            return worker.call_tool(name, args, kwargs)
+
+        tool.__name__ = tool.__qualname__ = name
+        return tool
+
+    def call_tool(self, name: str, args: tuple, kwargs: dict):
+        if os.getpid() != self.pid:
+            raise ToolError(f"tool {name!r} cannot be called from a forked process")
+        self.call_seq += 1
+        call = self.call_seq
+        message = {
+            "op": "tool_call", "id": self.exec_id, "call": call, "name": name,
+            "args": [encode_value(a) for a in args],
+            "kwargs": {str(k): encode_value(v) for k, v in kwargs.items()},
+        }
+        clock = self.runtime if isinstance(self.runtime, OpenRuntime) else None
+        if clock is not None:
+            clock.in_tool = True
+        try:
+            self.send(message)
+            answer = self.recv()
+        except FrameTooLarge:
+            if clock is not None:
+                clock.in_tool = False
+            raise ToolError(f"the arguments of tool {name!r} are too large to send") from None
+        except BaseException:  # channel gone or broken: model code must not be able to swallow it
+            os._exit(3)
+        if answer.get("call") != call or answer.get("op") not in ("tool_result", "tool_error"):
+            os._exit(3)  # the host broke the protocol: nothing sensible is left to do
+        if clock is not None:
+            clock.tool_call_returned()  # raises the deadline if it passed during the call
+        if answer["op"] == "tool_error":
+            raise self._tool_exception(name, str(answer.get("type") or "Exception"), str(answer.get("message") or ""))
+        return decode_value(answer.get("value"))
+
+    def _tool_exception(self, name: str, type_name: str, message: str) -> BaseException:
+        if self.policy == "open":
+            return ToolError(f"tool {name!r} failed: {type_name}: {message}")
+        # The restricted runtime wraps whatever a tool raises into its own ToolError with the
+        # same wording; give it an exception named like the host's so the text matches in process.
+        if not type_name.isidentifier() or len(type_name) > 100:
+            type_name = "Exception"
+        cls = self._error_types.get(type_name)
+        if cls is None:
+            cls = self._error_types[type_name] = type(type_name, (Exception,), {})
+        return cls(message)
+
+    # -- execute --------------------------------------------------------------------------------
+    def on_execute(self, msg: dict) -> None:
+        self.exec_id = msg.get("id")
+        code = msg.get("code")
+        if type(code) is not str:
+            return self._error(msg, "ProtocolError", "execute without code")
+        start = time.perf_counter()
+        self.cpu.arm(self.limits.get("timeout_s"))
+        try:
+            step = self._run(code)
+        finally:
+            if os.getpid() != self.pid:  # a fork of the model code must never talk to the host
+                os._exit(0)
+        logs = step.logs
+        raw = self._drain_capture()
+        if raw:
+            logs = truncate_text(logs + raw, self._output_limit())
+        self.send_result(result_reply(self.exec_id, step, logs, time.perf_counter() - start))
+
+    def _run(self, code: str):
+        if isinstance(self.runtime, OpenRuntime):
+            return self.runtime.execute(code)
+        try:
+            return self.runtime.execute(code)
+        except Exception as exc:  # a bug in the restricted runtime, not in the model's code
+            return Step(error=StepError("ExecutorInternalError", f"{type(exc).__name__}: {exc}"))
+
+    def _output_limit(self) -> int:
+        return int(self.limits.get("max_output_chars") or 20_000)
+
+    def send_result(self, result: dict) -> None:
+        """Send a result; one too big for a frame degrades: the output becomes a repr marker,
+        then logs and repr keep only their head and tail."""
+        try:
+            self.send(result)
+            return
+        except (FrameTooLarge, ValueError):  # the value is too big (or odd) for one frame
+            pass
+        result["output"] = {TAG: "repr", "v": truncate_text(result.get("output_repr") or "", 10_000), "type": "too large"}
+        try:
+            self.send(result)
+            return
+        except (FrameTooLarge, ValueError):
+            pass
+        for key in ("logs", "output_repr"):  # a tiny max_frame_bytes: keep only a little of each
+            if result.get(key):
+                result[key] = truncate_text(result[key], 1000)
+        result["output"] = {TAG: "repr", "v": "<too large to send>", "type": "too large"}
+        self.send(result)
+
+    def _drain_capture(self) -> str:
+        """Whatever was written to raw fds 1/2 (also by child processes) during the execute."""
+        fd = self.capture_fd
+        if fd is None:
+            return ""
+        try:
+            size = os.fstat(fd).st_size
+            if not size:
+                return ""
+            limit = self._output_limit()
+            if size <= 2 * limit:
+                data = os.pread(fd, size, 0)
+            else:
+                data = os.pread(fd, limit, 0) + b"\n...[output truncated]...\n" + os.pread(fd, limit, size - limit)
+            os.ftruncate(fd, 0)
+            return data.decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+
+def _import_restricted(package_paths: list) -> tuple[type, type]:
+    """(RestrictedRuntime, Limits), imported from the package paths the host named."""
+    for path in package_paths:
+        if isinstance(path, str) and path not in sys.path:
+            sys.path.insert(0, path)
+    from executors.base import Limits
+    from executors.restricted import RestrictedRuntime
+
+    return RestrictedRuntime, Limits
