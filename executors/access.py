@@ -1,0 +1,226 @@
+"""What model code may touch besides tools: files and the network, one object for every executor.
+
+    Access(read=["data/"], write=["out/"], workdir=None, network=False)
+
+- `workdir`: the code's current directory, read-write. None: a private temporary directory per
+  executor, removed on close(). Relative paths resolve against it in every executor.
+- `read` / `write`: host paths (directories or files) the code may read / read and write. They
+  appear at the same absolute path in every executor (a container gets bind mounts there).
+- `network`: False (default) or True.
+
+Two traps are refused at construction (unless `force=True`): a write grant over the host's code
+or configuration (a directory on the host's `sys.path`, holding one, a project root, a home
+directory, system directories) — files the code writes are untrusted, and the host's next
+import would run them — and overlapping grants with different modes (the stricter one could be
+bypassed through the other).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Access", "AccessError", "Isolation", "ResolvedAccess"]
+
+# Markers of a project root or of a user's configuration: a write grant there could plant code.
+_HOST_CODE_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg", ".ssh", ".bashrc",
+                      ".profile", ".config")
+_SYSTEM_DIRS = ("/", "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/boot", "/dev", "/proc",
+                "/sys", "/run", "/var", "/root", "/home", "/opt", "/srv")
+
+
+class AccessError(ValueError):
+    """A grant that cannot be honoured safely; the message names the setting to change."""
+
+
+def _paths(value: Any, what: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes, os.PathLike)):
+        value = [value]
+    try:
+        items = list(value)
+    except TypeError:
+        raise AccessError(f"Access({what}=...) takes a list of paths, not {type(value).__name__}") from None
+    out = []
+    for item in items:
+        if not isinstance(item, (str, os.PathLike)) or not os.fspath(item):
+            raise AccessError(f"Access({what}=...) holds {item!r}, which is not a path")
+        out.append(os.fspath(item))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Access:
+    """The grants. Paths are kept as given; `resolve()` checks them and makes them absolute."""
+
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+    workdir: str | None = None
+    network: bool = False
+    force: bool = False
+    require: str | None = None  # "kernel": refuse to start without the kernel-enforced layer
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "read", _paths(self.read, "read"))
+        object.__setattr__(self, "write", _paths(self.write, "write"))
+        if self.workdir is not None:
+            (workdir,) = _paths(self.workdir, "workdir") or (None,)
+            object.__setattr__(self, "workdir", workdir)
+        if not isinstance(self.network, bool):
+            raise AccessError(f"Access(network=...) must be True or False, not {self.network!r}")
+        if self.require not in (None, "kernel"):
+            raise AccessError(f"Access(require=...) must be None or 'kernel', not {self.require!r}")
+
+    def resolve(self, base: str | None = None) -> ResolvedAccess:
+        """Absolute, checked grants (relative paths against `base`, default the host's cwd).
+        A private workdir is created here when none is given."""
+        base = base or os.getcwd()
+        read = tuple(_existing(p, base, "read") for p in self.read)
+        write = tuple(_existing(p, base, "write") for p in self.write)
+        private = self.workdir is None
+        workdir = tempfile.mkdtemp(prefix="codeagent-work-") if private else \
+            _existing(self.workdir, base, "workdir")
+        if not private and not os.path.isdir(workdir):
+            raise AccessError(f"Access(workdir={self.workdir!r}) is not a directory")
+        try:
+            if not self.force:
+                for path, what in [*((p, "write") for p in write),
+                                   *(() if private else ((workdir, "workdir"),))]:
+                    _refuse_host_code(path, what)
+            _refuse_overlaps(read, (*write, workdir))
+        except AccessError:
+            if private:
+                shutil.rmtree(workdir, ignore_errors=True)
+            raise
+        return ResolvedAccess(read=_dedupe(read), write=_dedupe(write), workdir=workdir,
+                              network=self.network, private_workdir=private, require=self.require)
+
+
+@dataclass(frozen=True)
+class ResolvedAccess:
+    read: tuple[str, ...]
+    write: tuple[str, ...]
+    workdir: str
+    network: bool
+    private_workdir: bool
+    require: str | None = None
+
+    @property
+    def writable(self) -> tuple[str, ...]:
+        """Every tree the code may write: the workdir and the write grants."""
+        return (self.workdir, *self.write)
+
+    def cleanup(self) -> None:
+        if self.private_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"read": list(self.read), "write": list(self.write), "workdir": self.workdir,
+                "network": self.network}
+
+    def listing(self, max_entries: int = 40) -> str:
+        """A short listing of what the code can see, for the model's prompt (capped)."""
+        lines = [f"Working directory (read-write): {self.workdir}"]
+        for label, paths in (("read-only", self.read), ("read-write", self.write)):
+            for path in paths:
+                lines.append(f"{path} ({label})")
+        shown = 0
+        for root in (*self.read, *self.write, self.workdir):
+            for entry in _walk(root, max_entries - shown):
+                lines.append(f"  {entry}")
+                shown += 1
+            if shown >= max_entries:
+                lines.append("  ... (more files not listed)")
+                break
+        return "\n".join(lines)
+
+
+def _walk(root: str, limit: int) -> Iterable[str]:
+    if limit <= 0:
+        return
+    if os.path.isfile(root):
+        yield root
+        return
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            yield os.path.join(dirpath, name)
+            count += 1
+            if count >= limit:
+                return
+
+
+def _existing(path: str, base: str, what: str) -> str:
+    full = os.path.realpath(os.path.join(base, os.path.expanduser(path)))
+    if not os.path.exists(full):
+        raise AccessError(f"Access({what}=[{path!r}]): {full} does not exist; create it first "
+                          "or fix the path")
+    return full
+
+
+def _dedupe(paths: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(paths))
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _refuse_host_code(path: str, what: str) -> None:
+    fix = f"grant a dedicated directory instead, or pass Access(..., force=True) if you mean it"
+    if path in _SYSTEM_DIRS or path == os.path.realpath(os.path.expanduser("~")):
+        raise AccessError(f"Access({what}=...) would let model code write {path}, a system or "
+                          f"home directory; {fix}")
+    for entry in sys.path:
+        real = os.path.realpath(entry or os.getcwd())
+        if os.path.isdir(real) and (_inside(path, real) or _inside(real, path)):
+            raise AccessError(
+                f"Access({what}=...) would let model code write {path}, which holds or is on the "
+                f"host's import path ({real}): the host's next import could run what the code "
+                f"wrote; {fix}")
+    if os.path.isdir(path):
+        for marker in _HOST_CODE_MARKERS:
+            if os.path.exists(os.path.join(path, marker)):
+                raise AccessError(
+                    f"Access({what}=...) would let model code write {path}, which holds the "
+                    f"host's code or configuration ({marker}); {fix}")
+
+
+def _refuse_overlaps(read: tuple[str, ...], writable: tuple[str, ...]) -> None:
+    for r in read:
+        for w in writable:
+            if _inside(r, w) or _inside(w, r):
+                raise AccessError(
+                    f"Access grants overlap with different modes: {r} (read) and {w} (write); "
+                    "the read-only one could be written through the other. Grant each path once.")
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """What an executor enforces, and by what. `layers` maps a concern to its enforcers."""
+
+    place: str
+    layers: dict[str, str] = field(default_factory=dict)
+    missing: tuple[str, ...] = ()
+
+    @property
+    def kernel(self) -> bool:
+        """Files and network are enforced by the kernel (Landlock or a container)."""
+        files = self.layers.get("files", "")
+        return "Landlock" in files or "container" in files
+
+    def __str__(self) -> str:
+        width = max((len(k) for k in self.layers), default=0)
+        lines = [f"{self.place}:"] + [f"  {k.ljust(width)}  {v}" for k, v in self.layers.items()]
+        lines += [f"  missing: {m}" for m in self.missing]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"place": self.place, "layers": dict(self.layers), "missing": list(self.missing)}

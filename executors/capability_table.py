@@ -1,0 +1,409 @@
+"""Which audit events a step may raise, and why: the capability guard's table.
+
+Each row is (event, capability, rule, reason). `rule` is one of the judges below:
+  refuse            the action is never allowed in a step (no grant enables it)
+  network           allowed only with Access(network=True)
+  path_read/write   allowed inside the grants (and, for reads, the Python installation)
+  compile_check     a library compiling a string: known code generators pass, any other source
+                    must pass the restricted policy (a library evaluator is no way around it)
+  ...
+Events not in the table (import, exec, builtins.id, object.__setattr__, array.__new__, ...) are
+allowed: they are either harmless or followed by an event that is judged here (shutil.copyfile
+is followed by the `open` of both files). Prefix rows catch whole families (every ctypes.* event).
+
+Stdlib only (the worker imports it).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from .capabilities import CODE_SUFFIXES, SYSTEM_WRITE_ROOTS, StepContext, under
+
+Rule = Callable[[StepContext, str, tuple], None]
+
+# How each capability can be granted: the advice that ends a refusal message.
+GRANT_ADVICE = {
+    "files.read": "only files under the executor's grants can be read "
+                  "(Access(read=[...]) / --read DIR); the working directory is always readable",
+    "files.write": "only the working directory and Access(write=[...]) / --write DIR can be written",
+    "network": "the network is off; the host can allow it with Access(network=True) / --network",
+    "process": "model code may not start processes or send signals: compute in Python instead",
+    "native": "model code may not load native code or touch raw memory (ctypes)",
+    "unpickle": "unpickling can run arbitrary code; read data as CSV/JSON/NPY (allow_pickle=False)",
+    "interpreter": "model code may not change the interpreter (tracing, audit hooks, frames, "
+                   "code objects, garbage-collector walks)",
+    "environment": "model code may not change the process environment or working directory",
+    "evaluator": "this library call would evaluate a string as Python; write the computation "
+                 "as ordinary code instead",
+}
+
+
+def _refuse_message(capability: str, what: str) -> str:
+    return f"{what} is not allowed in the sandbox ({capability}): {GRANT_ADVICE[capability]}"
+
+
+# -- judges ---------------------------------------------------------------------------------------
+
+def refuse(capability: str, what: str) -> Rule:
+    message = _refuse_message(capability, what)
+
+    def judge(step: StepContext, event: str, args: tuple) -> None:
+        step.refuse(capability, event, message)
+
+    return judge
+
+
+def network(what: str) -> Rule:
+    message = _refuse_message("network", what)
+
+    def judge(step: StepContext, event: str, args: tuple) -> None:
+        if not step.grants.network:
+            step.refuse("network", event, message)
+
+    return judge
+
+
+def _path_of(value: Any) -> str | None:
+    """An absolute, resolved path; None for what is not a path (an fd number)."""
+    if isinstance(value, int) or value is None:
+        return None
+    try:
+        path = os.fsdecode(os.fspath(value))
+    except TypeError:
+        return None
+    if "\x00" in path:
+        return None
+    return os.path.realpath(os.path.join(os.getcwd(), path))
+
+
+def check_path(step: StepContext, event: str, value: Any, write: bool) -> None:
+    path = _path_of(value)
+    grants = step.grants
+    if path is None:
+        what = f"using file descriptor {value!r} directly" if isinstance(value, int) else \
+            f"this path ({value!r})"
+        step.refuse("files.write" if write else "files.read", event,
+                    _refuse_message("files.write" if write else "files.read", what))
+    if write:
+        if under(path, grants.write) or path in SYSTEM_WRITE_ROOTS:
+            return
+        step.refuse("files.write", event, _refuse_message("files.write", f"writing {path}"))
+    if under(path, grants.read) or under(path, grants.write) or under(path, step.read_roots):
+        return
+    if under(path, step.code_roots) and (path.endswith(CODE_SUFFIXES) or _is_dir(path)):
+        return
+    step.refuse("files.read", event, _refuse_message("files.read", f"reading {path}"))
+
+
+def _is_dir(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND | getattr(os, "O_TMPFILE", 0)
+
+
+def judge_open(step: StepContext, event: str, args: tuple) -> None:
+    path, mode, flags = (tuple(args) + (None, None, None))[:3]
+    write = bool(isinstance(mode, str) and any(c in mode for c in "wax+")) or bool(
+        isinstance(flags, int) and flags & _WRITE_FLAGS)
+    check_path(step, event, path, write)
+
+
+def path_read(index: int = 0) -> Rule:
+    def judge(step: StepContext, event: str, args: tuple) -> None:
+        check_path(step, event, args[index] if len(args) > index else None, write=False)
+    return judge
+
+
+def path_write(*indexes: int) -> Rule:
+    def judge(step: StepContext, event: str, args: tuple) -> None:
+        for i in indexes or (0,):
+            check_path(step, event, args[i] if len(args) > i else None, write=True)
+    return judge
+
+
+def judge_link(step: StepContext, event: str, args: tuple) -> None:
+    # A hard link is a second name for the same inode: its source must be writable too, or a
+    # link from the workdir would open a read-only (or ungranted) file for writing.
+    check_path(step, event, args[0], write=True)
+    check_path(step, event, args[1], write=True)
+
+
+def judge_symlink(step: StepContext, event: str, args: tuple) -> None:
+    # The target of a symlink is only text; every open through it is judged on what it resolves to.
+    check_path(step, event, args[1], write=True)
+
+
+def judge_socket_address(step: StepContext, event: str, args: tuple) -> None:
+    address = args[1] if len(args) > 1 else None
+    if isinstance(address, (str, bytes)) and address:
+        if isinstance(address, bytes) and address[:1] == b"\x00" or address[:1] == "\x00":
+            step.refuse("network", event, _refuse_message("network", "an abstract Unix socket"))
+        check_path(step, event, address, write=True)  # a Unix socket: a file you can talk to
+        return
+    if not step.grants.network:
+        step.refuse("network", event, _refuse_message("network", f"connecting to {address!r}"))
+
+
+def judge_socket_new(step: StepContext, event: str, args: tuple) -> None:
+    import socket
+
+    family = args[1] if len(args) > 1 else None
+    if family == getattr(socket, "AF_UNIX", None):
+        return  # judged at connect/bind by its path
+    if family not in (socket.AF_INET, socket.AF_INET6) or not step.grants.network:
+        step.refuse("network", event, _refuse_message("network", f"opening a socket ({family!r})"))
+
+
+def judge_sqlite(step: StepContext, event: str, args: tuple) -> None:
+    database = args[0] if args else None
+    if database in (":memory:", b":memory:", ""):
+        return
+    check_path(step, event, database, write=True)
+
+
+def judge_marshal(step: StepContext, event: str, args: tuple) -> None:
+    # The import system unmarshals .pyc files; anything else unmarshalling is model data.
+    caller = sys._getframe(2)
+    if caller is not None and caller.f_code.co_filename.startswith("<frozen importlib"):
+        return
+    step.refuse("unpickle", event, _refuse_message("unpickle", "unmarshalling data"))
+
+
+# Stdlib functions that compile source they generated themselves from checked identifiers.
+_CODE_GENERATORS = {
+    ("dataclasses.py", "_create_fn"), ("dataclasses.py", "_FuncBuilder"),
+    ("__init__.py", "namedtuple"),  # collections
+}
+
+
+def judge_compile(step: StepContext, event: str, args: tuple) -> None:
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.endswith(("ast.py",)):
+        frame = frame.f_back  # ast.parse(...) is compile(...): judge its caller
+    if frame is not None:
+        code = frame.f_code
+        if (os.path.basename(code.co_filename), code.co_name) in _CODE_GENERATORS and \
+                _in_stdlib(code.co_filename):
+            return
+    check = step.grants.check_source
+    source = args[0] if args else None
+    problem = "no policy to check it with" if check is None else check(source)
+    if problem:
+        step.refuse("evaluator", event,
+                    f"a library call would evaluate a string as Python, and the sandbox's policy "
+                    f"refuses that string (evaluator): {problem}; {GRANT_ADVICE['evaluator']}")
+
+
+def _in_stdlib(filename: str) -> bool:
+    import sysconfig
+
+    return filename.startswith(sysconfig.get_paths()["stdlib"])
+
+
+def judge_getframe(step: StepContext, event: str, args: tuple) -> None:
+    # Libraries ask for their caller's frame (namedtuple, enum, typing for a module name; pandas
+    # for warning levels): model and library frames inside the step are fine. The host's frames
+    # below the step are never handed out.
+    frame = args[0] if args else None
+    if frame is not None and id(frame) in step.host_frames:
+        step.refuse("interpreter", event, _refuse_message("interpreter", "reaching the host's frames"))
+
+
+class Row(NamedTuple):
+    event: str
+    capability: str
+    rule: Rule
+    reason: str
+
+
+def _rows() -> list[Row]:
+    R = Row
+    proc = "process"
+    rows = [
+        # files
+        R("open", "files", judge_open, "every file open (builtin open, io, os.open, pathlib, "
+          "libraries' readers and writers) — resolved, symlinks followed"),
+        R("os.listdir", "files.read", path_read(), "listing a directory reveals names"),
+        R("os.scandir", "files.read", path_read(), "listing a directory reveals names"),
+        R("os.getxattr", "files.read", path_read(), "extended attributes of a file"),
+        R("os.listxattr", "files.read", path_read(), "extended attributes of a file"),
+        R("os.mkdir", "files.write", path_write(), "creates a directory"),
+        R("os.rmdir", "files.write", path_write(), "removes a directory"),
+        R("os.remove", "files.write", path_write(), "deletes a file"),
+        R("os.rename", "files.write", path_write(0, 1), "moves a file: both ends are writes"),
+        R("os.truncate", "files.write", path_write(), "truncates a file"),
+        R("os.chmod", "files.write", path_write(), "changes permissions"),
+        R("os.chown", "files.write", path_write(), "changes ownership"),
+        R("os.utime", "files.write", path_write(), "changes timestamps"),
+        R("os.setxattr", "files.write", path_write(), "changes extended attributes"),
+        R("os.removexattr", "files.write", path_write(), "changes extended attributes"),
+        R("os.chflags", "files.write", path_write(), "changes file flags"),
+        R("os.lchflags", "files.write", path_write(), "changes file flags"),
+        R("os.link", "files.write", judge_link, "a hard link shares the inode: source must be writable"),
+        R("os.symlink", "files.write", judge_symlink, "creates a name; opens through it are judged "
+          "on their target"),
+        R("os.lockf", "files.write", refuse("files.write", "locking a file descriptor"), "fd-based"),
+        R("tempfile.mkstemp", "files.write", path_write(), "creates a file (in the workdir if granted)"),
+        R("tempfile.mkdtemp", "files.write", path_write(), "creates a directory"),
+        R("sqlite3.connect", "files.write", judge_sqlite, "a database file is read and written; "
+          ":memory: is fine"),
+        R("sqlite3.enable_load_extension", "native", refuse("native", "loading SQLite extensions"),
+          "native code"),
+        R("sqlite3.load_extension", "native", refuse("native", "loading SQLite extensions"),
+          "native code"),
+        R("os.chdir", "environment", refuse("environment", "changing the working directory"),
+          "process-wide: would move every host thread"),
+        R("os.putenv", "environment", refuse("environment", "changing environment variables"),
+          "process-wide, inherited by the host's children"),
+        R("os.unsetenv", "environment", refuse("environment", "changing environment variables"),
+          "process-wide"),
+        # processes and signals
+        R("os.system", proc, refuse(proc, "running a shell command"), "runs anything as the host"),
+        R("os.exec", proc, refuse(proc, "replacing the process"), "replaces the host"),
+        R("os.posix_spawn", proc, refuse(proc, "starting a process"), "runs anything"),
+        R("os.spawn", proc, refuse(proc, "starting a process"), "runs anything"),
+        R("os.fork", proc, refuse(proc, "forking"), "a copy of the host outside every limit"),
+        R("os.forkpty", proc, refuse(proc, "forking"), "a copy of the host"),
+        R("subprocess.Popen", proc, refuse(proc, "starting a process"), "runs anything"),
+        R("pty.spawn", proc, refuse(proc, "starting a process"), "runs anything"),
+        R("os.startfile", proc, refuse(proc, "starting a program"), "runs anything (Windows)"),
+        R("webbrowser.open", proc, refuse(proc, "opening a browser"), "starts a program"),
+        R("ensurepip.bootstrap", proc, refuse(proc, "installing packages"), "runs pip"),
+        R("os.kill", proc, refuse(proc, "sending a signal"), "can stop the host or its peers"),
+        R("os.killpg", proc, refuse(proc, "sending a signal"), "can stop the host's group"),
+        R("signal.pthread_kill", proc, refuse(proc, "sending a signal"), "can stop host threads"),
+        R("resource.setrlimit", proc, refuse(proc, "changing resource limits"), "process-wide"),
+        R("resource.prlimit", proc, refuse(proc, "changing resource limits"), "any process"),
+        R("os.add_dll_directory", "native", refuse("native", "adding a DLL directory"), "Windows"),
+        # unpickling and code objects
+        R("pickle.find_class", "unpickle", refuse("unpickle", "unpickling objects"),
+          "a pickle names any callable and calls it"),
+        R("marshal.loads", "unpickle", judge_marshal, "code objects from bytes; the import system's "
+          "own .pyc loads pass"),
+        R("marshal.load", "unpickle", judge_marshal, "code objects from a file"),
+        R("code.__new__", "interpreter", refuse("interpreter", "building code objects"),
+          "hand-made bytecode bypasses the policy"),
+        R("function.__new__", "interpreter", refuse("interpreter", "building functions"),
+          "binds code to any globals"),
+        R("compile", "evaluator", judge_compile, "a library evaluating a string: the string must "
+          "pass the policy (pandas eval/query, numexpr, typing forward references)"),
+        # the interpreter itself
+        R("sys.addaudithook", "interpreter", refuse("interpreter", "adding an audit hook"),
+          "could watch or disturb the host"),
+        R("sys.settrace", "interpreter", refuse("interpreter", "tracing"), "sees every frame"),
+        R("sys.setprofile", "interpreter", refuse("interpreter", "profiling"), "sees every frame"),
+        R("sys._current_frames", "interpreter", refuse("interpreter", "reading other threads' "
+          "frames"), "host frames and their globals"),
+        R("sys._current_exceptions", "interpreter", refuse("interpreter", "reading other threads' "
+          "exceptions"), "host tracebacks"),
+        R("sys._getframe", "interpreter", judge_getframe, "libraries read their caller's frame; "
+          "host frames below the step are refused"),
+        R("gc.get_objects", "interpreter", refuse("interpreter", "walking the object graph"),
+          "reaches every host object"),
+        R("gc.get_referrers", "interpreter", refuse("interpreter", "walking the object graph"),
+          "reaches host objects"),
+        R("gc.get_referents", "interpreter", refuse("interpreter", "walking the object graph"),
+          "reaches host objects"),
+        R("builtins.input", "interpreter", refuse("interpreter", "reading the host's stdin"),
+          "the host's terminal"),
+        R("builtins.breakpoint", "interpreter", refuse("interpreter", "starting a debugger"),
+          "a debugger is a full shell"),
+        R("pdb.Pdb", "interpreter", refuse("interpreter", "starting a debugger"), "a full shell"),
+        R("fcntl.fcntl", "native", refuse("native", "fcntl on a file descriptor"),
+          "acts on host descriptors"),
+        R("fcntl.ioctl", "native", refuse("native", "ioctl on a file descriptor"),
+          "TIOCSTI types into the host's terminal"),
+        R("fcntl.flock", "files.write", refuse("files.write", "locking a file descriptor"),
+          "host descriptors"),
+        R("fcntl.lockf", "files.write", refuse("files.write", "locking a file descriptor"),
+          "host descriptors"),
+        R("syslog.openlog", "network", refuse("network", "writing to syslog"), "a socket to the host"),
+        R("syslog.syslog", "network", refuse("network", "writing to syslog"), "a socket to the host"),
+        # network
+        R("socket.__new__", "network", judge_socket_new, "TCP/UDP with the network grant; Unix "
+          "sockets judged by path; raw and netlink sockets never"),
+        R("socket.connect", "network", judge_socket_address, "Unix sockets are files (the Docker "
+          "socket means root)"),
+        R("socket.bind", "network", judge_socket_address, "listening"),
+        R("socket.sendto", "network", judge_socket_address, "datagrams"),
+        R("socket.sendmsg", "network", judge_socket_address, "datagrams"),
+        R("socket.getaddrinfo", "network", network("resolving host names"), "DNS leaks data"),
+        R("socket.gethostbyname", "network", network("resolving host names"), "DNS"),
+        R("socket.gethostbyaddr", "network", network("resolving addresses"), "DNS"),
+        R("socket.getnameinfo", "network", network("resolving addresses"), "DNS"),
+        R("socket.gethostname", "network", network("reading the host name"), "identifies the host"),
+        R("socket.sethostname", "environment", refuse("environment", "setting the host name"),
+          "the host's"),
+        R("urllib.Request", "network", network("opening a URL"), "http(s)/ftp; file: URLs are "
+          "judged as opens"),
+        R("http.client.connect", "network", network("an HTTP connection"), ""),
+        R("ftplib.connect", "network", network("an FTP connection"), ""),
+        R("smtplib.connect", "network", network("an SMTP connection"), ""),
+        R("poplib.connect", "network", network("a POP connection"), ""),
+        R("imaplib.open", "network", network("an IMAP connection"), ""),
+        R("nntplib.connect", "network", network("an NNTP connection"), ""),
+        R("telnetlib.Telnet.open", "network", network("a telnet connection"), ""),
+    ]
+    return rows
+
+
+ROWS: list[Row] = _rows()
+RULES: dict[str, Rule] = {row.event: row.rule for row in ROWS}
+# Whole families: every ctypes event is raw memory or native code; Windows-only modules.
+PREFIX_RULES: dict[str, Rule] = {
+    "ctypes": refuse("native", "native code and raw memory (ctypes)"),
+    "_winapi": refuse("process", "Windows process APIs"),
+    "winreg": refuse("environment", "the Windows registry"),
+    "msvcrt": refuse("native", "Windows console APIs"),
+}
+PREFIX_REASONS = {
+    "ctypes": "loads libraries, calls C functions and reads/writes any address",
+    "_winapi": "Windows-only", "winreg": "Windows-only", "msvcrt": "Windows-only",
+}
+# Events allowed on purpose, with the reason (the table test checks every event is classified).
+ALLOWED = {
+    "import": "library imports; which modules model code may import is the policy's job",
+    "exec": "runs a code object compiled before (our own step, or a checked library compile)",
+    "builtins.id": "harmless",
+    "object.__getattr__": "libraries read __code__/f_code/tb_frame for signatures and warnings; "
+                          "model code cannot name these attributes (policy)",
+    "object.__setattr__": "host objects are read-only through the policy's host guard",
+    "object.__delattr__": "same",
+    "array.__new__": "harmless",
+    "mmap.__new__": "maps a descriptor opened through a judged open",
+    "glob.glob": "followed by judged os.scandir/listdir events",
+    "glob.glob/2": "same",
+    "os.walk": "followed by judged os.scandir events",
+    "os.fwalk": "followed by judged opens",
+    "pathlib.Path.glob": "followed by judged scandir events",
+    "pathlib.Path.rglob": "same",
+    "shutil.copyfile": "followed by judged opens", "shutil.copymode": "followed by judged chmod",
+    "shutil.copystat": "followed by judged utime/chmod", "shutil.copytree": "judged per file",
+    "shutil.chown": "followed by judged chown", "shutil.make_archive": "judged per file",
+    "shutil.move": "followed by judged rename/opens", "shutil.rmtree": "judged per file",
+    "shutil.unpack_archive": "judged per file",
+    "sqlite3.connect/handle": "after a judged connect",
+    "sys.excepthook": "the host's hook reporting", "sys.unraisablehook": "reporting",
+    "http.client.send": "after a judged connect", "ftplib.sendcmd": "after a judged connect",
+    "smtplib.send": "after a judged connect", "poplib.putline": "after a judged connect",
+    "imaplib.send": "after a judged connect", "nntplib.putline": "after a judged connect",
+    "telnetlib.Telnet.write": "after a judged connect",
+    "builtins.input/result": "after a refused input",
+    "marshal.dumps": "serializing is harmless",
+    "syslog.closelog": "harmless", "syslog.setlogmask": "harmless",
+    "cpython.run_command": "interpreter start-up only", "cpython.run_file": "start-up only",
+    "cpython.run_module": "start-up only", "cpython.run_startup": "start-up only",
+    "cpython.run_stdin": "start-up only", "cpython.run_interactivehook": "start-up only",
+    "cpython.PyInterpreterState_New": "embedding only", "cpython.PyInterpreterState_Clear":
+        "embedding only", "cpython._PySys_ClearAuditHooks": "interpreter shutdown",
+    "signal.itimer_error": "not an event (an exception name)",
+}

@@ -1,0 +1,131 @@
+"""Members of authorized modules that model code never gets, even when the host authorizes them.
+
+The policy's module proxies hand model code only public, non-module members. Some modules are
+dangerous by nature (they exist to run processes, load code, or reach the interpreter); others
+have a few dangerous members among many useful ones. This table says which, and why. The audit
+hook (capabilities.py) is the backstop for what the table misses: a member that is not hidden
+here still cannot start a process or open a file outside the grants.
+
+Three shapes, all `module -> {member: reason}`:
+  - `"*"` hides every member except those named in `ONLY_MEMBERS[module]`;
+  - other keys hide that member;
+  - `DANGEROUS_MODULES` are those whose authorization deserves a warning to the host, once.
+"""
+
+from __future__ import annotations
+
+_PROCESS = "it starts processes as the host"
+_ENV = "it reads or changes the host's environment"
+_INTERP = "it reaches the interpreter's internals (frames, modules, hooks)"
+_GLOBAL = "it changes a process-wide setting shared with the host"
+_CODE = "it loads or runs code by name"
+_THREADS = "threads started by model code would run outside the step's limits and guard"
+
+DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
+    # Modules that exist to do what the sandbox forbids.
+    "subprocess": {"*": _PROCESS},
+    "pty": {"*": _PROCESS},
+    "multiprocessing": {"*": _PROCESS},
+    "concurrent.futures": {"ProcessPoolExecutor": _PROCESS, "ThreadPoolExecutor": _THREADS},
+    "threading": {"*": _THREADS},
+    "_thread": {"*": _THREADS},
+    "asyncio": {"*": "its event loops start threads and processes outside the step"},
+    "signal": {"*": "signal handlers would run model code on the host later"},
+    "ctypes": {"*": "native code and raw memory"},
+    "cffi": {"*": "native code and raw memory"},
+    "importlib": {"*": _CODE},
+    "importlib.util": {"*": _CODE},
+    "importlib.machinery": {"*": _CODE},
+    "pkgutil": {"*": _CODE},
+    "runpy": {"*": _CODE},
+    "zipimport": {"*": _CODE},
+    "code": {"*": "an interactive interpreter without the policy"},
+    "codeop": {"*": "compiles code without the policy"},
+    "site": {"*": _INTERP},
+    "gc": {"*": "walks every object of the host"},
+    "inspect": {"currentframe": _INTERP, "stack": _INTERP, "trace": _INTERP,
+                "getouterframes": _INTERP, "getinnerframes": _INTERP, "getframeinfo": _INTERP,
+                "getclosurevars": _INTERP},
+    "traceback": {"walk_stack": _INTERP, "walk_tb": _INTERP, "print_stack": _INTERP,
+                  "extract_stack": _INTERP, "format_stack": _INTERP},
+    "atexit": {"*": "functions registered here would run model code when the host exits"},
+    "webbrowser": {"*": _PROCESS},
+    "getpass": {"*": "it reads the host's terminal"},
+    "pickle": {"load": "unpickling runs code", "loads": "unpickling runs code",
+               "Unpickler": "unpickling runs code"},
+    "_pickle": {"*": "unpickling runs code"},
+    "marshal": {"load": "code objects from bytes", "loads": "code objects from bytes"},
+    "shelve": {"*": "a pickle store: unpickling runs code"},
+    "locale": {"setlocale": _GLOBAL, "resetlocale": _GLOBAL},
+    "resource": {"setrlimit": _GLOBAL, "prlimit": _GLOBAL},
+    "socket": {"sethostname": _GLOBAL, "setdefaulttimeout": _GLOBAL, "fromfd": "host descriptors",
+               "socketpair": "host descriptors"},
+    "shutil": {"chown": "ownership changes need privileges the code must not use"},
+    "tempfile": {"tempdir": _GLOBAL},
+    "os": {"*": _ENV},
+    "posix": {"*": _ENV},
+    "sys": {"*": _INTERP},
+    "builtins": {"*": "model code gets the sandbox's own builtins"},
+    # Libraries.
+    "numpy": {"ctypeslib": "native code", "f2py": "compiles and loads native code",
+              "distutils": _PROCESS, "testing": _PROCESS},
+    "numpy.ctypeslib": {"*": "native code"},
+    "numpy.f2py": {"*": "compiles and loads native code"},
+    "numpy.testing": {"*": _PROCESS},
+    "matplotlib": {"use": "it imports any module named by a string; the sandbox renders figures"},
+    "matplotlib.pyplot": {"switch_backend": "it imports any module named by a string",
+                          "install_repl_displayhook": _INTERP,
+                          "uninstall_repl_displayhook": _INTERP},
+    "pandas": {"read_clipboard": _PROCESS},
+}
+
+# For modules hidden with "*": the members model code still gets (all harmless or judged by the
+# audit hook). os/posix: path handling and the file operations that the grants govern.
+_OS_FILES = frozenset({
+    "path", "sep", "altsep", "extsep", "pathsep", "linesep", "curdir", "pardir", "devnull",
+    "name", "fspath", "fsencode", "fsdecode", "PathLike", "getcwd", "listdir", "scandir", "walk",
+    "stat", "lstat", "makedirs", "mkdir", "remove", "unlink", "rmdir", "removedirs", "rename",
+    "renames", "replace", "cpu_count", "urandom", "strerror", "SEEK_SET", "SEEK_CUR", "SEEK_END",
+    "DirEntry", "stat_result", "terminal_size", "get_terminal_size", "error",
+})
+ONLY_MEMBERS: dict[str, frozenset[str]] = {
+    "os": _OS_FILES,
+    "posix": frozenset(_OS_FILES - {"path", "walk", "makedirs", "removedirs", "renames"}),
+    "sys": frozenset({
+        "version", "version_info", "hexversion", "platform", "maxsize", "maxunicode",
+        "float_info", "int_info", "hash_info", "byteorder", "float_repr_style",
+        "getrecursionlimit", "getsizeof", "getdefaultencoding", "getfilesystemencoding",
+        "implementation", "api_version", "copyright", "thread_info",
+    }),
+}
+
+# Authorizing one of these is worth a warning to the host: the table above keeps the worst out,
+# but the module's purpose is close to what the sandbox forbids.
+DANGEROUS_MODULES: dict[str, str] = {
+    name: next(iter(members.values()))
+    for name, members in DANGEROUS_MEMBERS.items()
+    if "*" in members and name not in ("builtins", "sys", "os", "posix")
+} | {
+    "os": "it holds process, environment and file-descriptor calls (the sandbox hides them)",
+    "posix": "the same as os",
+    "sys": "it holds the interpreter's modules, paths, streams and hooks (the sandbox hides them)",
+    "builtins": "model code gets the sandbox's builtins, not the host's",
+    "shutil": "file operations (judged against the grants)",
+    "pathlib": "file operations (judged against the grants)",
+    "socket": "network access (refused unless the network is granted)",
+    "pickle": "unpickling runs code (refused)",
+    "tempfile": "file creation (judged against the grants)",
+    "io": "only in-memory streams unless files are granted",
+}
+
+
+def hidden_reason(module: str, member: str) -> str | None:
+    """Why `module.member` is kept from model code, or None when it may have it."""
+    rules = DANGEROUS_MEMBERS.get(module)
+    if not rules:
+        return None
+    if member in rules:
+        return rules[member]
+    if "*" in rules and member not in ONLY_MEMBERS.get(module, ()):
+        return rules["*"]
+    return None

@@ -1,0 +1,177 @@
+"""Process-wide library settings that a step may change, put back after every step.
+
+In process, model code shares the host's libraries: `pd.set_option`, `np.set_printoptions`,
+`np.seterr`, `np.random.seed`, `matplotlib.rcParams[...] = ...` would outlive the step and change
+how the host's own code behaves. Each row of `SETTINGS` is (module, what, snapshot, restore):
+snapshots are taken before a step for modules that are authorized and already imported, and
+restored after it when they differ. Stdlib only; the libraries are reached through sys.modules.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import warnings
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+
+class Setting(NamedTuple):
+    module: str  # the top-level module that owns the setting
+    what: str  # for the docs and error reports
+    snapshot: Callable[[Any], Any]  # module -> saved value
+    restore: Callable[[Any, Any], None]  # (module, saved) -> None
+
+
+def _np_printoptions(np: Any) -> dict:
+    return np.get_printoptions()
+
+
+def _np_set_printoptions(np: Any, saved: dict) -> None:
+    opts = dict(saved)
+    opts.pop("legacy", None) if opts.get("legacy") is False else None
+    np.set_printoptions(**opts)
+
+
+def _np_random_state(np: Any) -> Any:
+    return np.random.get_state(legacy=False)
+
+
+def _np_set_random_state(np: Any, saved: Any) -> None:
+    np.random.set_state(saved)
+
+
+def _flatten(tree: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _pd_options(pd: Any) -> dict:
+    # The option store itself (reading each option through get_option warns for deprecated ones).
+    from pandas._config import config  # only when pandas is already loaded
+
+    return _flatten(config._global_config)
+
+
+def _pd_set_options(pd: Any, saved: dict) -> None:
+    from pandas._config import config
+
+    now = _flatten(config._global_config)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for key, value in saved.items():
+            if key in now and not _same(now[key], value):
+                try:
+                    config.set_option(key, value)  # through set_option: its callbacks run
+                except Exception:  # noqa: BLE001 - a removed option: leave it
+                    continue
+
+
+def _mpl_rcparams(mpl: Any) -> dict:
+    # Shallow, plus a copy of the list values (code can change those in place): a deep copy
+    # costs ~4 ms per step.
+    return {k: list(v) if type(v) is list else v for k, v in dict.items(mpl.rcParams)}
+
+
+def _mpl_set_rcparams(mpl: Any, saved: dict) -> None:
+    current = mpl.rcParams
+    for key in [k for k in dict.keys(current) if k not in saved]:
+        dict.__delitem__(current, key)
+    for key, value in saved.items():
+        now = dict.get(current, key, _MISSING)
+        if now is not value and not (type(value) is list and now == value):
+            # bypass validation: these values were valid; lists are handed over as fresh copies
+            dict.__setitem__(current, key, list(value) if type(value) is list else value)
+
+
+_MISSING = object()
+
+
+def _mpl_backend(mpl: Any) -> str:
+    return dict.get(mpl.rcParams, "backend")
+
+
+def _mpl_set_backend(mpl: Any, saved: str) -> None:
+    if dict.get(mpl.rcParams, "backend") != saved:
+        dict.__setitem__(mpl.rcParams, "backend", saved)
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("numpy", "print options (np.set_printoptions)", _np_printoptions, _np_set_printoptions),
+    Setting("numpy", "floating-point error handling (np.seterr)",
+            lambda np: np.geterr(), lambda np, saved: np.seterr(**saved)),
+    Setting("numpy", "floating-point error callback (np.seterrcall)",
+            lambda np: np.geterrcall(), lambda np, saved: np.seterrcall(saved)),
+    Setting("numpy", "the legacy global random state (np.random.seed)", _np_random_state,
+            _np_set_random_state),
+    Setting("pandas", "options (pd.set_option, pd.options.*)", _pd_options, _pd_set_options),
+    Setting("matplotlib", "rcParams", _mpl_rcparams, _mpl_set_rcparams),
+    Setting("matplotlib", "the default backend", _mpl_backend, _mpl_set_backend),
+)
+
+
+class StepSettings:
+    """Snapshots taken before one step, restored after it."""
+
+    def __init__(self, authorized_tops: Iterable[str]) -> None:
+        tops = set(authorized_tops)
+        self.rows = [s for s in SETTINGS if s.module in tops]
+        self.saved: list[tuple[Setting, Any, Any]] = []
+        self.warning_filters: list | None = None
+
+    def save(self) -> None:
+        self.saved = []
+        for setting in self.rows:
+            module = sys.modules.get(setting.module)
+            if module is None:
+                continue
+            try:
+                self.saved.append((setting, module, setting.snapshot(module)))
+            except Exception:  # noqa: BLE001 - a library version without this setting
+                continue
+        # Library code may change warning filters on the model's behalf.
+        self.warning_filters = list(warnings.filters)
+
+    def restore(self) -> list[str]:
+        """Put every setting back; returns what had to be restored (for tests and reports)."""
+        restored = []
+        for setting, module, value in self.saved:
+            try:
+                if _differs(setting.snapshot(module), value):
+                    setting.restore(module, value)
+                    restored.append(f"{setting.module}: {setting.what}")
+            except Exception:  # noqa: BLE001 - never fail a step on the way out
+                continue
+        # Also modules first imported during the step: their defaults are what the host gets.
+        if self.warning_filters is not None and warnings.filters != self.warning_filters:
+            warnings.filters[:] = self.warning_filters
+            warnings._filters_mutated()
+            restored.append("warnings: filters")
+        self.saved = []
+        return restored
+
+
+def _differs(now: Any, saved: Any) -> bool:
+    return not _same(now, saved)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, looking into dicts and sequences (numpy arrays compare element-wise)."""
+    if a is b:
+        return True
+    try:
+        if isinstance(a, dict) and isinstance(b, dict):
+            return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+            return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+        result = a == b
+        if isinstance(result, bool):
+            return result
+        return bool(result.all()) and getattr(a, "shape", None) == getattr(b, "shape", None)
+    except Exception:  # noqa: BLE001 - uncomparable: treat as changed, restore to be safe
+        return False

@@ -1,0 +1,74 @@
+"""Library settings changed during a step are put back after it (in process, the host shares them)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from executors.library_state import SETTINGS, StepSettings
+
+
+def test_numpy_settings_are_restored():
+    np = pytest.importorskip("numpy")
+    before = (np.get_printoptions(), np.geterr(), np.random.get_state(legacy=False)["state"])
+    step = StepSettings(["numpy"])
+    step.save()
+    np.set_printoptions(precision=2, threshold=5)
+    np.seterr(all="raise")
+    np.random.seed(1234)
+    restored = step.restore()
+    assert len(restored) == 3
+    after = (np.get_printoptions(), np.geterr(), np.random.get_state(legacy=False)["state"])
+    assert after[0] == before[0] and after[1] == before[1]
+    assert after[2]["pos"] == before[2]["pos"] and (after[2]["key"] == before[2]["key"]).all()
+
+
+def test_pandas_options_are_restored():
+    pd = pytest.importorskip("pandas")
+    before = pd.get_option("display.max_rows")
+    step = StepSettings(["pandas"])
+    step.save()
+    pd.set_option("display.max_rows", 3)
+    pd.options.display.precision = 1
+    assert step.restore() == ["pandas: options (pd.set_option, pd.options.*)"]
+    assert pd.get_option("display.max_rows") == before
+    assert pd.get_option("display.precision") != 1
+
+
+def test_matplotlib_rcparams_are_restored():
+    mpl = pytest.importorskip("matplotlib")
+    before = dict(mpl.rcParams)
+    step = StepSettings(["matplotlib"])
+    step.save()
+    mpl.rcParams["lines.linewidth"] = 9
+    mpl.rcParams["font.family"] = ["monospace"]
+    step.restore()
+    assert dict(mpl.rcParams) == before
+
+
+def test_nothing_changed_nothing_restored_and_unauthorized_modules_untouched():
+    np = pytest.importorskip("numpy")
+    step = StepSettings(["numpy"])
+    step.save()
+    assert step.restore() == []
+    step = StepSettings(["math"])  # numpy not authorized: not the sandbox's business
+    step.save()
+    np.set_printoptions(precision=3)
+    try:
+        assert step.restore() == []
+    finally:
+        np.set_printoptions(precision=8)
+
+
+def test_warning_filters_are_restored():
+    step = StepSettings([])
+    before = list(warnings.filters)
+    step.save()
+    warnings.simplefilter("ignore")
+    assert "warnings: filters" in step.restore()
+    assert warnings.filters == before
+
+
+def test_every_setting_names_its_module():
+    assert all(s.module in {"numpy", "pandas", "matplotlib"} and s.what for s in SETTINGS)
