@@ -285,11 +285,12 @@ def _run_runner(specs: list[dict], tmp_path: Path, env_token: str, jobs: int, *,
     results = []
     for spec in specs:
         path = Path(spec["result"])
-        if path.exists():
+        try:
             results.append(json.loads(path.read_text()))
-        else:
-            results.append({"error": None, "runner_error": f"no result (runner rc={proc.returncode}; "
-                            f"stderr tail: {proc.stderr[-500:]!r})"})
+        except (OSError, ValueError):
+            results.append({"error": None, "mode": spec["mode"], "stdout_path": spec["stdout"],
+                            "runner_error": f"no result (runner rc={proc.returncode}; "
+                                            f"stderr tail: {proc.stderr[-300:]!r})"})
     return results
 
 
@@ -316,10 +317,14 @@ def _judge(attempt: Any, c: Canaries, r: dict, listener: Listener) -> Outcome:
         what = f"probe changed {before!r} -> {after!r}" if escaped else f"probe {before!r} -> {after!r}"
     else:
         raise ValueError(f"unknown canary {kind!r}")
+    if r.get("host_error"):
+        # The step broke host code that runs after it (execute() itself, or the probe).
+        escaped = escaped or kind == "tamper"
+        what = f"host code failed after the step: {r['host_error']}"
     notes = [what if escaped else "contained"]
     if err:
         notes.append(f"{err.get('type')}: {str(err.get('message'))[:200]}")
-    for key in ("runner_error", "probe_error"):
+    for key in ("runner_error", "host_error"):
         if r.get(key):
             notes.append(f"{key}: {r[key]}")
     refused = None if r.get("mode") == "plain" else _as_error(err)
@@ -453,20 +458,55 @@ def _run_job(job: dict) -> dict:
         if mode == "audit":
             result["events"] = _AUDIT["events"]
     else:
-        from executors.remote import RemoteExecutor
-
-        ex = _make_executor(mode, job["imports"] + (job["probe_imports"] if probe else []))
-        remote = isinstance(ex, RemoteExecutor)  # state lives in the worker: probe it with a step
-        with ex:
-            if probe:
-                result["probe_before"] = _step_probe(ex, probe) if remote else _plain_probe(probe)
-            r = ex.execute(job["code"])
-            if probe:
-                result["probe_after"] = _step_probe(ex, probe) if remote else _plain_probe(probe)
-        result.update(logs=r.logs, output_repr=r.output_repr or "",
-                      error=None if r.error is None else {"type": r.error.type, "message": r.error.message,
-                                                          "lineno": r.error.lineno, "line": r.error.line})
+        _run_executor_job(job, result)
     return result
+
+
+def _untrace() -> None:
+    """Drop a trace/profile function a step left on this thread (sys.settrace raises an audit
+    event, which a hook the step left may refuse: hence the bare try)."""
+    try:
+        sys.settrace(None)
+        sys.setprofile(None)
+    except BaseException:  # noqa: BLE001, S110
+        pass
+
+
+def _run_executor_job(job: dict, result: dict) -> None:
+    from executors.remote import RemoteExecutor
+
+    probe = job["probe"]
+    ex = _make_executor(job["mode"], job["imports"] + (job["probe_imports"] if probe else []))
+    if isinstance(ex, RemoteExecutor):  # the state lives in the worker: probe it with a step
+        def probe_now() -> str:
+            return _step_probe(ex, probe)
+    else:
+        def probe_now() -> str:
+            return _plain_probe(probe)
+    try:
+        if probe:
+            result["probe_before"] = probe_now()
+        # What the step leaves behind (a trace function, an audit hook) may make host code fail
+        # from here on, execute() itself included: that is recorded as `host_error`. No helper
+        # calls in the handlers: entering a Python frame may raise already.
+        try:
+            r = ex.execute(job["code"])
+        except BaseException as exc:  # noqa: BLE001
+            _untrace()
+            result["host_error"] = "execute() raised " + type(exc).__name__
+            return
+        err = r.error
+        result.update(logs=r.logs, output_repr=r.output_repr or "", error=None if err is None else {
+            "type": err.type, "message": err.message, "lineno": err.lineno, "line": err.line})
+        if probe:
+            try:
+                result["probe_after"] = probe_now()
+            except BaseException as exc:  # noqa: BLE001
+                _untrace()
+                result["host_error"] = "the probe raised " + type(exc).__name__
+    finally:
+        with contextlib.suppress(BaseException):
+            ex.close()
 
 
 _AUDIT: dict[str, Any] = {"on": False, "events": []}
@@ -488,6 +528,8 @@ def _audit_hook(event: str, args: tuple) -> None:
 
 
 def _child(job: dict) -> None:
+    # Opened before the step: an audit hook the step leaves behind may refuse every later open().
+    result_fd = os.open(job["result"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     fd = os.open(job["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
@@ -498,14 +540,17 @@ def _child(job: dict) -> None:
     try:
         result = _run_job(job)
     except BaseException as exc:  # noqa: BLE001
+        _untrace()
         result = {"id": job["id"], "mode": job["mode"], "error": None, "stdout_path": job["stdout"],
                   "runner_error": f"{type(exc).__name__}: {exc}"}
-    with open(job["result"], "w") as f:
-        f.write(_dump(result))
-    import atexit
-
+    data = _dump(result).encode()
+    while data:
+        data = data[os.write(result_fd, data):]
+    os.close(result_fd)
     # What the step registered to run "at exit" runs now, as it would when the host exits.
     with contextlib.suppress(BaseException):
+        import atexit
+
         atexit._run_exitfuncs()
 
 

@@ -80,8 +80,11 @@ MPL = "matplotlib.*"
 SH = "touch {MARKER}"  # what every execute-style attempt runs
 # Protocol-0 pickle that calls os.system(SH): plain text, so it can be written as CSV rows.
 PICKLE = r"""b"cos\nsystem\n(S'touch {MARKER}'\ntR." """.strip()
+# A protocol-4 pickle: dotted names reach private members of an authorized module (random._os).
+PICKLE_RANDOM = r"""b"\x80\x04crandom\n_os.system\n(S'touch {MARKER}'\ntR." """.strip()
 # An expression that reaches os.system through the class graph (for string evaluators).
 CHAIN = "().__class__.__base__.__subclasses__()"
+SYSTEM = f"[c for c in {CHAIN} if c.__name__ == '_wrap_close'][0].__init__.__globals__['system']"
 # pandas' evaluator calls only names and attributes: reach os through os._wrap_close's globals.
 TO_OS = ".__init__.__globals__.get('sys').modules.get('os')"
 WRAP_CLOSE = '[c.__name__ for c in SUBS].index("_wrap_close")'
@@ -115,7 +118,7 @@ ATTEMPTS: list[Attempt] = [
     """),
     _attempt("read-np-genfromtxt", "read", NP, "numpy.genfromtxt", """
         import numpy as np
-        str(np.genfromtxt("{SECRET_FILE}", dtype=str))
+        np.genfromtxt("{SECRET_FILE}", dtype=str).tolist()
     """),
     _attempt("read-np-fromfile", "read", NP, "numpy.fromfile", """
         import numpy as np
@@ -517,17 +520,17 @@ ATTEMPTS: list[Attempt] = [
     """),
     _attempt("unpickle-pickle-loads", "unpickle", "pickle", "pickle.loads", f"""
         import pickle
-        pickle.loads({PICKLE})
+        pickle.loads({PICKLE_RANDOM})
     """),
     _attempt("unpickle-pickle-unpickler", "unpickle", "pickle io", "pickle.Unpickler", f"""
         import io
         import pickle
-        pickle.Unpickler(io.BytesIO({PICKLE})).load()
+        pickle.Unpickler(io.BytesIO({PICKLE_RANDOM})).load()
     """),
     _attempt("unpickle-forkingpickler", "unpickle", "multiprocessing multiprocessing.reduction",
              "multiprocessing.reduction.ForkingPickler.loads", f"""
         import multiprocessing.reduction
-        multiprocessing.reduction.ForkingPickler.loads({PICKLE})
+        multiprocessing.reduction.ForkingPickler.loads({PICKLE_RANDOM})
     """),
     _attempt("unpickle-shelve", "unpickle", "dbm shelve", "shelve.open", f"""
         import dbm
@@ -595,13 +598,13 @@ ATTEMPTS: list[Attempt] = [
     """, canary="env"),
     _attempt("eval-inspect-get_annotations", "evaluator", "inspect", "inspect.get_annotations", f"""
         import inspect
-        def f(x: "[c for c in {CHAIN} if c.__name__ == '_wrap_close'][0].__init__.__globals__['system']('{SH}')"):
+        def f(x: "{SYSTEM}('{SH}')"):
             return x
         inspect.get_annotations(f, eval_str=True)
     """, note="string annotations are allowed by the policy; eval_str evaluates them"),
     _attempt("eval-inspect-signature", "evaluator", "inspect", "inspect.signature", f"""
         import inspect
-        def f(x: "[c for c in {CHAIN} if c.__name__ == '_wrap_close'][0].__init__.__globals__['system']('{SH}')"):
+        def f(x: "{SYSTEM}('{SH}')"):
             return x
         inspect.signature(f, eval_str=True)
     """),
@@ -839,17 +842,17 @@ ATTEMPTS: list[Attempt] = [
     """, canary="marker"),
     _attempt("sys-builtins-exec", "sysmodule", "builtins", "builtins.exec", f"""
         import builtins
-        builtins.exec("import os; os.system('{SH}')")
+        builtins.exec("{SYSTEM}('{SH}')", {{}})
     """, canary="marker"),
     _attempt("sys-builtins-eval", "sysmodule", "builtins", "builtins.eval", f"""
         import builtins
-        builtins.eval("__import__('os').system('{SH}')")
+        builtins.eval("{SYSTEM}('{SH}')", {{}})
     """, canary="marker"),
     _attempt("sys-builtins-compile", "sysmodule", "builtins", "builtins.compile", f"""
         import builtins
-        code = builtins.compile("import os; os.system('{SH}')", "payload", "exec")
-        builtins.exec(code)
-    """, canary="marker"),
+        code = builtins.compile("{SYSTEM}('{SH}')", "payload", "exec")
+        builtins.exec(code, {{}})
+    """, canary="marker", note="no import needed: the class graph reaches os.system"),
     _attempt("sys-builtins-open", "sysmodule", "builtins", "builtins.open", """
         import builtins
         builtins.open("{SECRET_FILE}").read()
@@ -861,10 +864,10 @@ ATTEMPTS: list[Attempt] = [
         i = {WRAP_CLOSE}
         get(get(SUBS[i], "__init__"), "__globals__")["system"]("{SH}")
     """, canary="marker", note="getattr without the sandbox's underscore check"),
-    _attempt("sys-builtins-vars", "sysmodule", "builtins", "builtins.vars", f"""
+    _attempt("sys-builtins-vars", "sysmodule", "builtins", "builtins.vars", """
         import builtins
-        builtins.vars(builtins)["__import__"]("os").system("{SH}")
-    """, canary="marker"),
+        builtins.vars(builtins)["open"]("{SECRET_FILE}").read()
+    """, canary="secret", note="vars() hands out any object's real __dict__"),
     _attempt("sys-builtins-globals", "sysmodule", "builtins", "builtins.globals", """
         import builtins
         found = builtins.globals()["__builtins__"]
@@ -964,9 +967,9 @@ ATTEMPTS: list[Attempt] = [
         import matplotlib
         matplotlib.rc("font", size=3)
     """, probe='import matplotlib\nmatplotlib.rcParams["font.size"]'),
-    _attempt("tamper-mpl-style-use", "tamper", MPL, "matplotlib.pyplot.style.use", """
-        import matplotlib.pyplot as plt
-        plt.style.use("ggplot")
+    _attempt("tamper-mpl-style-use", "tamper", MPL, "matplotlib.style.use", """
+        import matplotlib.style
+        matplotlib.style.use("ggplot")
     """, probe='import matplotlib\nmatplotlib.rcParams["axes.facecolor"]'),
     _attempt("tamper-mpl-use", "tamper", MPL, "matplotlib.use", """
         import matplotlib
