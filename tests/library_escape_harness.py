@@ -22,7 +22,8 @@ Canaries, made fresh per attempt under tmp_path/<attempt id>/:
   stdout  {TOKEN} printed to the process's real stdout/stderr instead of the step's logs.
   tamper  the attempt's `probe` (policy-valid code) gives a different value after the step than
           before: run on the host side for plain/local, as a step of the same executor for
-          subprocess (the state lives in the worker there).
+          subprocess (the state lives in the worker there). A step after which host code fails
+          (execute() raises, the probe raises, ExecutorInternalError) counts as tampering too.
 Other placeholders: {WORK_DIR} (a scratch dir a step may one day be granted), {LIBC_DIR},
 {LIBC_NAME}, {MARSHALLED} (bytes literal of a marshalled code object that creates {MARKER}).
 """
@@ -317,6 +318,8 @@ def _judge(attempt: Any, c: Canaries, r: dict, listener: Listener) -> Outcome:
         what = f"probe changed {before!r} -> {after!r}" if escaped else f"probe {before!r} -> {after!r}"
     else:
         raise ValueError(f"unknown canary {kind!r}")
+    if (err or {}).get("type") == "ExecutorInternalError":  # the executor's own code failed
+        r = {**r, "host_error": r.get("host_error") or "the step ended in ExecutorInternalError"}
     if r.get("host_error"):
         # The step broke host code that runs after it (execute() itself, or the probe).
         escaped = escaped or kind == "tamper"

@@ -579,6 +579,7 @@ ATTEMPTS: list[Attempt] = [
              note="the option names a module that pandas imports"),
     _attempt("eval-mpl-use-module", "evaluator", MPL, "matplotlib.use", """
         import matplotlib
+        import matplotlib.pyplot
         try:
             matplotlib.use("module://tabnanny")
         except Exception as exc:
@@ -995,7 +996,7 @@ ATTEMPTS: list[Attempt] = [
     _attempt("tamper-warnings-filter", "tamper", "warnings", "warnings.filterwarnings", """
         import warnings
         warnings.filterwarnings("ignore", message="canary")
-    """, probe="import warnings\nlen(warnings.filters)"),
+    """, probe='import sys\nlen(sys.modules["warnings"].filters)', probe_imports="sys"),
     _attempt("tamper-decimal-context", "tamper", "decimal", "decimal.getcontext", """
         import decimal
         decimal.getcontext().prec = 3
@@ -1007,7 +1008,8 @@ ATTEMPTS: list[Attempt] = [
     _attempt("tamper-sys-path", "tamper", "sys", "sys.path", """
         import sys
         sys.modules["sys"].path.append("{WORK_DIR}")
-    """, probe="import sys\nlen(sys.path)"),
+    """, probe='import sys\nlen(sys.modules["sys"].path)',
+             note="the probe reads sys.path live: a module proxy snapshots lists as tuples"),
     _attempt("tamper-sys-modules-entry", "tamper", "sys", "sys.modules", """
         import sys
         sys.modules["sys"].modules["codeagent_canary"] = "planted"
