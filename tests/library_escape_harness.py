@@ -391,8 +391,34 @@ def run_in_process(factory: Callable[[list[str]], Any], attempt: Any, c: Canarie
 
 
 # ----------------------------------------------------------------------------- the runner
+_AUDIT: dict[str, Any] = {"on": False, "events": []}
+
+
+def _audit_hook(event: str, args: tuple) -> None:
+    """Records the events a step raises ("audit" mode). Events raised while an import statement
+    loads a module (its .pyc opened, unmarshalled, executed: under `_find_and_load`) are the
+    libraries' own loading, not the route: left out, except the `import` event itself."""
+    if not _AUDIT["on"]:
+        return
+    _AUDIT["on"] = False  # what the hook does below may raise events itself
+    try:
+        if event != "import":
+            frame = sys._getframe(1)
+            while frame is not None:
+                code = frame.f_code
+                if code.co_name == "_find_and_load" and code.co_filename.startswith("<frozen importlib"):
+                    return
+                frame = frame.f_back
+        shown = [(a if isinstance(a, str) else repr(a))[:1000] for a in args[:3]]
+        _AUDIT["events"].append([event, shown])
+    except Exception:  # noqa: BLE001
+        _AUDIT["events"].append([event, ["<unrepresentable>"]])
+    finally:
+        _AUDIT["on"] = True
+
+
 # Everything below runs in the runner process (python library_escape_harness.py --runner JOBS).
-def _plain_exec(code: str, logs: io.StringIO) -> tuple[Any, dict | None]:
+def _plain_exec(code: str, logs: io.StringIO, audit: bool = False) -> tuple[Any, dict | None]:
     """CPython with no sandbox, shaped like a step: `print` goes to the logs, the value of a
     last expression statement is the output."""
     import ast
@@ -406,11 +432,16 @@ def _plain_exec(code: str, logs: io.StringIO) -> tuple[Any, dict | None]:
         tree = ast.parse(code)
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
         # dont_inherit: this module's `from __future__ import annotations` must not leak into the step
-        exec(compile(tree, "<step>", "exec", dont_inherit=True), ns)
-        value = eval(compile(ast.Expression(last.value), "<step>", "eval", dont_inherit=True), ns) if last else None
+        body = compile(tree, "<step>", "exec", dont_inherit=True)
+        tail = compile(ast.Expression(last.value), "<step>", "eval", dont_inherit=True) if last else None
+        _AUDIT["on"] = audit  # after compiling: the step's own compile/exec are not the route's
+        exec(body, ns)
+        value = eval(tail, ns) if tail is not None else None
         return value, None
     except BaseException as exc:  # noqa: BLE001 - anything the attempt raises is its result
         return None, {"type": type(exc).__name__, "message": str(exc)[:2000]}
+    finally:
+        _AUDIT["on"] = False
 
 
 def _plain_probe(probe: str) -> str:
@@ -451,10 +482,7 @@ def _run_job(job: dict) -> dict:
         if probe:
             result["probe_before"] = _plain_probe(probe)
         logs = io.StringIO()
-        if mode == "audit":
-            _AUDIT["on"] = True
-        value, err = _plain_exec(job["code"], logs)
-        _AUDIT["on"] = False
+        value, err = _plain_exec(job["code"], logs, audit=mode == "audit")
         result.update(logs=logs.getvalue(), output_repr="" if value is None else repr(value)[:20_000], error=err)
         if probe:
             result["probe_after"] = _plain_probe(probe)
@@ -510,24 +538,6 @@ def _run_executor_job(job: dict, result: dict) -> None:
     finally:
         with contextlib.suppress(BaseException):
             ex.close()
-
-
-_AUDIT: dict[str, Any] = {"on": False, "events": []}
-
-
-def _audit_hook(event: str, args: tuple) -> None:
-    if _AUDIT["on"]:
-        _AUDIT["on"] = False  # repr of the arguments may itself raise events
-        try:
-            shown = []
-            for a in args[:3]:
-                text = a if isinstance(a, str) else repr(a)
-                shown.append(text[:120])
-            _AUDIT["events"].append([event, shown])
-        except Exception:  # noqa: BLE001
-            _AUDIT["events"].append([event, ["<unrepresentable>"]])
-        finally:
-            _AUDIT["on"] = True
 
 
 def _child(job: dict) -> None:
