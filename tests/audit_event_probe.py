@@ -34,10 +34,9 @@ PATH_EVENTS = {
     "open", "os.listdir", "os.scandir", "glob.glob", "glob.glob/2", "os.mkdir", "os.symlink", "os.link",
     "os.rename", "os.remove", "os.rmdir", "os.truncate", "os.chmod", "os.chown", "os.utime",
     "shutil.copyfile", "shutil.copymode", "shutil.copystat", "shutil.make_archive", "tempfile.mkstemp",
-    "tempfile.mkdtemp", "sqlite3.connect", "os.chdir", "os.startfile", "ctypes.dlopen",
+    "tempfile.mkdtemp", "os.chdir", "os.startfile",
 }
-NOISE = {"import", "sys._getframe", "object.__getattr__", "builtins.id", "sys.excepthook",
-         "cpython._PySys_ClearAuditHooks", "cpython.PyInterpreterState_Clear"}
+NOISE = {"import", "builtins.id", "cpython._PySys_ClearAuditHooks", "cpython.PyInterpreterState_Clear"}
 
 # What a guard would key on, by the canary an attempt aims at.
 GOVERNING = {

@@ -362,6 +362,12 @@ ATTEMPTS: list[Attempt] = [
         db.execute("create table t (x)")
         db.commit()
     """),
+    _attempt("write-sqlite3-attach", "write", "sqlite3", "sqlite3.Connection.execute", """
+        import sqlite3
+        db = sqlite3.connect(":memory:")
+        db.execute("ATTACH DATABASE '{TARGET_FILE}' AS other")
+        db.execute("CREATE TABLE other.t (x)")
+    """, note="SQL opens the file: only sqlite3.connect(':memory:') is audited"),
     _attempt("write-logging-filehandler", "write", "logging", "logging.FileHandler", """
         import logging
         logging.FileHandler("{TARGET_FILE}").close()
@@ -586,6 +592,16 @@ ATTEMPTS: list[Attempt] = [
             print(type(exc).__name__)
     """, canary="tamper", probe='import sys\n"tabnanny" in sys.modules', probe_imports="sys",
              note="module:// backends are imported by name"),
+    _attempt("eval-mpl-figure-hooks", "evaluator", MPL, "matplotlib.rcParams", """
+        import matplotlib
+        import matplotlib.pyplot as plt
+        matplotlib.rcParams["figure.hooks"] = ["pyclbr:readmodule"]
+        try:
+            plt.figure()
+        except Exception as exc:
+            print(type(exc).__name__)
+    """, canary="tamper", probe='import sys\n"pyclbr" in sys.modules', probe_imports="sys",
+             note="'module:function' strings imported and called on every new pyplot figure"),
     _attempt("eval-mpl-strmethodformatter", "evaluator", MPL, "matplotlib.ticker.StrMethodFormatter", """
         import matplotlib.cbook
         import matplotlib.ticker
