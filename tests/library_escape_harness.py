@@ -232,12 +232,12 @@ def run_attempts(executor: Any, attempts: Sequence[Any], tmp_path: Path, *, jobs
             c.create()
             canaries.append(c)
         if callable(executor):
-            results = [run_in_process(executor, a, c) for a, c in zip(attempts, canaries)]
+            results = [run_in_process(executor, a, c) for a, c in zip(attempts, canaries, strict=True)]
         else:
-            specs = [_attempt_job(executor, a, c) for a, c in zip(attempts, canaries)]
+            specs = [_attempt_job(executor, a, c) for a, c in zip(attempts, canaries, strict=True)]
             results = _run_runner(specs, tmp_path, env_token, jobs)
         time.sleep(0.3)  # routes that spawn a process may create the marker a moment later
-        return [_judge(a, c, r, listener) for a, c, r in zip(attempts, canaries, results)]
+        return [_judge(a, c, r, listener) for a, c, r in zip(attempts, canaries, results, strict=True)]
     finally:
         listener.close()
 
@@ -256,7 +256,7 @@ def run_neighbours(executor: Any, neighbours: Sequence[Any], tmp_path: Path, *, 
     # Cold: nothing imported before the step, as in a fresh worker (lazy submodules, caches).
     results = _run_runner(specs, tmp_path, "unused", jobs, preimport=executor == "plain")
     outcomes = []
-    for n, r in zip(neighbours, results):
+    for n, r in zip(neighbours, results, strict=True):
         err = r.get("error")
         works = err is None and r.get("logs") == n.expected
         detail = "" if works else f"expected {n.expected!r}, got logs={r.get('logs')!r} error={err}"
@@ -629,7 +629,7 @@ def audit_events(attempts: Iterable[Any], tmp_path: Path) -> dict[str, list]:
         results = _run_runner(specs, tmp_path, env_token, 2)
     finally:
         listener.close()
-    return {s["id"]: r.get("events", []) for s, r in zip(specs, results)}
+    return {s["id"]: r.get("events", []) for s, r in zip(specs, results, strict=True)}
 
 
 if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "--runner":

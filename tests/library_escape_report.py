@@ -29,7 +29,7 @@ def attempt_table(executor: str, attempts: list, outcomes: list) -> list[str]:
     rows = [f"### {executor}", "", "| class | attempts | escaped | refused | contained |", "|---|---:|---:|---:|---:|"]
     totals: Counter = Counter()
     for klass in CLASSES:
-        pairs = [(a, o) for a, o in zip(attempts, outcomes) if a.klass == klass]
+        pairs = [(a, o) for a, o in zip(attempts, outcomes, strict=True) if a.klass == klass]
         if not pairs:
             continue
         count = Counter(_verdict(o) for _, o in pairs)
@@ -79,16 +79,16 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(attempt_table(executor, attempts, outcomes)))
             print(f"\n({len(attempts)} attempts in {time.monotonic() - t0:.0f} s)\n")
             if args.list:
-                for a, o in zip(attempts, outcomes):
+                for a, o in zip(attempts, outcomes, strict=True):
                     print(f"  {_verdict(o):9} {a.id:44} {o.detail.replace(chr(10), ' ')[:150]}")
                 print()
-            dump[executor] = {a.id: {"verdict": _verdict(o), "detail": o.detail} for a, o in zip(attempts, outcomes)}
+            dump[executor] = {a.id: {"verdict": _verdict(o), "detail": o.detail} for a, o in zip(attempts, outcomes, strict=True)}
             if not args.no_neighbours:
                 neighbour_results[executor] = harness.run_neighbours(executor, NEIGHBOURS, Path(tmp) / ("n-" + executor.replace(":", "_")))
     if neighbour_results:
         print("\n".join(neighbour_table(neighbour_results)))
         for ex, outcomes in neighbour_results.items():
-            dump.setdefault(ex, {})["neighbours"] = {n.id: o.works for n, o in zip(NEIGHBOURS, outcomes)}
+            dump.setdefault(ex, {})["neighbours"] = {n.id: o.works for n, o in zip(NEIGHBOURS, outcomes, strict=True)}
     if args.json:
         Path(args.json).write_text(json.dumps(dump, indent=1))
     return 0

@@ -402,9 +402,9 @@ ATTEMPTS: list[Attempt] = [
         posix.close(posix.open("{TARGET_FILE}", 65, 0o600))
     """, note="65 = O_WRONLY | O_CREAT on Linux"),
     # ------------------------------------------------------------------------------- execute
-    _attempt("exec-mpl-testing-subprocess", "execute", MPL, "matplotlib.testing.subprocess_run_for_testing", f"""
+    _attempt("exec-mpl-testing-subprocess", "execute", MPL, "matplotlib.testing.subprocess_run_for_testing", """
         import matplotlib.testing
-        matplotlib.testing.subprocess_run_for_testing(["touch", "{{MARKER}}"])
+        matplotlib.testing.subprocess_run_for_testing(["touch", "{MARKER}"])
     """),
     _attempt("exec-os-system", "execute", "os", "os.system", f"""
         import os

@@ -41,7 +41,7 @@ def _attempt_outcomes(executor: str, tmp_path_factory: pytest.TempPathFactory) -
     if executor not in _cache:
         tmp = tmp_path_factory.mktemp(f"escapes-{executor}")
         outcomes = harness.run_attempts(executor, ATTEMPTS, tmp)
-        _cache[executor] = dict(zip(IDS, outcomes))
+        _cache[executor] = dict(zip(IDS, outcomes, strict=True))
     return _cache[executor]
 
 
@@ -49,7 +49,7 @@ def _neighbour_outcomes(executor: str, tmp_path_factory: pytest.TempPathFactory)
     key = "neighbours-" + executor
     if key not in _cache:
         tmp = tmp_path_factory.mktemp(key)
-        _cache[key] = dict(zip(NEIGHBOUR_IDS, harness.run_neighbours(executor, NEIGHBOURS, tmp)))
+        _cache[key] = dict(zip(NEIGHBOUR_IDS, harness.run_neighbours(executor, NEIGHBOURS, tmp), strict=True))
     return _cache[key]
 
 
@@ -138,7 +138,7 @@ CONTROLS = [
 
 def test_harness_does_not_call_near_misses_escapes(tmp_path: Path) -> None:
     outcomes = harness.run_attempts("plain", CONTROLS, tmp_path)
-    assert [(c.id, o.escaped) for c, o in zip(CONTROLS, outcomes)] == [(c.id, False) for c in CONTROLS], [
+    assert [(c.id, o.escaped) for c, o in zip(CONTROLS, outcomes, strict=True)] == [(c.id, False) for c in CONTROLS], [
         o.detail for o in outcomes]
 
 
