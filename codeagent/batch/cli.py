@@ -5,8 +5,9 @@
     codeagent batch --report DIR
     codeagent batch --compare DIR_A DIR_B
 
-Exit status: 0 every task succeeded, 1 some did not (or tasks changed, for --compare), 2 usage or
-setup errors, 130 interrupted (run the same command again to resume).
+Exit status: 0 every task succeeded (and every answer checked against `expected` was right), 1 some
+did not (or tasks changed, for --compare), 2 usage or setup errors, 130 interrupted (run the same
+command again to resume).
 """
 
 from __future__ import annotations
@@ -103,7 +104,11 @@ def cmd_report(out: str, as_json: bool) -> int:
     summary = BatchSummary.from_dir(out)
     summary = BatchSummary(tuple(sorted(summary.rows, key=lambda r: _natural(r.id))), out=out)
     print(json.dumps(summary.to_dict(), indent=2) if as_json else f"batch {out}\n\n{summary.table()}")
-    return 0 if summary.succeeded == summary.total else 1
+    return _status(summary)
+
+
+def _status(summary: BatchSummary) -> int:
+    return 0 if summary.succeeded == summary.total and summary.correct == summary.checked else 1
 
 
 def cmd_compare(a: str, b: str, as_json: bool) -> int:
@@ -129,7 +134,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         ray_options={"num_cpus": args.cpus_per_worker}, progress=args.progress,
     )
     print(json.dumps(summary.to_dict(), indent=2) if args.json else summary.table())
-    return 0 if summary.succeeded == summary.total else 1
+    return _status(summary)
 
 
 def _interrupt(signum: int, frame: Any) -> None:

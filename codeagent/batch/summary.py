@@ -32,8 +32,9 @@ def _norm(value: Any) -> Any:
 def answers_match(expected: Any, output: Any) -> bool:
     """The summary's check: equal as JSON, numbers within 1e-6 (bools are not numbers), strings
     compared without case and surplus whitespace. Stricter or looser checks belong to the caller."""
-    if isinstance(expected, (int, float)) and not isinstance(expected, bool) \
-            and isinstance(output, (int, float)) and not isinstance(output, bool):
+    if isinstance(expected, bool) or isinstance(output, bool):
+        return type(expected) is type(output) and expected == output
+    if isinstance(expected, (int, float)) and isinstance(output, (int, float)):
         return math.isclose(expected, output, rel_tol=1e-9, abs_tol=1e-6)
     if isinstance(expected, (list, tuple)) and isinstance(output, (list, tuple)):
         return len(expected) == len(output) and all(answers_match(e, o) for e, o in zip(expected, output, strict=True))
