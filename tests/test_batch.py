@@ -460,3 +460,19 @@ def test_ray_hung_task_is_cut_at_timeout(ray_instance, tmp_path):
     rows = rows_by_id(tmp_path)
     assert rows["hang"]["status"] == "timeout" and rows["hang"]["wall_s"] < 10
     assert rows["t000"]["status"] == rows["t001"]["status"] == "success"
+
+
+# ---------------------------------------------------------------------------------- data-task suite
+
+
+def test_the_data_task_suite_runs_through_batch(tmp_path):
+    """Same agents, same scripted replies as benchmarks/data_tasks/run.py, so the same figures."""
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "data_tasks" / "batch.py"), "--progress", "none",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = {line.split()[0]: line.split() for line in done.stdout.splitlines() if line.split()[:1] and
+             line.split()[0] in ("code", "single_call", "tool_calling")}
+    # mode, success, model calls, tokens, recovered, wall
+    assert [(m, lines[m][1], lines[m][2], lines[m][4]) for m in ("code", "single_call", "tool_calling")] == [
+        ("code", "9/9", "11", "0"), ("single_call", "9/9", "27", "1"), ("tool_calling", "9/9", "27", "1")]
+    assert len(read_results(tmp_path)) == 27

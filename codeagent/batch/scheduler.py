@@ -81,15 +81,21 @@ class _Batch:
         self.attempts: dict[str, int] = {}
         self.started: dict[str, float] = {}
         self.start_failures = 0
+        self.finished: list[tuple[dict[str, Any], dict[str, Any] | None]] = []  # to write, in order
 
     def run(self, workers: int) -> None:
         for _ in range(min(workers, len(self.pending))):
             self.pool.start_slot()
-        while self.pending or any(s.state == "busy" for s in self.pool.slots):  # type: ignore[attr-defined]
-            self._assign()
-            for event in self.pool.wait(self._wait_time()):
-                self._handle(event)
-            self._enforce_deadlines()
+        try:
+            while self.pending or any(s.state == "busy" for s in self.pool.slots):  # type: ignore[attr-defined]
+                self._assign()
+                for event in self.pool.wait(self._wait_time()):
+                    self._handle(event)
+                self._enforce_deadlines()
+                self._assign()  # workers get their next task before the driver waits on the disk
+                self._commit()
+        finally:
+            self._commit()  # what finished before an interrupt is kept
 
     def _assign(self) -> None:
         for slot in list(self.pool.slots):  # type: ignore[attr-defined]
@@ -153,9 +159,13 @@ class _Batch:
             self.progress.retry(task_id, attempt + 1, row.get("error") or row["status"])
             self.pending.appendleft(task_id)
             return
-        final = _finish_row(self.by_id[task_id], row, attempt)
-        self.store.record(final, run)
-        self.progress.task_end(final)
+        self.finished.append((_finish_row(self.by_id[task_id], row, attempt), run))
+
+    def _commit(self) -> None:
+        finished, self.finished = self.finished, []
+        self.store.record_many(finished)
+        for row, _ in finished:
+            self.progress.task_end(row)
 
 
 def _make_pool(backend: str, runner_args: tuple[Any, ...], address: str | None,
