@@ -230,6 +230,22 @@ def test_a_warm_subprocess_executor_serves_every_task_of_its_worker(tmp_path):
     assert len({r["output"] for r in rows.values()}) == 1  # one worker, one executor process, reused
 
 
+@pytest.mark.docker
+def test_a_warm_docker_executor_per_worker(tmp_path):
+    from conftest import docker_engine_problem
+
+    problem = docker_engine_problem()
+    if problem:
+        unavailable(f"the docker batch test needs a Docker engine: {problem}")
+    tasks = [{"id": f"d{i}", "task": "where am I?", "expected": [i, True],
+              "script": [code(f"import os\nfinal_answer([add({i}, 0), os.path.exists('/.dockerenv')])")]}
+             for i in range(3)]
+    run_batch(SCRIPTED, tasks, out=tmp_path, workers=1, executor="docker", timeout_s=120, progress=None,
+              executor_options={"authorized_imports": ["os"]})
+    rows = rows_by_id(tmp_path)
+    assert all(r["status"] == "success" and r["correct"] for r in rows.values()), rows
+
+
 def test_bad_batches_fail_before_any_worker_starts(tmp_path):
     with pytest.raises(BatchError, match="importable"):
         run_batch(lambda: None, scripted_tasks(1), out=tmp_path)

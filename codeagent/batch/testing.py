@@ -20,7 +20,7 @@ from codeagent import CodeAgent, ScriptedModel, tool
 
 from .tasks import BatchTask
 
-__all__ = ["scripted_agent", "scripted_tasks", "TOOLS", "HangingModel"]
+__all__ = ["scripted_agent", "scripted_tasks", "TOOLS", "HangingModel", "SlowModel"]
 
 
 class HangingModel:
@@ -32,6 +32,18 @@ class HangingModel:
     def complete(self, messages: Any, stop: Any = None) -> Any:
         while True:
             time.sleep(3600)
+
+
+class SlowModel(ScriptedModel):
+    """A ScriptedModel whose every reply takes `delay_s` (a model server's latency, without one)."""
+
+    def __init__(self, replies: Any, delay_s: float, **options: Any) -> None:
+        super().__init__(replies, **options)
+        self.delay_s = delay_s
+
+    def complete(self, *args: Any, **kwargs: Any) -> Any:
+        time.sleep(self.delay_s)
+        return super().complete(*args, **kwargs)
 
 
 @tool
@@ -65,12 +77,15 @@ TOOLS = [add, boom, nap, write_pid]
 
 
 def scripted_agent(task: BatchTask, executor: Any = None, files: Sequence[str] | None = None,
-                   max_steps: int = 4) -> CodeAgent:
-    """A CodeAgent whose model replays `task.meta["script"]` (see the module docstring)."""
+                   max_steps: int = 4, model_delay_s: float = 0.0) -> CodeAgent:
+    """A CodeAgent whose model replays `task.meta["script"]` (see the module docstring), each
+    reply after `model_delay_s` seconds."""
     meta = task.meta
     if meta.get("factory_error"):
         raise RuntimeError(str(meta["factory_error"]))
-    model: Any = HangingModel() if meta.get("hang") else ScriptedModel(meta.get("script", []), model_id="scripted-batch")
+    script = meta.get("script", [])
+    model: Any = (HangingModel() if meta.get("hang") else SlowModel(script, model_delay_s, model_id="scripted-batch")
+                  if model_delay_s else ScriptedModel(script, model_id="scripted-batch"))
     granted = list(files or ())
 
     @tool
