@@ -75,6 +75,22 @@ def no_files_agent(model_id: str = "x") -> Any:
     return CodeAgent(ScriptedModel([code("final_answer(1)")], model_id=model_id))
 
 
+class _OddResult:
+    def to_json(self, indent: Any = None) -> str:
+        return ('{"status": "success", "output": NaN, "output_repr": 7, "error": null, "steps": [], '
+                '"usage": {"total_tokens": Infinity}}')
+
+
+class _OddAgent:
+    def run(self, task: str) -> _OddResult:
+        return _OddResult()
+
+
+def odd_agent() -> _OddAgent:
+    """An agent whose result is not strict JSON (what a compromised worker might send)."""
+    return _OddAgent()
+
+
 def kill_when_written(pid_file: Path, killed: list[int], timeout: float = 60) -> threading.Thread:
     """Kill (SIGKILL) the process whose pid appears in `pid_file`, once."""
 
@@ -244,6 +260,15 @@ def test_a_warm_docker_executor_per_worker(tmp_path):
               executor_options={"authorized_imports": ["os"]})
     rows = rows_by_id(tmp_path)
     assert all(r["status"] == "success" and r["correct"] for r in rows.values()), rows
+
+
+def test_a_result_that_is_not_strict_json_is_recorded_sanitized(tmp_path):
+    run_batch("test_batch:odd_agent", [{"id": "odd", "task": "x"}, *scripted_tasks(1)], out=tmp_path,
+              workers=1, progress=None)
+    json.loads((tmp_path / "results.jsonl").read_text().splitlines()[0], parse_constant=lambda c: pytest.fail(c))
+    row = rows_by_id(tmp_path)["odd"]
+    assert (row["status"], row["output"], row["output_repr"], row["tokens"]) == ("success", None, None, 0)
+    assert rows_by_id(tmp_path)["t000"]["status"] == "success"
 
 
 def test_bad_batches_fail_before_any_worker_starts(tmp_path):

@@ -17,7 +17,6 @@ class Slot:
         self.task_id: str | None = None
         self.deadline: float | None = None
         self.pid: int | None = None
-        self.done = 0  # tasks finished by this worker
 
 
 @dataclass
@@ -30,6 +29,7 @@ class Event:
 
 class Pool(Protocol):
     name: str
+    slots: list[Any]  # the live Slots
 
     def start_slot(self) -> Slot: ...
 

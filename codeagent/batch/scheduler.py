@@ -9,6 +9,8 @@ building or running the agent raised (retried too: it may be an executor that fa
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import time
 from collections import deque
@@ -55,9 +57,31 @@ def _factory_spec(make_agent: str | Callable[..., Any]) -> str:
     return ref
 
 
+def _json_or_none(value: Any) -> Any:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+    return value
+
+
+def _clean_row(row: dict[str, Any]) -> dict[str, Any]:
+    """The result fields, type-checked: a worker's bytes are not trusted to be well-formed."""
+    def number(key: str, kind: type) -> Any:
+        value = row.get(key)
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else kind(0)
+
+    def text(key: str) -> str | None:
+        return row[key] if isinstance(row.get(key), str) else None
+
+    return {"status": row["status"], "output": _json_or_none(row.get("output")), "output_repr": text("output_repr"),
+            "error": text("error"), "steps": int(number("steps", int)), "model_calls": int(number("model_calls", int)),
+            "tokens": int(number("tokens", int)), "wall_s": float(number("wall_s", float))}
+
+
 def _finish_row(task: BatchTask, row: dict[str, Any], attempts: int) -> dict[str, Any]:
-    row = {k: v for k, v in row.items() if k != "run"}
-    row["id"], row["attempts"] = task.id, attempts
+    row = _clean_row(row)
+    row = {"id": task.id, **row, "attempts": attempts}
     if task.has_expected:
         row["expected"] = task.expected
         row["correct"] = row["status"] == "success" and answers_match(task.expected, row.get("output"))
@@ -87,7 +111,7 @@ class _Batch:
         for _ in range(min(workers, len(self.pending))):
             self.pool.start_slot()
         try:
-            while self.pending or any(s.state == "busy" for s in self.pool.slots):  # type: ignore[attr-defined]
+            while self.pending or any(s.state == "busy" for s in self.pool.slots):
                 self._assign()
                 for event in self.pool.wait(self._wait_time()):
                     self._handle(event)
@@ -98,7 +122,7 @@ class _Batch:
             self._commit()  # what finished before an interrupt is kept
 
     def _assign(self) -> None:
-        for slot in list(self.pool.slots):  # type: ignore[attr-defined]
+        for slot in list(self.pool.slots):
             if slot.state != "idle" or not self.pending:
                 continue
             task_id = self.pending.popleft()
@@ -109,7 +133,7 @@ class _Batch:
             self.pool.submit(slot, self.by_id[task_id].to_record())
 
     def _wait_time(self) -> float | None:
-        deadlines = [s.deadline for s in self.pool.slots if s.state == "busy" and s.deadline]  # type: ignore[attr-defined]
+        deadlines = [s.deadline for s in self.pool.slots if s.state == "busy" and s.deadline]
         if not deadlines:
             return None
         return max(0.0, min(deadlines) - time.perf_counter())
@@ -121,12 +145,11 @@ class _Batch:
         elif event.kind == "result":
             task_id = slot.task_id
             slot.state, slot.task_id, slot.deadline = "idle", None, None
-            slot.done += 1
             assert task_id is not None and event.row is not None
-            row = event.row
-            if not isinstance(row.get("status"), str):
-                row = _failure_row("crashed", "the worker sent a malformed result", self._elapsed(task_id))
-            self._settle(task_id, row, event.row.get("run"))
+            row, run = event.row, event.row.get("run")
+            if not isinstance(row.get("status"), str) or not isinstance(run, (dict, type(None))):
+                row, run = _failure_row("crashed", "the worker sent a malformed result", self._elapsed(task_id)), None
+            self._settle(task_id, row, run)
         else:
             self._on_death(slot, event.reason)
 
@@ -142,7 +165,7 @@ class _Batch:
 
     def _enforce_deadlines(self) -> None:
         now = time.perf_counter()
-        for slot in list(self.pool.slots):  # type: ignore[attr-defined]
+        for slot in list(self.pool.slots):
             if slot.state == "busy" and slot.deadline is not None and now >= slot.deadline:
                 task_id = slot.task_id
                 assert task_id is not None
