@@ -157,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_run(args)
         finally:
             signal.signal(signal.SIGTERM, previous)
-    except (BatchError, TaskError, FileNotFoundError, ValueError) as exc:
+    except (BatchError, TaskError, OSError, ValueError) as exc:
         print(f"codeagent batch: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
