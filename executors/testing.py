@@ -48,7 +48,7 @@ from .fuzzing.evaluate import evaluate_bomb, evaluate_escape, evaluate_program  
 from .fuzzing.host_state import host_fingerprint
 from .fuzzing.oracle import Reference, run_cpython  # noqa: F401
 from .fuzzing.outcome import FAILING, FuzzReport, Outcome  # noqa: F401
-from .fuzzing.probe_tools import add, probe_tools  # noqa: F401
+from .fuzzing.probes import add, probe_tools  # noqa: F401
 from .fuzzing.session import CANARY_ENV, Session
 
 __all__ = [

@@ -5,7 +5,7 @@ extra. Names are imported on first use, so the checks that need no hypothesis at
 (the oracle, `Session`) load without it.
 
 What generates examples (hypothesis strategies):
-    programs.py          programs(): data programs (statements in program_expressions.py and
+    program_strategy.py  programs(): data programs (statements in program_expressions.py and
                          program_idioms.py) or hypothesmith grammar programs
     escapes.py           escape_attempts(): primitives (escape_primitives.py) written in a style
                          and a carrier (escape_rendering.py), aimed at an effect (escape_preamble.py)
@@ -19,7 +19,7 @@ What judges them:
 What runs them:
     runners.py           the executor inline or in a forked child; session.py: Session
     campaign.py          fuzz(): a campaign; checks.py: check_*() for your own test suite
-    probe_tools.py       tools of every usual shape, each hiding a way out
+    probes.py            probe_tools(): tools of every usual shape, each hiding a way out
 What the command line uses (`codeagent fuzz` is a thin dispatcher over these):
     command.py           CommandOptions, run_command(), replay_failures()
     factories.py         executors and tools named on a command line
@@ -35,14 +35,14 @@ from typing import Any
 
 _LAZY = {
     # strategies
-    "programs": ".programs", "escape_attempts": ".escapes", "EscapeAttempt": ".escapes",
+    "programs": ".program_strategy", "escape_attempts": ".escapes", "EscapeAttempt": ".escapes",
     "resource_bombs": ".bombs", "Bomb": ".bombs", "BOMB_KINDS": ".bombs",
     "REACH_TOKEN": ".escape_preamble",
     # checks
     "Reference": ".oracle", "run_cpython": ".oracle", "run_in_namespace": ".oracle",
     "Outcome": ".outcome", "FuzzReport": ".outcome", "FAILING": ".outcome",
     "SAFETY_FAILURES": ".outcome", "REFUSAL_TYPES": ".compare",
-    "host_fingerprint": ".host_state", "probe_tools": ".probe_tools",
+    "host_fingerprint": ".host_state", "probe_tools": ".probes",
     "evaluate_program": ".evaluate", "evaluate_escape": ".evaluate", "evaluate_bomb": ".evaluate",
     "Session": ".session", "CANARY_ENV": ".session", "fuzz": ".campaign",
     "check_no_escape": ".checks", "check_bombs_contained": ".checks",

@@ -61,7 +61,7 @@ def _strategy(prop: str, session: Session, mode: str, imports: Iterable[str] | N
               bomb_kinds: Iterable[str] | None) -> Any:
     from .bombs import BOMB_KINDS, resource_bombs
     from .escapes import escape_attempts
-    from .programs import programs
+    from .program_strategy import programs
 
     if prop == "cpython":
         return programs(session.tools, mode)
@@ -134,7 +134,7 @@ def fuzz(
     unknown = set(props) - set(PROPERTIES)
     if unknown or not props:
         raise ValueError(f"properties must be among {PROPERTIES}, got {props}")
-    from . import programs  # noqa: F401 - needs hypothesis: say so before building anything
+    from . import program_strategy  # noqa: F401 - needs hypothesis: say so before building anything
 
     report = FuzzReport()
     t_start = time.perf_counter()

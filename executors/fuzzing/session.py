@@ -13,7 +13,7 @@ from typing import Any
 from ..base import Limits
 from .evaluate import RunContext, is_in_process
 from .outcome import Outcome
-from .probe_tools import probe_tools
+from .probes import probe_tools
 from .runners import ForkRunner, InlineRunner, make_executor
 
 __all__ = ["Session", "CANARY_ENV"]
