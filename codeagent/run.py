@@ -13,7 +13,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
@@ -35,6 +35,7 @@ from .replies import ModelReply, Usage
 __all__ = ["RunStatus", "ErrorKind", "ActionRefused", "StepRecord", "RunResult", "Recorder", "Step"]
 
 RunStatus = Literal["success", "max_steps", "failed"]
+NO_USAGE = Usage()
 
 
 class ErrorKind(str, Enum):
@@ -159,15 +160,12 @@ class RunResult(BaseModel):
 class Step:
     """A step in progress: its record, and the clocks and usage written into it when it ends."""
 
+    number: int
     record: StepRecord
     started: float
     model_time: float = 0.0
     exec_time: float = 0.0
-    usage: Usage = field(default_factory=Usage)
-
-    @property
-    def number(self) -> int:
-        return self.record.step
+    usage: Usage = NO_USAGE  # Usage is frozen: one shared zero (building one costs ~2 µs a step)
 
 
 def model_name(model: Any) -> str:
@@ -221,7 +219,7 @@ class Recorder:
     def begin_step(self, number: int) -> Step:
         record = StepRecord(step=number)
         self.steps.append(record)
-        return Step(record, time.perf_counter())
+        return Step(number, record, time.perf_counter())
 
     def finish(self, step: Step) -> None:
         record = step.record
@@ -287,7 +285,7 @@ class Recorder:
         record = step.record
         reply: ModelReply | None = None
         for attempt in range(retries + 1):
-            messages = build(join_notes(note, empty_note if attempt else None))
+            messages = build(join_notes(note, empty_note) if attempt else note)
             t = time.perf_counter()
             try:
                 reply = send(messages)
@@ -298,15 +296,14 @@ class Recorder:
             step.model_time += time.perf_counter() - t
             step.usage = step.usage + reply.usage
             if has_content(reply):
-                break
+                record.model_output, record.reasoning = reply.text, reply.reasoning
+                return reply
             record.empty_replies += 1
         assert reply is not None
         record.model_output, record.reasoning = reply.text, reply.reasoning
-        if not has_content(reply):
-            message = f"the model returned {record.empty_replies} empty replies in a row at step {step.number}"
-            yield self.fail_step(step, ErrorKind.EMPTY_REPLY, message, ends_run=True)
-            return None
-        return reply
+        message = f"the model returned {record.empty_replies} empty replies in a row at step {step.number}"
+        yield self.fail_step(step, ErrorKind.EMPTY_REPLY, message, ends_run=True)
+        return None
 
     def give_up(self, max_steps: int) -> None:
         self.error = f"no final answer after {max_steps} steps"

@@ -8,7 +8,7 @@ model: everything before it is reasoning); an unclosed block (the reply ran out 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["THINK_TAGS", "REASONING_TAGS", "Stripped", "strip_reasoning", "split_reasoning"]
 
@@ -16,8 +16,7 @@ THINK_TAGS: tuple[str, str] = ("<think>", "</think>")
 REASONING_TAGS: tuple[tuple[str, str], ...] = (THINK_TAGS, ("<thinking>", "</thinking>"))
 
 
-@dataclass(frozen=True)
-class Stripped:
+class Stripped(NamedTuple):
     """A reply without its reasoning.
 
     text: the rest of the reply, as it was (not trimmed).
@@ -62,6 +61,8 @@ def split_reasoning(text: str) -> tuple[str, str | None]:
     Any unclosed `<think>` starts reasoning, mid-line too; the text is stripped of the newlines the
     blocks leave around it.
     """
+    if THINK_TAGS[0] not in text and THINK_TAGS[1] not in text:
+        return text, None  # the common case, without building a Stripped
     stripped = strip_reasoning(text, (THINK_TAGS,), open_mid_line_is_reasoning=True)
     if not stripped.found:
         return text, None
