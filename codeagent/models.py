@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .parsing.reasoning import split_reasoning
 from .replies import ModelReply, ToolCall, Usage
+from .run import RunResult  # the run record imports no model: models -> run is the one direction
 
 __all__ = [
     "Usage",
@@ -294,8 +295,6 @@ class ScriptedModel:
     @classmethod
     def from_run(cls, run: Any) -> ScriptedModel:
         """Replay a saved `RunResult` (or its JSON path): the same replies, step by step."""
-        from .run import RunResult  # the run record imports no model: no circle
-
         if isinstance(run, (str, os.PathLike)):
             run = RunResult.load(run)
         return cls(run.replies(), model_id=f"scripted (replay of {run.model})")

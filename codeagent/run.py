@@ -57,8 +57,8 @@ class ErrorKind(str, Enum):
 class ActionRefused(Exception):
     """An action format refuses an action before it runs (`ActionFormat.vet`).
 
-    `kind` becomes the step's error_kind and the ErrorEvent's kind; `message` is written for the
-    model and becomes the observation.
+    `kind` (an `ErrorKind`, or its value) becomes the step's error_kind and the ErrorEvent's kind;
+    `message` is written for the model and becomes the observation.
     """
 
     def __init__(self, kind: ErrorKind | str, message: str) -> None:

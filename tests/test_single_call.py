@@ -9,8 +9,8 @@ from openai_stub import OpenAIStub
 
 from codeagent import CodeAgent, OpenAIModel, ScriptedModel, SingleCallAgent, tool
 from codeagent.agent import ActionRefused
-from codeagent.formats import SingleCall
 from codeagent.events import CodeAction, ErrorEvent, FinalAnswerEvent, RunEnd
+from codeagent.formats import SingleCall
 from codeagent.single_call import call_fingerprint, check_single_call
 
 CALLS: list[tuple] = []
