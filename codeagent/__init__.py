@@ -9,7 +9,7 @@ from typing import Any
 
 _LAZY = {
     "CodeAgent": ".agent",
-    "RunResult": ".agent",
+    "RunResult": ".run",
     "OpenAIModel": ".models",
     "ScriptedModel": ".models",
     "Model": ".models",

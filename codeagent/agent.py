@@ -1,48 +1,38 @@
 """CodeAgent: the loop that asks a model for Python, runs it, and feeds back what happened.
 
-One step: model -> parse the code out of the reply -> run it in the executor -> observation
-(printed output + last value, truncated head+tail) -> next step, until the code calls
-`final_answer(...)` or `max_steps` is reached. Everything the user sees is in `RunResult` (from
-`run`) or in the typed events of `stream`; model and executor failures end the run with a status,
-not with an exception.
+One step is four moves, each a method of `_CodeRun`:
+  ask      the model, with the conversation so far (empty replies are retried);
+  extract  the action from the reply and vet it (the agent's action format: a code block, or one
+           literal call for weak models);
+  execute  it in the executor;
+  observe  what it printed and returned (truncated head+tail): the next message, or the answer.
+Steps repeat until the code calls `final_answer(...)` or `max_steps` is reached. Everything the user
+sees is in `RunResult` (from `run`) or in the typed events of `stream`; model and executor failures
+end the run with a status, not with an exception.
 """
 
 from __future__ import annotations
 
-import os
-import re
 import time
-import uuid
-from collections.abc import Iterable, Iterator, Mapping
-from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, Field, field_serializer
+from collections.abc import Generator, Iterable, Iterator, Mapping
+from typing import Any
 
 from executors.base import ExecutionResult, Executor, ExecutorError, Limits
 
-from .events import (
-    NOT_JSON,
-    CodeAction,
-    ErrorEvent,
-    Event,
-    FinalAnswerEvent,
-    ModelReplyEvent,
-    Observation,
-    RunEnd,
-    RunStart,
-    plain_json,
-)
+from .events import CodeAction, ErrorEvent, Event, ModelReplyEvent, RunEnd
+from .formats import DEFAULT_CODE_TAGS, ActionFormat, CodeBlock, normalize_code
 from .memory import Memory, truncate_middle
-from .models import Model, ModelReply, Usage
+from .models import Model
+from .parsing import CodeParseError
+from .prompts import PROMPTS_DIR, load_prompt
+from .replies import ModelReply
+from .run import ActionRefused, ErrorKind, Recorder, RunResult, RunStatus, Step, StepRecord
 from .tools import Tool, tools_by_name
 
-__all__ = ["CodeAgent", "RunResult", "StepRecord", "RunStatus", "DEFAULT_CODE_TAGS", "ActionRefused"]
-
-DEFAULT_CODE_TAGS = ("<code>", "</code>")
-PROMPTS_DIR = Path(__file__).parent / "prompts"
-
-RunStatus = Literal["success", "max_steps", "failed"]
+__all__ = [
+    "CodeAgent", "RunResult", "StepRecord", "RunStatus", "DEFAULT_CODE_TAGS", "ActionRefused",
+    "LAST_STEP_NOTE", "PROMPTS_DIR", "normalize_code", "observation_text",
+]
 
 LAST_STEP_NOTE = (
     "This is your last step. Call final_answer(...) now with your best answer, in one code block."
@@ -54,146 +44,8 @@ NOTHING_TO_SHOW = (
     "The code ran; it printed nothing and its last line has no value. "
     "Use print() to see values, or call final_answer(...) when you are done."
 )
-
-
-class ActionRefused(Exception):
-    """Raised by `CodeAgent._prepare_action` to refuse an action before it runs.
-
-    `kind` becomes the step's error_kind and the ErrorEvent's kind; `message` is written for the
-    model and becomes the observation.
-    """
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-
-
-class _Rendered:
-    """Shows a value by the text the sandbox rendered for it."""
-
-    def __init__(self, text: str | None) -> None:
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text if self.text is not None else "<unrepresentable>"
-
-
-class StepRecord(BaseModel):
-    """One step of a run.
-
-    `error_kind`: parse | execution | repeated_action | empty_reply | model | executor, and
-    invalid_action (single-call mode: the reply is not one allowed call) | tool (tool-calling mode).
-    """
-
-    step: int
-    model_output: str = ""
-    reasoning: str | None = None
-    code: str | None = None
-    observation: str = ""
-    logs: str = ""
-    output_repr: str | None = None
-    error: str | None = None
-    error_kind: str | None = None
-    is_final_answer: bool = False
-    duration_s: float = 0.0
-    model_duration_s: float = 0.0
-    execution_duration_s: float = 0.0
-    usage: Usage = Usage()
-    empty_replies: int = 0
-
-
-class RunResult(BaseModel):
-    """What a run produced. Saved as JSON with `save(path)`, re-loaded with `RunResult.load(path)`.
-
-    `output` is the final answer as the executor returned it. In JSON it is kept when it is made of
-    plain JSON types; otherwise it is saved as null and `output_repr` (rendered in the sandbox) says
-    what it was.
-    """
-
-    run_id: str
-    task: str
-    status: RunStatus
-    output: Any = None
-    output_repr: str | None = None
-    error: str | None = None
-    steps: list[StepRecord] = Field(default_factory=list)
-    usage: Usage = Usage()
-    duration_s: float = 0.0
-    model: str = ""
-    scripted: bool = False
-
-    @field_serializer("output")
-    def _serialize_output(self, value: Any) -> Any:
-        safe = plain_json(value)
-        return None if safe is NOT_JSON else safe
-
-    def __repr_args__(self) -> Any:
-        # Never run a model-made object's __repr__ on the host: show the sandbox's rendering.
-        for name, value in super().__repr_args__():
-            if name == "output":
-                safe = plain_json(value)
-                yield name, (value if safe is not NOT_JSON else _Rendered(self.output_repr))
-            else:
-                yield name, value
-
-    @property
-    def success(self) -> bool:
-        return self.status == "success"
-
-    def to_json(self, indent: int | None = 2) -> str:
-        return self.model_dump_json(indent=indent)
-
-    @classmethod
-    def from_json(cls, text: str | bytes) -> RunResult:
-        return cls.model_validate_json(text)
-
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        path = Path(path)
-        path.write_text(self.to_json() + "\n", encoding="utf-8")
-        return path
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> RunResult:
-        return cls.from_json(Path(path).read_text(encoding="utf-8"))
-
-
-_TRAILING_COMMENT = re.compile(r"\s+#[^'\"]*$")
-
-
-def _wordy(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
-
-
-def normalize_code(code: str) -> str:
-    """The code without comments, blank lines and optional spaces, to spot a repeated action.
-
-    Text-only on purpose: it runs every step, and `ast.dump` costs about a millisecond for a
-    15-line action. Indentation is kept (it is meaning); a space survives only between two word
-    characters. Spacing inside string literals is normalized too, which can only merge two actions
-    that differ by such spacing alone.
-    """
-    lines = []
-    for line in code.splitlines():
-        body = line.strip()
-        if not body or body[0] == "#":
-            continue
-        if "#" in body:
-            body = _TRAILING_COMMENT.sub("", body)
-        parts = body.split()
-        out = parts[0]
-        for part in parts[1:]:
-            if _wordy(out[-1]) and _wordy(part[0]):
-                out += " "
-            out += part
-        lines.append(f"{len(line) - len(line.lstrip())}:{out}")
-    return "\n".join(lines)
-
-
-def _parsing() -> Any:
-    from . import parsing  # imported on first use: keeps `import codeagent.agent` light
-
-    return parsing
+# ExecutionError types that mean no line of the code ran (it was refused before running).
+NOTHING_RAN = frozenset({"SyntaxError", "PolicyError"})
 
 
 class CodeAgent:
@@ -207,18 +59,9 @@ class CodeAgent:
     max_context_tokens: budget for the messages sent to the model (estimated at ~4 chars/token);
         the oldest steps are dropped first, the system prompt and the task always stay.
     max_observation_chars: observations are cut head+tail to this many characters.
+    action_format: how the model writes its action (`codeagent.formats`): `CodeBlock()` (default)
+        or `SingleCall(bundleable=...)` for very weak models; it brings its own prompt template.
     """
-
-    # Other action modes (codeagent.single_call) override these two hooks.
-    refuse_repeated_code = True
-
-    def _prepare_action(self, code: str, run: Any) -> str:
-        """Vet or rewrite parsed code before it runs; raise ActionRefused to refuse it."""
-        return code
-
-    def _parse_lesson(self, exc: Exception) -> str:
-        """What the model is told when no code could be parsed from its reply."""
-        return getattr(exc, "message", None) or str(exc)
 
     def __init__(
         self,
@@ -235,6 +78,7 @@ class CodeAgent:
         instructions: str | None = None,
         system_prompt_template: str | None = None,
         empty_reply_retries: int = 3,
+        action_format: ActionFormat | None = None,
     ) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
@@ -254,7 +98,8 @@ class CodeAgent:
         self.instructions = instructions
         self.empty_reply_retries = empty_reply_retries
         self.stop_sequences = [code_tags[1], "\nObservation:"]
-        self._template = system_prompt_template or (PROMPTS_DIR / "system.md").read_text(encoding="utf-8")
+        self.action_format = (action_format or CodeBlock()).bind(self.tools, code_tags)
+        self._template = system_prompt_template or load_prompt(self.action_format.template_file)
         self._authorized_imports = list(authorized_imports) if authorized_imports is not None else None
         self._limits = limits
         self._executor = executor
@@ -293,15 +138,18 @@ class CodeAgent:
             imports_text = "any installed module"
         else:
             imports_text = ", ".join(imports) if imports else "none"
-        tools_text = "\n\n".join(t.render() for t in self.tools.values()) or "# (no tools besides final_answer)"
-        instructions = f"\n{self.instructions.strip()}\n" if self.instructions else ""
-        return (
-            self._template.replace("{{open}}", self.code_tags[0])
-            .replace("{{close}}", self.code_tags[1])
-            .replace("{{tools}}", tools_text)
-            .replace("{{authorized_imports}}", imports_text)
-            .replace("{{instructions}}", instructions)
-        )
+        fields = {
+            "open": self.code_tags[0],
+            "close": self.code_tags[1],
+            "tools": self.action_format.render_tools(),
+            "authorized_imports": imports_text,
+            "instructions": f"\n{self.instructions.strip()}\n" if self.instructions else "",
+            **self.action_format.prompt_fields(),
+        }
+        text = self._template
+        for name, value in fields.items():
+            text = text.replace("{{" + name + "}}", value)
+        return text
 
     # -- running -----------------------------------------------------------------------------
 
@@ -318,89 +166,38 @@ class CodeAgent:
         self, task: str, *, variables: Mapping[str, Any] | None = None, reset: bool = True
     ) -> Iterator[Event]:
         """Run the task, yielding typed events as they happen; the last one is `RunEnd`."""
-        return _Run(self, task, variables, reset).events()
+        return _CodeRun(self, task, variables, reset).events()
 
 
-class RunBook:
-    """What every agent's run keeps (id, clock, steps, usage, outcome) and how it reports them;
-    shared by CodeAgent's and ToolCallingAgent's runs so their events and RunResult agree."""
-
-    def __init__(self, agent: Any, task: str) -> None:
-        self.agent = agent
-        self.task = task
-        self.run_id = uuid.uuid4().hex[:12]
-        self.t0 = time.perf_counter()
-        self.steps: list[StepRecord] = []
-        self.usage = Usage()
-        self.status: RunStatus = "max_steps"
-        self.output: Any = None
-        self.output_repr: str | None = None
-        self.error: str | None = None
-
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.t0
-
-    def _event(self, cls: type[Event], step: int | None = None, **fields: Any) -> Any:
-        return cls(run_id=self.run_id, step=step, elapsed_s=round(self.elapsed(), 6), **fields)
-
-    def _finish_record(
-        self, record: StepRecord, started: float, model_time: float, exec_time: float, usage: Usage
-    ) -> None:
-        record.usage = usage
-        record.model_duration_s = model_time
-        record.execution_duration_s = exec_time
-        record.duration_s = time.perf_counter() - started
-        self.usage = self.usage + usage
-
-    def _end(self) -> RunEnd:
-        duration = self.elapsed()
-        model = self.agent.model
-        result = RunResult(
-            run_id=self.run_id, task=self.task, status=self.status, output=self.output,
-            output_repr=self.output_repr, error=self.error, steps=self.steps, usage=self.usage,
-            duration_s=duration, model=str(getattr(model, "model_id", type(model).__name__)),
-            scripted=bool(getattr(model, "scripted", False)),
-        )
-        safe = plain_json(self.output)
-        return self._event(
-            RunEnd, status=self.status, output=None if safe is NOT_JSON else safe, output_repr=self.output_repr,
-            error=self.error, steps=len(self.steps), usage=self.usage, duration_s=round(duration, 6), result=result,
-        )
-
-
-class _Run(RunBook):
-    """State of one CodeAgent run; `events()` drives it."""
+class _CodeRun:
+    """One CodeAgent run: its record, its conversation, and the four moves of a step."""
 
     def __init__(self, agent: CodeAgent, task: str, variables: Mapping[str, Any] | None, reset: bool) -> None:
-        super().__init__(agent, task)
+        self.agent = agent
+        self.rec = Recorder(agent.model, task)
         self.variables = variables
         self.reset = reset
-        self.seen_code: dict[str, int] = {}
+        self.format = agent.action_format
+        self.memory: Memory | None = None
 
     def events(self) -> Iterator[Event]:
-        self.t0 = time.perf_counter()  # the run starts when iteration does
-        agent = self.agent
-        model = agent.model
-        yield self._event(
-            RunStart, task=self.task, model=str(getattr(model, "model_id", type(model).__name__)),
-            scripted=bool(getattr(model, "scripted", False)), max_steps=agent.max_steps,
-            tools=list(agent.tools), executor=type(agent._executor).__name__ if agent._executor else "LocalExecutor",
-        )
+        agent, rec = self.agent, self.rec
+        executor_name = type(agent._executor).__name__ if agent._executor else "LocalExecutor"
+        yield rec.start(max_steps=agent.max_steps, tools=list(agent.tools), executor=executor_name)
         try:
-            memory = self._prepare()
+            self.memory = self._prepare()
         except ExecutorError as exc:
-            self.status, self.error = "failed", f"executor failed to start: {exc}"
-            yield self._event(ErrorEvent, kind="executor", message=self.error)
-            yield self._end()
+            yield rec.fail_step(None, ErrorKind.EXECUTOR, f"executor failed to start: {exc}")
+            yield rec.end()
             return
+        self.format.start_run()
         for number in range(1, agent.max_steps + 1):
-            last = number == agent.max_steps
-            yield from self._step(number, memory, last)
-            if self.status != "max_steps":
+            yield from self.step(number, last=number == agent.max_steps)
+            if not rec.running:
                 break
         else:
-            self.error = f"no final answer after {agent.max_steps} steps"
-        yield self._end()
+            rec.give_up(agent.max_steps)
+        yield rec.end()
 
     def _prepare(self) -> Memory:
         agent = self.agent
@@ -411,166 +208,123 @@ class _Run(RunBook):
             # Once per executor: registering again would, e.g., drop a runtime's compile cache.
             executor.register_tools(dict(agent.tools))
             agent._tools_given_to = executor
-        task_text = f"Task:\n{self.task}"
+        task_text = f"Task:\n{self.rec.task}"
         if self.variables:
             executor.set_variables(dict(self.variables))
             names = ", ".join(f"{k} ({type(v).__name__})" for k, v in self.variables.items())
             task_text += f"\n\nThese Python variables are already defined for you: {names}."
         return Memory(agent.system_prompt(), task_text)
 
-    def _step(self, number: int, memory: Memory, last: bool) -> Iterator[Event]:
+    def step(self, number: int, last: bool) -> Iterator[Event]:
+        step = self.rec.begin_step(number)
+        reply = yield from self.ask(step, last)
+        if reply is None:
+            return
+        said = self._as_said(reply.text)
+        code = yield from self.extract(step, reply.text, said)
+        if code is None:
+            return
+        result = yield from self.execute(step, code)
+        if result is not None:
+            yield from self.observe(step, result, said)
+
+    # -- the four moves ----------------------------------------------------------------------
+
+    def ask(self, step: Step, last: bool) -> Generator[Event, None, ModelReply | None]:
         agent = self.agent
-        started = time.perf_counter()
-        record = StepRecord(step=number)
-        self.steps.append(record)
-
-        # 1. ask the model; retry empty replies
-        note = LAST_STEP_NOTE if last else None
-        reply: ModelReply | None = None
-        usage = Usage()
-        model_time = 0.0
-        for attempt in range(agent.empty_reply_retries + 1):
-            messages = memory.messages(
-                agent.max_context_tokens, note=_join_notes(note, EMPTY_REPLY_NOTE if attempt else None)
-            )
-            t = time.perf_counter()
-            try:
-                reply = agent.model.complete(messages, stop=agent.stop_sequences)
-            except Exception as exc:  # any model failure ends the run cleanly
-                model_time += time.perf_counter() - t
-                self.status, self.error = "failed", f"model error: {exc}"
-                record.error, record.error_kind = self.error, "model"
-                self._finish_record(record, started, model_time, 0.0, usage)
-                yield self._event(ErrorEvent, number, kind="model", message=self.error)
-                return
-            model_time += time.perf_counter() - t
-            usage = usage + reply.usage
-            if reply.text.strip():
-                break
-            record.empty_replies += 1
-        assert reply is not None
-        record.model_output, record.reasoning = reply.text, reply.reasoning
-        if not reply.text.strip():
-            self.status = "failed"
-            self.error = f"the model returned {record.empty_replies} empty replies in a row at step {number}"
-            record.error, record.error_kind = self.error, "empty_reply"
-            self._finish_record(record, started, model_time, 0.0, usage)
-            yield self._event(ErrorEvent, number, kind="empty_reply", message=self.error)
-            return
-        yield self._event(
-            ModelReplyEvent, number, text=reply.text, reasoning=reply.reasoning, usage=usage,
-            duration_s=round(model_time, 6),
+        reply = yield from self.rec.ask(
+            step, self._messages, self._send, note=LAST_STEP_NOTE if last else None,
+            empty_note=EMPTY_REPLY_NOTE, retries=agent.empty_reply_retries, has_content=_has_text,
         )
-
-        # The stop sequence ate the closing tag: put it back in the history, so the model keeps
-        # seeing its past replies in the exact format it is asked for.
-        history_text = reply.text
-        open_tag, close_tag = agent.code_tags
-        if history_text.rfind(open_tag) > history_text.rfind(close_tag):
-            history_text = history_text.rstrip() + "\n" + close_tag
-
-        # 2. parse the code out of the reply
-        parsing = _parsing()
-        try:
-            code = parsing.parse_code(reply.text, tags=agent.code_tags)
-        except parsing.CodeParseError as exc:
-            message = agent._parse_lesson(exc)
-            observation = f"Error: {message}"
-            record.error, record.error_kind, record.observation = message, "parse", observation
-            memory.add_step(history_text, "Observation:\n" + observation)
-            self._finish_record(record, started, model_time, 0.0, usage)
-            yield self._event(ErrorEvent, number, kind="parse", message=message)
-            return
-        code = parsing.fix_final_answer(code)
-        record.code = code
-
-        # 2b. mode-specific checks (single-call mode accepts only one literal tool call)
-        try:
-            code = record.code = agent._prepare_action(code, self)
-        except ActionRefused as exc:
-            record.error, record.error_kind = exc.message, exc.kind
-            record.observation = f"Error: {exc.message}"
-            memory.add_step(history_text, "Observation:\n" + record.observation)
-            self._finish_record(record, started, model_time, 0.0, usage)
-            yield self._event(CodeAction, number, code=code)
-            yield self._event(ErrorEvent, number, kind=exc.kind, message=exc.message)
-            return
-
-        # 3. refuse to re-run an action that already ran
-        key = normalize_code(code)
-        previous = self.seen_code.get(key) if agent.refuse_repeated_code else None
-        if previous is not None:
-            message = (
-                f"This is the same code as in step {previous}, so it was not run again; its result is "
-                "above. Do something different: change the approach, print what you still need, or "
-                "call final_answer(...) if you have the answer."
+        if reply is not None:
+            yield self.rec.event(
+                ModelReplyEvent, step.number, text=reply.text, reasoning=reply.reasoning, usage=step.usage,
+                duration_s=round(step.model_time, 6),
             )
-            observation = f"Error: {message}"
-            record.error, record.error_kind, record.observation = message, "repeated_action", observation
-            memory.add_step(history_text, "Observation:\n" + observation)
-            self._finish_record(record, started, model_time, 0.0, usage)
-            yield self._event(CodeAction, number, code=code)
-            yield self._event(ErrorEvent, number, kind="repeated_action", message=message)
-            return
-        self.seen_code[key] = number
-        yield self._event(CodeAction, number, code=code)
+        return reply
 
-        # 4. run it
+    def extract(self, step: Step, text: str, said: str) -> Generator[Event, None, str | None]:
+        """The code to run, or None once the model has been told why there is none."""
+        try:
+            code = self.format.extract(text)
+        except CodeParseError as exc:
+            yield self._refuse(step, ErrorKind.PARSE, self.format.lesson(exc), said)
+            return None
+        step.record.code = code
+        try:
+            code = step.record.code = self.format.vet(code, step.number)
+        except ActionRefused as exc:
+            yield self.rec.event(CodeAction, step.number, code=code)
+            yield self._refuse(step, exc.kind, exc.message, said)
+            return None
+        yield self.rec.event(CodeAction, step.number, code=code)
+        return code
+
+    def execute(self, step: Step, code: str) -> Generator[Event, None, ExecutionResult | None]:
         t = time.perf_counter()
         try:
-            result = agent.executor.execute(code)
+            result = self.agent.executor.execute(code)
         except ExecutorError as exc:
-            exec_time = time.perf_counter() - t
-            self.status, self.error = "failed", f"executor failed: {exc}"
-            record.error, record.error_kind = self.error, "executor"
-            self._finish_record(record, started, model_time, exec_time, usage)
-            yield self._event(ErrorEvent, number, kind="executor", message=self.error)
-            return
-        exec_time = time.perf_counter() - t
+            step.exec_time = time.perf_counter() - t
+            yield self.rec.fail_step(step, ErrorKind.EXECUTOR, f"executor failed: {exc}", ends_run=True)
+            return None
+        step.exec_time = time.perf_counter() - t
+        return result
+
+    def observe(self, step: Step, result: ExecutionResult, said: str) -> Iterator[Event]:
+        rec, record = self.rec, step.record
+        final = result.is_final_answer
+        failed = result.error is not None and not final
         record.logs, record.output_repr = result.logs, result.output_repr
+        record.observation = observation_text(result, self.agent.max_observation_chars, final=final)
+        if final:
+            rec.answer(step, result.output, result.output_repr)
+        else:
+            self._remember(said, record.observation)
+        # an execution error is the model's to fix: it reads it in the observation
+        error = (ErrorKind.EXECUTION, str(result.error)) if failed else None
+        yield from rec.observed(step, error, logs=result.logs, output_repr=result.output_repr)
 
-        if result.is_final_answer:
-            self.status, self.output, self.output_repr = "success", result.output, result.output_repr
-            record.is_final_answer = True
-            record.observation = _observation(result, agent.max_observation_chars, final=True)
-            self._finish_record(record, started, model_time, exec_time, usage)
-            yield self._event(
-                Observation, number, observation=record.observation, logs=result.logs,
-                output_repr=result.output_repr, duration_s=round(exec_time, 6),
-            )
-            safe = plain_json(result.output)
-            yield self._event(
-                FinalAnswerEvent, number, output=None if safe is NOT_JSON else safe, output_repr=result.output_repr
-            )
-            return
+    # -- helpers -----------------------------------------------------------------------------
 
-        observation = _observation(result, agent.max_observation_chars)
-        record.observation = observation
-        if result.error is not None:
-            record.error, record.error_kind = str(result.error), "execution"
-        memory.add_step(history_text, "Observation:\n" + observation)
-        self._finish_record(record, started, model_time, exec_time, usage)
-        yield self._event(
-            Observation, number, observation=observation, logs=result.logs, output_repr=result.output_repr,
-            duration_s=round(exec_time, 6),
-        )
-        if result.error is not None:
-            yield self._event(ErrorEvent, number, kind="execution", message=str(result.error))
+    def _messages(self, note: str | None) -> list[dict[str, str]]:
+        assert self.memory is not None
+        return self.memory.messages(self.agent.max_context_tokens, note=note)
 
+    def _send(self, messages: list[dict[str, str]]) -> ModelReply:
+        return self.agent.model.complete(messages, stop=self.agent.stop_sequences)
 
-def _join_notes(*notes: str | None) -> str | None:
-    kept = [n for n in notes if n]
-    return "\n\n".join(kept) if kept else None
+    def _as_said(self, text: str) -> str:
+        """The reply as the history keeps it. The stop sequence ate the closing tag: put it back, so
+        the model keeps seeing its past replies in the exact format it is asked for."""
+        open_tag, close_tag = self.agent.code_tags
+        if text.rfind(open_tag) > text.rfind(close_tag):
+            return text.rstrip() + "\n" + close_tag
+        return text
+
+    def _remember(self, said: str, observation: str) -> None:
+        assert self.memory is not None
+        self.memory.add_step(said, "Observation:\n" + observation)
+
+    def _refuse(self, step: Step, kind: ErrorKind, message: str, said: str) -> ErrorEvent:
+        """The action did not run: the model is told why, as the step's observation."""
+        observation = f"Error: {message}"
+        self._remember(said, observation)
+        return self.rec.fail_step(step, kind, message, observation=observation)
 
 
-def _observation(result: ExecutionResult, budget: int, *, final: bool = False) -> str:
+def _has_text(reply: ModelReply) -> bool:
+    return bool(reply.text.strip())
+
+
+def observation_text(result: ExecutionResult, budget: int, *, final: bool = False) -> str:
     """What the model sees after its code ran: printed output, error or last value, within `budget`."""
     parts: list[str] = []
     if result.state_lost:
         parts.append("Note: the Python process was restarted; variables from earlier steps are gone.")
     tail: list[str] = []
     if result.error is not None:
-        if result.error.type in ("SyntaxError", "PolicyError"):
+        if result.error.type in NOTHING_RAN:
             hint = "None of this code ran. Fix it and try again."
         else:
             hint = "Fix the code and try again. Variables assigned before the error still exist."
@@ -585,4 +339,3 @@ def _observation(result: ExecutionResult, budget: int, *, final: bool = False) -
     if not parts:
         return NOTHING_TO_SHOW
     return truncate_middle("\n".join(parts), budget)
-

@@ -62,19 +62,20 @@ class AutoChoice:
 
 
 def _is_bad_request(exc: ModelError) -> bool:
-    return "HTTP 400" in str(exc)
+    return exc.status == 400
 
 
 def probe_code(model: Model) -> bool:
     """True if the model answers a tiny task with code that runs and gives the right answer."""
     from executors.local import LocalExecutor
 
-    from .parsing import CodeParseError, fix_final_answer, parse_code
+    from .formats import CodeBlock
+    from .parsing import CodeParseError
 
     messages = [{"role": "system", "content": CODE_PROBE_SYSTEM}, {"role": "user", "content": CODE_PROBE_TASK}]
     try:
         reply = model.complete(messages, stop=["</code>"])
-        code = fix_final_answer(parse_code(reply.text))
+        code = CodeBlock().extract(reply.text)
     except CodeParseError:
         return False
     except ModelError as exc:

@@ -28,6 +28,7 @@ from .events import (
     RunStart,
     plain_json,
 )
+from .run import ErrorKind
 
 EXECUTORS = ("local", "subprocess", "docker")
 
@@ -163,7 +164,7 @@ class HumanPrinter:
         elif isinstance(event, Observation):
             w(f"  observation ({event.duration_s * 1000:.1f} ms):\n" + _indent(event.observation[:2000], "  │ ") + "\n")
         elif isinstance(event, ErrorEvent):
-            if event.kind != "execution":  # execution errors are already in the observation
+            if event.kind != ErrorKind.EXECUTION:  # execution errors are already in the observation
                 w(f"  error ({event.kind}): {event.message}\n")
         elif isinstance(event, FinalAnswerEvent):
             w(f"  final_answer called at step {event.step}\n")
@@ -275,7 +276,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     expected = demo.expected_answer()
     correct = plain_json(result.output) == expected
     if not args.json:
-        executed = [s for s in result.steps if s.code is not None and s.error_kind != "repeated_action"]
+        executed = [s for s in result.steps if s.code is not None and s.error_kind != ErrorKind.REPEATED_ACTION]
         exec_ms = sum(s.execution_duration_s for s in result.steps) * 1000
         calls = ", ".join(f"{name} ×{n}" for name, n in sorted(demo.CALLS.items())) or "none"
         print(f"  {len(executed)} code action(s) · {sum(demo.CALLS.values())} tool calls ({calls}) · "

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .models import Usage
+from .replies import Usage
 
 __all__ = [
     "Event",
@@ -107,7 +107,7 @@ class Observation(Event):
 
 
 class ErrorEvent(Event):
-    """kind: parse | execution | repeated_action | empty_reply | model | executor."""
+    """kind: a `codeagent.run.ErrorKind` value (parse, execution, repeated_action, ...)."""
 
     type: Literal["error"] = "error"
     kind: str

@@ -8,9 +8,10 @@ and the model is told that earlier steps were dropped (their variables still exi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Memory", "estimate_tokens", "truncate_middle"]
+__all__ = ["Memory", "estimate_tokens", "truncate_middle", "newest_that_fit"]
 
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD_TOKENS = 4  # role markers and separators a chat template adds per message
@@ -31,6 +32,19 @@ def truncate_middle(text: str, max_chars: int) -> str:
     tail = keep - head
     omitted = len(text) - head - tail
     return text[:head] + marker.format(omitted) + (text[-tail:] if tail else "")
+
+
+def newest_that_fit(costs: Sequence[int], budget: int) -> int:
+    """Where the newest steps that fit in `budget` start: an index into `costs` (one per step,
+    oldest first); `len(costs)` when not even the newest fits. Shared by both agents' histories."""
+    used = 0
+    start = len(costs)
+    for i in range(len(costs) - 1, -1, -1):
+        used += costs[i]
+        if used > budget:
+            break
+        start = i
+    return start
 
 
 @dataclass
@@ -58,16 +72,9 @@ class Memory:
             if note:
                 fixed += estimate_tokens(note)
             available = budget_tokens - fixed
-            used = 0
-            start = len(self.steps)
             if len(self._costs) != len(self.steps):  # steps appended directly, not via add_step
                 self._costs = [estimate_tokens(a) + estimate_tokens(o) for a, o in self.steps]
-            for i in range(len(self.steps) - 1, -1, -1):
-                cost = self._costs[i]
-                if used + cost > available:
-                    break
-                used += cost
-                start = i
+            start = newest_that_fit(self._costs, available)
             if start == len(self.steps) and self.steps:
                 # Not even the latest step fits: keep it, with its observation cut to what is left.
                 assistant, observation = self.steps[-1]

@@ -3,18 +3,21 @@
 `OpenAIModel` talks to OpenAI or any OpenAI-compatible server (vLLM, Ollama, llama.cpp, LM Studio)
 through the `openai` SDK, and copes with weak endpoints: no system role, no `stop` support,
 reasoning text (`reasoning_content` fields, `<think>` blocks) that must stay out of the code.
-`ScriptedModel` replays fixed replies for tests, examples and offline demos.
+`ScriptedModel` replays fixed replies for tests, examples and offline demos (or a saved run).
+The reply types live in `codeagent.replies`, the `<think>` stripper in `codeagent.parsing.reasoning`
+(one for models and parser alike); both are re-exported here.
 """
 
 from __future__ import annotations
 
 import inspect
 import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from .parsing.reasoning import split_reasoning
+from .replies import ModelReply, ToolCall, Usage
+from .run import RunResult  # the run record imports no model: models -> run is the one direction
 
 __all__ = [
     "Usage",
@@ -32,48 +35,16 @@ __all__ = [
 Message = Mapping[str, Any]
 
 
-class Usage(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class ModelError(RuntimeError):
+    """The model endpoint failed for good (after the SDK's retries); says which setting to check.
 
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            total_tokens=self.total_tokens + other.total_tokens,
-        )
-
-
-class ToolCall(BaseModel):
-    """A native (OpenAI `tool_calls`) call. `arguments` is a dict, or the raw text if it was not JSON."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str = ""
-    name: str
-    arguments: dict[str, Any] | str = {}
-
-
-class ModelReply(BaseModel):
-    """One completion: `text` is what the agent parses; `reasoning` never reaches the parser.
-
-    `tool_calls` is filled only when the request carried `tools=` and the model answered natively.
+    `status` is the HTTP status the endpoint answered with, None when the failure was not an HTTP
+    answer (unreachable, timed out, no choices, a scripted model out of replies).
     """
 
-    model_config = ConfigDict(frozen=True)
-
-    text: str
-    usage: Usage = Usage()
-    reasoning: str | None = None
-    finish_reason: str | None = None
-    tool_calls: tuple[ToolCall, ...] = ()
-
-
-class ModelError(RuntimeError):
-    """The model endpoint failed for good (after the SDK's retries); says which setting to check."""
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @runtime_checkable
@@ -81,34 +52,6 @@ class Model(Protocol):
     model_id: str
 
     def complete(self, messages: Sequence[Message], stop: Sequence[str] | None = None) -> ModelReply: ...
-
-
-_THINK_OPEN = "<think>"
-_THINK_CLOSE = "</think>"
-_THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
-
-
-def split_reasoning(text: str) -> tuple[str, str | None]:
-    """Separate `<think>` reasoning from the reply.
-
-    Handles closed blocks, an unclosed `<think>` (the reply ran out mid-thought: all of it is
-    reasoning) and a lone `</think>` (chat templates that open the block themselves).
-    """
-    parts: list[str] = []
-    if _THINK_OPEN in text or _THINK_CLOSE in text:
-        def keep(m: re.Match[str]) -> str:
-            parts.append(m.group(1).strip())
-            return ""
-
-        text = _THINK_BLOCK.sub(keep, text)
-        if _THINK_CLOSE in text and _THINK_OPEN not in text.split(_THINK_CLOSE, 1)[0]:
-            head, text = text.split(_THINK_CLOSE, 1)
-            parts.insert(0, head.strip())
-        if _THINK_OPEN in text:
-            text, tail = text.split(_THINK_OPEN, 1)
-            parts.append(tail.strip())
-    reasoning = "\n\n".join(p for p in parts if p)
-    return text.strip("\n") if parts else text, reasoning or None
 
 
 def cut_at_stop(text: str, stop: Sequence[str] | None) -> str:
@@ -243,7 +186,10 @@ class OpenAIModel:
             }.get(exc.status_code, "")
             if exc.status_code == 400 and "system" in str(exc).lower() and self.system_role:
                 hint = " If this server has no system role, use system_role=False (--no-system-role)."
-            raise ModelError(f"model endpoint {where} returned HTTP {exc.status_code}: {_short(exc.message)}.{hint}") from exc
+            raise ModelError(
+                f"model endpoint {where} returned HTTP {exc.status_code}: {_short(exc.message)}.{hint}",
+                status=exc.status_code,
+            ) from exc
         except openai.APITimeoutError as exc:
             raise ModelError(f"model endpoint {where} timed out; raise the timeout or check the server") from exc
         except openai.APIConnectionError as exc:
@@ -349,12 +295,9 @@ class ScriptedModel:
     @classmethod
     def from_run(cls, run: Any) -> ScriptedModel:
         """Replay a saved `RunResult` (or its JSON path): the same replies, step by step."""
-        from .agent import RunResult
-
         if isinstance(run, (str, os.PathLike)):
             run = RunResult.load(run)
-        replies = [ModelReply(text=s.model_output, reasoning=s.reasoning, usage=s.usage) for s in run.steps]
-        return cls(replies, model_id=f"scripted (replay of {run.model})")
+        return cls(run.replies(), model_id=f"scripted (replay of {run.model})")
 
     @property
     def remaining(self) -> int:

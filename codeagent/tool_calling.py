@@ -14,37 +14,29 @@ from __future__ import annotations
 import inspect
 import json
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import TypeAdapter
 
-from .agent import PROMPTS_DIR, ActionRefused, RunBook, RunResult, StepRecord
-from .events import (
-    NOT_JSON,
-    CodeAction,
-    ErrorEvent,
-    Event,
-    FinalAnswerEvent,
-    ModelReplyEvent,
-    Observation,
-    RunEnd,
-    RunStart,
-    plain_json,
-)
-from .memory import estimate_tokens, truncate_middle
-from .models import Model, ModelError, ModelReply, Usage
+from executors.base import FINAL_ANSWER_NAME
+
+from .events import CodeAction, Event, ModelReplyEvent, RunEnd
+from .memory import estimate_tokens, newest_that_fit, truncate_middle
+from .models import Model, ModelError
+from .prompts import load_prompt
+from .replies import ModelReply
+from .run import ActionRefused, ErrorKind, Recorder, RunResult, Step
 from .tools import Tool, tools_by_name
 
 __all__ = ["ToolCallingAgent", "tool_schema", "FINAL_ANSWER_SCHEMA"]
 
-FINAL_ANSWER = "final_answer"
 FINAL_ANSWER_SCHEMA: dict[str, Any] = {
     "type": "function",
     "function": {
-        "name": FINAL_ANSWER,
+        "name": FINAL_ANSWER_NAME,
         "description": "Give the final answer to the task and end it. Call it once, when you are done.",
         "parameters": {
             "type": "object",
@@ -146,7 +138,7 @@ class ToolCallingAgent:
         self.native = _accepts_tools(model) if native is None else native
         self.adaptations: list[str] = []
         self._schemas: list[dict[str, Any]] | None = None
-        self._template = system_prompt_template or (PROMPTS_DIR / "tool_calling.md").read_text(encoding="utf-8")
+        self._template = system_prompt_template or load_prompt("tool_calling.md")
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """The `tools` sent with every request (built once: pydantic schema generation is not free)."""
@@ -184,46 +176,120 @@ class ToolCallingAgent:
         return _ToolRun(self, task).events()
 
 
-class _ToolRun(RunBook):
+class _ToolRun:
+    """One ToolCallingAgent run: its record, its history, and the moves of a step
+    (ask → extract the calls → execute them → observe), as in CodeAgent's loop."""
+
     def __init__(self, agent: ToolCallingAgent, task: str) -> None:
-        super().__init__(agent, task)
+        self.agent = agent
+        self.rec = Recorder(agent.model, task)
         self.history: list[list[dict[str, Any]]] = []  # the messages of each step
+        self.costs: list[int] = []  # the estimated tokens of each step's messages
 
     def events(self) -> Iterator[Event]:
-        self.t0 = time.perf_counter()
-        agent = self.agent
-        yield self._event(
-            RunStart, task=self.task, model=str(getattr(agent.model, "model_id", type(agent.model).__name__)),
-            scripted=bool(getattr(agent.model, "scripted", False)), max_steps=agent.max_steps,
-            tools=list(agent.tools), executor="host threads (tool calling)",
-        )
+        agent, rec = self.agent, self.rec
+        yield rec.start(max_steps=agent.max_steps, tools=list(agent.tools), executor="host threads (tool calling)")
         for number in range(1, agent.max_steps + 1):
-            yield from self._step(number, last=number == agent.max_steps)
-            if self.status != "max_steps":
+            yield from self.step(number, last=number == agent.max_steps)
+            if not rec.running:
                 break
         else:
-            self.error = f"no final answer after {agent.max_steps} steps"
-        yield self._end()
+            rec.give_up(agent.max_steps)
+        yield rec.end()
+
+    def step(self, number: int, last: bool) -> Iterator[Event]:
+        step = self.rec.begin_step(number)
+        reply = yield from self.ask(step, last)
+        if reply is None:
+            return
+        native = [_Call(c.id or f"call_{number}_{i}", c.name, c.arguments) for i, c in enumerate(reply.tool_calls)]
+        calls = yield from self.extract(step, reply, native)
+        if calls is None:
+            return
+        work = [c for c in calls if c.name != FINAL_ANSWER_NAME]
+        t = time.perf_counter()
+        results = self._run_calls(work)  # tools concurrently; final_answer after them
+        step.exec_time = time.perf_counter() - t
+        yield from self.observe(step, reply, native, calls, list(zip(work, results, strict=True)))
+
+    # -- the moves ---------------------------------------------------------------------------
+
+    def ask(self, step: Step, last: bool) -> Generator[Event, None, ModelReply | None]:
+        agent = self.agent
+        reply = yield from self.rec.ask(
+            step, self.messages, self._send, note=LAST_TURN_NOTE if last else None, empty_note=EMPTY_NOTE,
+            retries=agent.empty_reply_retries, has_content=_has_content,
+        )
+        if reply is not None:
+            shown = reply.text or "\n".join(_python_call(c.name, c.arguments) for c in reply.tool_calls)
+            step.record.model_output = shown
+            yield self.rec.event(
+                ModelReplyEvent, step.number, text=shown, reasoning=reply.reasoning, usage=step.usage,
+                duration_s=round(step.model_time, 6),
+            )
+        return reply
+
+    def extract(
+        self, step: Step, reply: ModelReply, native: list[_Call]
+    ) -> Generator[Event, None, list[_Call] | None]:
+        """The calls to make: the native ones, else those written in the text; None once the model
+        has been told there were none."""
+        calls = native
+        if not calls:
+            try:
+                calls = self._calls_from_text(reply.text, step.number)
+            except ActionRefused as exc:
+                observation = f"Error: {exc.message}"
+                self._remember([
+                    {"role": "assistant", "content": reply.text},
+                    {"role": "user", "content": "Observation:\n" + observation},
+                ])
+                yield self.rec.fail_step(step, exc.kind, exc.message, observation=observation)
+                return None
+        step.record.code = "\n".join(_python_call(c.name, c.arguments) for c in calls)
+        yield self.rec.event(CodeAction, step.number, code=step.record.code)
+        return calls
+
+    def observe(
+        self, step: Step, reply: ModelReply, native: list[_Call], calls: list[_Call],
+        done: list[tuple[_Call, tuple[bool, str]]],
+    ) -> Iterator[Event]:
+        """Each call's result (and the final answer) as the observation; the history's next group."""
+        errors = [text for _, (ok, text) in done if not ok]
+        lines = [f"{_python_call(c.name, c.arguments)} -> {text}" for c, (_, text) in done]
+        group = self._native_group(reply, calls, done) if native else [
+            {"role": "assistant", "content": reply.text},
+            {"role": "user", "content": "Observation:\n" + ("\n".join(lines) or "(no tool ran)")},
+        ]
+        final = next((c for c in calls if c.name == FINAL_ANSWER_NAME), None)
+        if final is not None:
+            answer_error = self._final_answer_error(final)
+            if answer_error is None:
+                self._answer(step, final)
+                shown = truncate_middle(self.rec.output_repr or "", self.agent.max_observation_chars // 3)
+                lines.append(f"Final answer: {shown}")
+            else:
+                errors.append(answer_error)
+                lines.append(f"{_python_call(final.name, final.arguments)} -> Error: {answer_error}")
+                if native:
+                    group[-1] = {**group[-1], "content": f"Error: {answer_error}"}
+        step.record.observation = truncate_middle("\n".join(lines), self.agent.max_observation_chars)
+        self._remember(group)
+        error = (ErrorKind.TOOL, "; ".join(errors)) if errors else None
+        yield from self.rec.observed(step, error, output_repr=step.record.output_repr)
 
     # -- messages ----------------------------------------------------------------------------
 
     def messages(self, note: str | None) -> list[dict[str, Any]]:
         agent = self.agent
-        head = [{"role": "system", "content": agent.system_prompt()}, {"role": "user", "content": f"Task:\n{self.task}"}]
-        kept = self.history
-        if agent.max_context_tokens is not None:
+        head = [{"role": "system", "content": agent.system_prompt()}, {"role": "user", "content": f"Task:\n{self.rec.task}"}]
+        start = 0
+        if agent.max_context_tokens is not None and self.history:
             budget = agent.max_context_tokens - sum(estimate_tokens(m["content"]) for m in head) - 60
-            used, start = 0, len(kept)
-            for i in range(len(kept) - 1, -1, -1):
-                cost = sum(estimate_tokens(json.dumps(m, default=str)) for m in kept[i])
-                if used + cost > budget and start < len(kept):
-                    break
-                used += cost
-                start = i
+            start = min(newest_that_fit(self.costs, budget), len(self.history) - 1)  # the newest always stays
             if start:
                 head[1]["content"] += f"\n\n[Turns 1-{start} were dropped to fit the context window.]"
-            kept = kept[start:]
-        out = head + [m for group in kept for m in group]
+        out = head + [m for group in self.history[start:] for m in group]
         if note:
             if out[-1]["role"] == "user":
                 out[-1] = {**out[-1], "content": f"{out[-1]['content']}\n\n{note}"}
@@ -231,136 +297,45 @@ class _ToolRun(RunBook):
                 out.append({"role": "user", "content": note})
         return out
 
-    # -- one step ----------------------------------------------------------------------------
+    def _remember(self, group: list[dict[str, Any]]) -> None:
+        self.history.append(group)
+        self.costs.append(sum(estimate_tokens(json.dumps(m, default=str)) for m in group))
 
-    def _complete(self, note: str | None) -> ModelReply:
+    @staticmethod
+    def _native_group(reply: ModelReply, calls: list[_Call], done: list[tuple[_Call, tuple[bool, str]]]) -> list[dict[str, Any]]:
+        """The assistant message with its tool_calls, then one tool message per call, in order."""
+        group: list[dict[str, Any]] = [{
+            "role": "assistant", "content": reply.text or None,
+            "tool_calls": [
+                {"id": c.id, "type": "function", "function": {
+                    "name": c.name,
+                    "arguments": json.dumps(c.arguments, default=str) if isinstance(c.arguments, Mapping)
+                    else str(c.arguments),
+                }}
+                for c in calls
+            ],
+        }]
+        by_id = {c.id: text for c, (_, text) in done}
+        group.extend({"role": "tool", "tool_call_id": c.id, "content": by_id.get(c.id, "ok")} for c in calls)
+        return group
+
+    def _send(self, messages: list[dict[str, Any]]) -> ModelReply:
         agent = self.agent
-        messages = self.messages(note)
         if agent.native:
             try:
                 return agent.model.complete(messages, stop=None, tools=agent.tool_schemas())  # type: ignore[call-arg]
             except ModelError as exc:
-                if "tool" not in str(exc).lower() or "HTTP 400" not in str(exc):
+                if exc.status != 400 or "tool" not in str(exc).lower():
                     raise
                 agent.native = False
                 agent.adaptations.append("the endpoint rejected `tools`: calls are written in text instead")
         return agent.model.complete(messages, stop=None)
 
-    def _step(self, number: int, last: bool) -> Iterator[Event]:
-        agent = self.agent
-        started = time.perf_counter()
-        record = StepRecord(step=number)
-        self.steps.append(record)
-        note = LAST_TURN_NOTE if last else None
-        usage = Usage()
-        model_time = 0.0
-        reply: ModelReply | None = None
-        for attempt in range(agent.empty_reply_retries + 1):
-            t = time.perf_counter()
-            try:
-                reply = self._complete("\n\n".join(n for n in (note, EMPTY_NOTE if attempt else None) if n) or None)
-            except Exception as exc:  # any model failure ends the run cleanly
-                model_time += time.perf_counter() - t
-                self.status, self.error = "failed", f"model error: {exc}"
-                record.error, record.error_kind = self.error, "model"
-                self._finish_record(record, started, model_time, 0.0, usage)
-                yield self._event(ErrorEvent, number, kind="model", message=self.error)
-                return
-            model_time += time.perf_counter() - t
-            usage = usage + reply.usage
-            if reply.text.strip() or reply.tool_calls:
-                break
-            record.empty_replies += 1
-        assert reply is not None
-        native_calls = [_Call(c.id or f"call_{number}_{i}", c.name, c.arguments) for i, c in enumerate(reply.tool_calls)]
-        shown = reply.text or "\n".join(_python_call(c.name, c.arguments) for c in native_calls)
-        record.model_output, record.reasoning = shown, reply.reasoning
-        if not native_calls and not reply.text.strip():
-            self.status = "failed"
-            self.error = f"the model returned {record.empty_replies} empty replies in a row at step {number}"
-            record.error, record.error_kind = self.error, "empty_reply"
-            self._finish_record(record, started, model_time, 0.0, usage)
-            yield self._event(ErrorEvent, number, kind="empty_reply", message=self.error)
-            return
-        yield self._event(
-            ModelReplyEvent, number, text=shown, reasoning=reply.reasoning, usage=usage, duration_s=round(model_time, 6)
-        )
-
-        calls = native_calls
-        if not calls:
-            try:
-                calls = self._calls_from_text(reply.text, number)
-            except ActionRefused as exc:
-                record.error, record.error_kind = exc.message, exc.kind
-                record.observation = f"Error: {exc.message}"
-                self.history.append([
-                    {"role": "assistant", "content": reply.text},
-                    {"role": "user", "content": "Observation:\n" + record.observation},
-                ])
-                self._finish_record(record, started, model_time, 0.0, usage)
-                yield self._event(ErrorEvent, number, kind=exc.kind, message=exc.message)
-                return
-        record.code = "\n".join(_python_call(c.name, c.arguments) for c in calls)
-        yield self._event(CodeAction, number, code=record.code)
-
-        # run the calls: tools concurrently, final_answer after them
-        t = time.perf_counter()
-        work = [c for c in calls if c.name != FINAL_ANSWER]
-        results = self._run_calls(work)
-        exec_time = time.perf_counter() - t
-        final = next((c for c in calls if c.name == FINAL_ANSWER), None)
-        errors = [text for ok, text in results if not ok]
-        lines = [f"{_python_call(c.name, c.arguments)} -> {text}" for c, (_, text) in zip(work, results, strict=True)]
-
-        if native_calls:
-            group: list[dict[str, Any]] = [{
-                "role": "assistant", "content": reply.text or None,
-                "tool_calls": [
-                    {"id": c.id, "type": "function", "function": {
-                        "name": c.name,
-                        "arguments": json.dumps(c.arguments, default=str) if isinstance(c.arguments, Mapping)
-                        else str(c.arguments),
-                    }}
-                    for c in calls
-                ],
-            }]
-            by_id = {c.id: text for c, (_, text) in zip(work, results, strict=True)}
-            for c in calls:
-                group.append({"role": "tool", "tool_call_id": c.id, "content": by_id.get(c.id, "ok")})
-        else:
-            group = [
-                {"role": "assistant", "content": reply.text},
-                {"role": "user", "content": "Observation:\n" + ("\n".join(lines) or "(no tool ran)")},
-            ]
-
-        answer_error = None
-        if final is not None:
-            answer_error = self._final_answer_error(final)
-        if final is not None and answer_error is None:
-            value = final.arguments.get("answer") if "answer" in final.arguments else next(iter(final.arguments.values()))
-            self.status, self.output = "success", value
-            self.output_repr = repr(value)
-            record.is_final_answer = True
-            record.output_repr = self.output_repr
-            lines.append(f"Final answer: {truncate_middle(self.output_repr, agent.max_observation_chars // 3)}")
-        elif answer_error is not None:
-            errors.append(answer_error)
-            lines.append(f"{_python_call(final.name, final.arguments)} -> Error: {answer_error}")  # type: ignore[union-attr]
-            if native_calls:
-                group[-1] = {**group[-1], "content": f"Error: {answer_error}"}
-        record.observation = truncate_middle("\n".join(lines), agent.max_observation_chars)
-        if errors:
-            record.error, record.error_kind = "; ".join(errors), "tool"
-        self.history.append(group)
-        self._finish_record(record, started, model_time, exec_time, usage)
-        yield self._event(Observation, number, observation=record.observation, duration_s=round(exec_time, 6),
-                          output_repr=record.output_repr)
-        if errors:
-            yield self._event(ErrorEvent, number, kind="tool", message=record.error)
-        if record.is_final_answer:
-            safe = plain_json(self.output)
-            yield self._event(FinalAnswerEvent, number, output=None if safe is NOT_JSON else safe,
-                              output_repr=self.output_repr)
+    def _answer(self, step: Step, final: _Call) -> None:
+        arguments = final.arguments
+        value = arguments.get("answer") if "answer" in arguments else next(iter(arguments.values()))
+        self.rec.answer(step, value, repr(value))
+        step.record.output_repr = self.rec.output_repr
 
     def _calls_from_text(self, text: str, number: int) -> list[_Call]:
         """Calls written in the reply's text (JSON objects, or literal Python calls); else ActionRefused."""
@@ -370,24 +345,24 @@ class _ToolRun(RunBook):
         try:
             code = parse_code(text)
         except CodeParseError:
-            raise ActionRefused("parse", NO_CALL_LESSON) from None
+            raise ActionRefused(ErrorKind.PARSE, NO_CALL_LESSON) from None
         try:
-            parsed = check_single_call(code, self.agent.tools, bundleable=[*self.agent.tools, FINAL_ANSWER])
+            parsed = check_single_call(code, self.agent.tools, bundleable=[*self.agent.tools, FINAL_ANSWER_NAME])
         except ActionRefused as exc:
-            raise ActionRefused("parse", f"{exc.message} {NO_CALL_LESSON}") from None
+            raise ActionRefused(ErrorKind.PARSE, f"{exc.message} {NO_CALL_LESSON}") from None
         calls = []
         for i, p in enumerate(parsed):
             arguments: dict[str, Any] = dict(p.kwargs)
             if p.args:
                 names = self._positional_names(p.name)
                 if len(p.args) > len(names):
-                    raise ActionRefused("parse", f"Too many arguments for {p.name}(). {NO_CALL_LESSON}")
+                    raise ActionRefused(ErrorKind.PARSE, f"Too many arguments for {p.name}(). {NO_CALL_LESSON}")
                 arguments.update(zip(names, p.args, strict=False))
             calls.append(_Call(f"text_{number}_{i}", p.name, arguments))
         return calls
 
     def _positional_names(self, name: str) -> list[str]:
-        if name == FINAL_ANSWER:
+        if name == FINAL_ANSWER_NAME:
             return ["answer"]
         params = self.agent.tools[name].signature.parameters.values()
         return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -414,7 +389,7 @@ class _ToolRun(RunBook):
         budget = agent.max_observation_chars // 2
         tool = agent.tools.get(call.name)
         if tool is None:
-            return False, f"Error: there is no tool named {call.name!r}. The tools are: {', '.join([*agent.tools, FINAL_ANSWER])}."
+            return False, f"Error: there is no tool named {call.name!r}. The tools are: {', '.join([*agent.tools, FINAL_ANSWER_NAME])}."
         if not isinstance(call.arguments, Mapping):
             return False, f"Error: the arguments of {call.name} were not a JSON object: {truncate_middle(str(call.arguments), 200)}"
         try:
@@ -423,3 +398,7 @@ class _ToolRun(RunBook):
             return False, truncate_middle(f"Error: {exc}", budget)
         return True, truncate_middle(repr(value), budget)
 
+
+
+def _has_content(reply: ModelReply) -> bool:
+    return bool(reply.text.strip() or reply.tool_calls)

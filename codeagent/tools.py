@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from executors.base import ToolError
+from executors.base import FINAL_ANSWER_NAME, ToolError
 
 __all__ = ["Tool", "tool", "ToolArgumentError", "ToolTimeoutError", "safe_repr", "tools_by_name"]
 
@@ -253,6 +253,6 @@ def tools_by_name(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str, 
             if t.name in out:
                 raise ValueError(f"two tools are named {t.name!r}: tool names must be unique")
             out[t.name] = t
-    if "final_answer" in out:
-        raise ValueError("'final_answer' is built in and cannot be a tool name")
+    if FINAL_ANSWER_NAME in out:
+        raise ValueError(f"'{FINAL_ANSWER_NAME}' is built in and cannot be a tool name")
     return out

@@ -114,6 +114,21 @@ def test_repeated_action_is_not_rerun():
     assert normalize_code("a=1 # c") == normalize_code("a = 1") != normalize_code("a = 2")
 
 
+def test_what_ran_in_an_earlier_run_is_not_a_repeat():
+    model = ScriptedModel([code("y = add(1, 1)"), code("final_answer(y)")] * 2)
+    with CodeAgent(model, tools=[add]) as agent:
+        first, second = agent.run("first"), agent.run("second")
+    assert first.status == second.status == "success" and CALLS == [(1, 1), (1, 1)]
+    assert [s.error_kind for s in second.steps] == [None, None]
+
+
+def test_error_kinds_are_recorded_as_plain_strings():
+    result, _ = run_against(["The answer is 42.", code("1 / 0"), code("final_answer(1)")])
+    kinds = [s.error_kind for s in result.steps]
+    assert kinds == ["parse", "execution", None] and type(kinds[0]) is str
+    assert [s["error_kind"] for s in json.loads(result.to_json())["steps"]] == kinds
+
+
 def test_empty_replies_are_retried_then_succeed():
     result, stub = run_against(["", "   ", code("final_answer(1)")])
     assert result.status == "success" and result.steps[0].empty_replies == 2 and len(stub.requests) == 3

@@ -92,11 +92,13 @@ def test_persistent_errors_become_model_errors_that_name_the_setting():
             model_for(stub, max_retries=1).complete(MESSAGES)
         assert stub.responses == [500, 500]
         stub.add({"status": 401, "error": "bad key"})
-        with pytest.raises(ModelError, match="HTTP 401.*api-key-env"):
+        with pytest.raises(ModelError, match="HTTP 401.*api-key-env") as info:
             model_for(stub).complete(MESSAGES)
+        assert info.value.status == 401  # callers branch on the status, not on the message
         stub.add({"status": 404, "error": "model not found"})
-        with pytest.raises(ModelError, match="HTTP 404.*--model"):
+        with pytest.raises(ModelError, match="HTTP 404.*--model") as info:
             model_for(stub).complete(MESSAGES)
+        assert info.value.status == 404
 
 
 def test_unreachable_endpoint():
@@ -104,8 +106,9 @@ def test_unreachable_endpoint():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed once the block ends: nothing listens there
     model = OpenAIModel("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0, timeout=5)
-    with pytest.raises(ModelError, match="cannot reach.*--base-url"):
+    with pytest.raises(ModelError, match="cannot reach.*--base-url") as info:
         model.complete(MESSAGES)
+    assert info.value.status is None  # not an HTTP answer
 
 
 def test_request_options_native_and_server_specific():
@@ -144,6 +147,21 @@ def test_split_reasoning_cases():
     assert split_reasoning("a</think>\nb") == ("b", "a")  # template opened the block itself
     assert split_reasoning("b<think>unfinished") == ("b", "unfinished")
     assert split_reasoning("<think>1</think>x<think>2</think>y") == ("xy", "1\n\n2")
+
+
+def test_models_and_the_parser_share_one_reasoning_stripper():
+    from codeagent import parsing
+
+    assert split_reasoning is parsing.split_reasoning
+    # the parser drops the same block the model would have recorded as reasoning
+    reply = "<think>\n<code>\ndraft()\n</code>\n</think>\n<code>\nfinal_answer(1)\n</code>"
+    text, reasoning = split_reasoning(reply)
+    assert reasoning == "<code>\ndraft()\n</code>" and "draft" not in text
+    assert parsing.parse_code(reply) == parsing.parse_code(text) == "final_answer(1)"
+    # a mid-line <think> quoted in prose stays text for the parser; a model's raw reply treats it as
+    # its own reasoning token
+    assert parsing.strip_reasoning("use <think> tags").text == "use <think> tags"
+    assert split_reasoning("use <think> tags") == ("use ", "tags")
 
 
 def test_cut_at_stop_and_merge():

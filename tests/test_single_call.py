@@ -7,9 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai_stub import OpenAIStub
 
-from codeagent import OpenAIModel, ScriptedModel, SingleCallAgent, tool
+from codeagent import CodeAgent, OpenAIModel, ScriptedModel, SingleCallAgent, tool
 from codeagent.agent import ActionRefused
 from codeagent.events import CodeAction, ErrorEvent, FinalAnswerEvent, RunEnd
+from codeagent.formats import SingleCall
 from codeagent.single_call import call_fingerprint, check_single_call
 
 CALLS: list[tuple] = []
@@ -117,6 +118,35 @@ def test_a_bundle_returns_every_result_in_order():
 def test_bundleable_must_name_known_tools():
     with pytest.raises(ValueError, match="unknown tools: nope"):
         SingleCallAgent(ScriptedModel([]), tools=[price], bundleable=["nope"])
+    with pytest.raises(ValueError, match="unknown tools: stock"):
+        CodeAgent(ScriptedModel([]), tools=[price], action_format=SingleCall(bundleable=["stock"]))
+
+
+def test_single_call_agent_is_a_code_agent_with_the_single_call_format():
+    replies = [c("price('apple'); price('pear')"), c("price('apple'); price('pear')"), c("final_answer(1.25)")]
+    runs = []
+    for make in (
+        lambda m: SingleCallAgent(m, tools=[price, stock], bundleable=["price"], instructions="Be brief."),
+        lambda m: CodeAgent(m, tools=[price, stock], action_format=SingleCall(["price"]), instructions="Be brief."),
+    ):
+        model = ScriptedModel(replies)
+        with make(model) as agent:
+            runs.append((agent.run("Two prices?"), model.calls))
+    (a, calls_a), (b, calls_b) = runs
+    assert calls_a == calls_b  # the same prompts, the same conversation
+    assert [s.model_dump(exclude={"duration_s", "model_duration_s", "execution_duration_s"}) for s in a.steps] == [
+        s.model_dump(exclude={"duration_s", "model_duration_s", "execution_duration_s"}) for s in b.steps
+    ]
+    assert a.steps[1].error_kind == "repeated_action" and a.output == b.output == 1.25
+
+
+def test_the_previous_call_is_forgotten_between_runs():
+    model = ScriptedModel([c("price('apple')"), c("price('apple')"), c("final_answer(0.5)")])
+    with SingleCallAgent(model, tools=[price], max_steps=1) as agent:
+        first = agent.run("one")  # ends after its one step: price('apple') was the last call
+        agent.max_steps = 2
+        second = agent.run("two")
+    assert first.status == "max_steps" and second.success and CALLS == [("price", "apple")] * 2
 
 
 def test_the_same_call_right_after_itself_is_refused():

@@ -12,10 +12,11 @@ from typing import Any
 
 from codeagent import CodeAgent, SingleCallAgent, ToolCallingAgent
 from codeagent.models import ModelReply
+from codeagent.run import ErrorKind
 
 MODES = ("code", "single_call", "tool_calling")
 # Steps whose error the loop fed back to the model so it could try again (format problems).
-RECOVERABLE_KINDS = frozenset({"parse", "invalid_action", "repeated_action"})
+RECOVERABLE_KINDS = frozenset({ErrorKind.PARSE, ErrorKind.INVALID_ACTION, ErrorKind.REPEATED_ACTION})
 
 
 class CountingModel:
@@ -69,7 +70,8 @@ def _format_error(step: Any) -> bool:
     """A reply the model was told was malformed: unparseable, not an allowed call, a repeat, bad syntax."""
     if step.error_kind in RECOVERABLE_KINDS:
         return True
-    return step.error_kind == "execution" and (step.error or "").startswith("SyntaxError")
+    # an execution error is recorded as str(ExecutionError): "<type>: <message> ..."
+    return step.error_kind == ErrorKind.EXECUTION and (step.error or "").startswith("SyntaxError:")
 
 
 def run_one(task_id: str, prompt: str, mode: str, model: Any, tools: Sequence[Any], *, max_steps: int,

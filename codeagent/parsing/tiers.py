@@ -1,7 +1,6 @@
-"""Find the Python action in a model's reply.
+"""Find the Python action in a model's reply: the tiers, first match wins.
 
-Tiers, first match wins (see ARCHITECTURE.md):
-  0. drop `<think>…</think>` reasoning, so draft code inside it never runs;
+  0. drop `<think>…</think>` reasoning (`reasoning.strip_reasoning`), so draft code never runs;
   1. the agent's tags (`<code>…</code>` by default);
   2. markdown fences (```python, ```py, bare ``` holding Python, indented, unclosed at the end);
   3. the whole reply, if it parses and is not prose;
@@ -9,49 +8,24 @@ Tiers, first match wins (see ARCHITECTURE.md):
   5. otherwise `CodeParseError`, whose message tells the model what to send instead.
 
 Every tier is a linear scan of the text; `ast.parse` runs only where a guess must be
-confirmed (bare fences, the whole reply, one-line or unclosed tag blocks).
+confirmed (bare fences, the whole reply, one-line or unclosed tag blocks). The design is in
+docs/architecture.md.
 """
 
 from __future__ import annotations
 
-import ast
 import textwrap
 
-from ._parsing_answer import answer_suggestion
-from ._parsing_excerpt import source_excerpt
-from ._parsing_final_answer import fix_final_answer
-from ._parsing_json import tool_calls_to_code
+from .json_calls import tool_calls_to_code
+from .lesson import DEFAULT_TAGS, explain
+from .reasoning import strip_reasoning
+from .syntax import first_statement_acts, looks_like_code, trim, try_parse
 
-__all__ = [
-    "DEFAULT_TAGS",
-    "CodeParseError",
-    "expected_format",
-    "fix_final_answer",
-    "looks_like_code",
-    "parse_code",
-    "source_excerpt",
-]
-
-DEFAULT_TAGS: tuple[str, str] = ("<code>", "</code>")
+__all__ = ["parse_code"]
 
 # Fence labels that mean "this is Python we may run". `tool_code` is what Gemini models write.
 _PYTHON_LANGS = frozenset({"python", "py", "python3", "py3", "tool_code", "ipython"})
 _END_CODE = "<end_code>"  # smolagents' legacy stop marker: ```<end_code>
-_REASONING_TAGS = (("<think>", "</think>"), ("<thinking>", "</thinking>"))
-
-
-class CodeParseError(ValueError):
-    """No runnable Python in the reply. `.message` is written for the model, as an observation.
-
-    `.suggestion` is the `final_answer(...)` call we propose when the reply looks like an answer
-    given in prose (else None); `.reply` is the reply we were given.
-    """
-
-    def __init__(self, message: str, *, reply: str = "", suggestion: str | None = None):
-        super().__init__(message)
-        self.message = message
-        self.reply = reply
-        self.suggestion = suggestion
 
 
 def parse_code(text: str, tags: tuple[str, str] = DEFAULT_TAGS) -> str:
@@ -62,7 +36,8 @@ def parse_code(text: str, tags: tuple[str, str] = DEFAULT_TAGS) -> str:
     if not open_tag or not close_tag:
         raise ValueError("tags must be two non-empty strings, e.g. ('<code>', '</code>')")
     text = _normalize(text)
-    body, reasoning_only = _strip_reasoning(text)
+    stripped = strip_reasoning(text)
+    body = stripped.text
     notes: list[str] = []  # what we saw but could not use, for the error message
 
     if open_tag in body:
@@ -80,41 +55,10 @@ def parse_code(text: str, tags: tuple[str, str] = DEFAULT_TAGS) -> str:
         code = tool_calls_to_code(body)
         if code:
             return code
-    raise _explain(text, body, tags, reasoning_only, notes)
+    raise explain(text, body, tags, stripped.only_reasoning, notes)
 
 
-def looks_like_code(tree: ast.Module, source: str | None = None) -> bool:
-    """True if a parsed reply does something: a call, an assignment, an import, control flow…
-
-    A reply made only of bare names, constants, comparisons or annotations (`Paris`, `yes`,
-    `42`, `not sure`, `Answer: Paris`) is prose that happens to parse, not code.
-    """
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Expr):
-            if _expression_acts(stmt.value, source):
-                return True
-        elif isinstance(stmt, ast.AnnAssign) and stmt.value is None:
-            continue  # `Answer: Paris` parses as a bare annotation
-        elif isinstance(stmt, ast.Pass):
-            continue
-        else:
-            return True
-    return False
-
-
-def expected_format(tags: tuple[str, str] = DEFAULT_TAGS) -> str:
-    """The reply format we expect, as an example the model can copy."""
-    open_tag, close_tag = tags
-    return (
-        "Thought: one or two sentences about what to do next.\n"
-        f"{open_tag}\n"
-        "result = some_tool(argument=\"value\")\n"
-        "print(result)\n"
-        f"{close_tag}"
-    )
-
-
-# --- tier 0: normalisation and reasoning --------------------------------------------------
+# --- normalisation -----------------------------------------------------------------------
 
 
 def _normalize(text: str) -> str:
@@ -123,45 +67,6 @@ def _normalize(text: str) -> str:
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text
-
-
-def _strip_reasoning(text: str) -> tuple[str, bool]:
-    """Remove reasoning blocks. Returns (rest, True if the reply was nothing but reasoning)."""
-    only_reasoning = False
-    for open_tag, close_tag in _REASONING_TAGS:
-        if open_tag in text or close_tag in text:
-            text, truncated = _strip_blocks(text, open_tag, close_tag)
-            only_reasoning = only_reasoning or (truncated and not text.strip())
-    return text, only_reasoning
-
-
-def _strip_blocks(text: str, open_tag: str, close_tag: str) -> tuple[str, bool]:
-    first_close = text.find(close_tag)
-    first_open = text.find(open_tag)
-    if first_close >= 0 and (first_open < 0 or first_close < first_open):
-        # The chat template opened the block for the model: only the closing tag is in the reply.
-        text = text[first_close + len(close_tag):]
-    parts: list[str] = []
-    pos = 0
-    truncated = False
-    while True:
-        i = text.find(open_tag, pos)
-        if i < 0:
-            parts.append(text[pos:])
-            break
-        j = text.find(close_tag, i + len(open_tag))
-        if j >= 0:
-            parts.append(text[pos:i])
-            pos = j + len(close_tag)
-            continue
-        # Unterminated: if it opens a line, everything after it is reasoning (cut by a limit).
-        if i == 0 or text[:i].endswith("\n") or not text[:i].strip():
-            parts.append(text[pos:i])
-            truncated = True
-        else:
-            parts.append(text[pos:])
-        break
-    return "".join(parts), truncated
 
 
 # --- tier 1: the agent's tags -------------------------------------------------------------
@@ -225,12 +130,12 @@ def _disambiguate(text: str, start: int, end: int, open_tag: str, close_tag: str
             break
         ends.append(nxt)
     for stop in ends:  # tags inside the code's strings
-        if _try_parse(_trim(text[start:stop])) is not None:
+        if try_parse(trim(text[start:stop])) is not None:
             return text[start:stop], stop + len(close_tag)
     for stop in ends:  # a tag quoted in prose before the real block
         raw = text[start:stop]
         k = raw.rfind(open_tag)
-        if k >= 0 and _try_parse(_trim(raw[k + len(open_tag):])) is not None:
+        if k >= 0 and try_parse(trim(raw[k + len(open_tag):])) is not None:
             return raw[k + len(open_tag):], stop + len(close_tag)
     raw = text[start:end]
     k = raw.rfind(open_tag)
@@ -242,18 +147,18 @@ def _clean_block(content: str, notes: list[str]) -> str | None:
     if "```" in content or "~~~" in content:
         # Fences inside the tags (`<code>```python …```</code>`): use their content, unless the
         # block already parses as it is (the backticks are inside a string).
-        if _try_parse(_trim(content)) is None:
+        if try_parse(trim(content)) is None:
             fenced = _from_fences(content, notes, lenient=True)
             if fenced:
                 return fenced
-    code = _trim(content)
+    code = trim(content)
     if code[:1] in (" ", "\t"):
-        code = _trim(textwrap.dedent(code))  # tags indented in a list item
+        code = trim(textwrap.dedent(code))  # tags indented in a list item
     return code or None
 
 
 def _is_runnable(code: str, notes: list[str], open_tag: str, close_tag: str, inline: bool) -> bool:
-    tree = _try_parse(code, notes, where=f"between {open_tag} and {close_tag}")
+    tree = try_parse(code, notes, where=f"between {open_tag} and {close_tag}")
     return tree is not None and (not inline or looks_like_code(tree, code))
 
 
@@ -307,12 +212,12 @@ def _from_fences(text: str, notes: list[str], lenient: bool = False) -> str | No
             content_lines.pop()  # half a closing fence: "``"
         i = j + 1
         if lang in _PYTHON_LANGS or (lang == "" and lenient):
-            code = _trim(_dedent(content_lines, indent))
+            code = trim(_dedent(content_lines, indent))
             if code:
                 blocks.append(code)
         elif lang == "":
-            code = _trim(_dedent(content_lines, indent))
-            tree = _try_parse(code) if code else None
+            code = trim(_dedent(content_lines, indent))
+            tree = try_parse(code) if code else None
             if tree is not None and looks_like_code(tree, code):
                 blocks.append(code)
         else:
@@ -356,114 +261,15 @@ def _dedent(lines: list[str], indent: int) -> str:
 
 
 def _from_whole_reply(text: str, close_tag: str, notes: list[str]) -> str | None:
-    code = _trim(_drop_partial_suffix(_drop_partial_suffix(text, _END_CODE), close_tag))
+    code = trim(_drop_partial_suffix(_drop_partial_suffix(text, _END_CODE), close_tag))
     if not code:
         return None
     if code[0] in " \t":
-        code = _trim(textwrap.dedent(code))
+        code = trim(textwrap.dedent(code))
     failures: list[str] = []
-    tree = _try_parse(code, failures, where="in your reply")
+    tree = try_parse(code, failures, where="in your reply")
     if tree is not None and looks_like_code(tree, code):
         return code
-    if failures and code.count("\n") >= 2 and _first_statement_acts(code):
+    if failures and code.count("\n") >= 2 and first_statement_acts(code):
         notes.extend(failures)  # code, not prose: show the model its syntax error
     return None
-
-
-def _first_statement_acts(code: str) -> bool:
-    """Does the reply open with a line of real code (`x = 1`, `import os`, `f(x)`)?"""
-    tree = _try_parse(code.split("\n", 1)[0])
-    return tree is not None and looks_like_code(tree)
-
-
-# --- helpers ------------------------------------------------------------------------------
-
-
-def _trim(code: str) -> str:
-    """Drop blank lines around the code and trailing blanks, never the first line's indent."""
-    code = code.rstrip()
-    start = 0
-    while True:
-        nl = code.find("\n", start)
-        if nl < 0 or code[start:nl].strip():
-            return code[start:]
-        start = nl + 1
-
-
-def _try_parse(code: str, notes: list[str] | None = None, where: str = "") -> ast.Module | None:
-    try:
-        return ast.parse(code)
-    except SyntaxError as err:
-        if notes is not None:
-            notes.append("syntax:" + _describe_syntax_error(code, err, where))
-        return None
-    except (ValueError, RecursionError, MemoryError, OverflowError):
-        return None
-
-
-def _describe_syntax_error(code: str, err: SyntaxError, where: str) -> str:
-    excerpt = source_excerpt(code, err)
-    head = f"The code {where} is not valid Python: {err.msg} (line {err.lineno})."
-    return f"{head}\n{excerpt}" if excerpt else head
-
-
-def _expression_acts(node: ast.expr, source: str | None) -> bool:
-    """Does this expression statement do anything (call, subscript, comprehension…)?"""
-    if isinstance(node, ast.Call) and source is not None and _prose_call(node, source):
-        return False
-    for sub in ast.walk(node):
-        if isinstance(
-            sub,
-            (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.Subscript, ast.Lambda,
-             ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.NamedExpr),
-        ):
-            return True
-    return False
-
-
-def _prose_call(node: ast.Call, source: str) -> bool:
-    """`Paris (France)`: a capitalised word, a space, words in parentheses — a phrase."""
-    if not isinstance(node.func, ast.Name) or not node.func.id[:1].isupper():
-        return False
-    if node.keywords or not all(isinstance(a, (ast.Name, ast.Constant)) for a in node.args):
-        return False
-    line = source.split("\n", node.func.end_lineno)[node.func.end_lineno - 1]
-    after = line.encode("utf-8")[node.func.end_col_offset : node.func.end_col_offset + 1]
-    return after == b" "
-
-
-def _explain(text, body, tags, reasoning_only, notes) -> CodeParseError:
-    open_tag, close_tag = tags
-    parts: list[str] = []
-    suggestion = None
-    stripped = body.strip()
-    syntax = next((n[len("syntax:"):] for n in notes if n.startswith("syntax:")), None)
-    langs = sorted({n[len("lang:"):] for n in notes if n.startswith("lang:")})
-    if reasoning_only:
-        parts.append(
-            "Your reply contained only reasoning inside <think>…</think>, with no code after it. "
-            "Code inside <think> is never run."
-        )
-    elif not stripped:
-        parts.append("Your reply was empty.")
-    elif syntax:
-        parts.append(syntax)
-    else:
-        if langs:
-            fences = ", ".join(f"```{lang}" for lang in langs)
-            parts.append(f"Your reply has a {fences} block, but only Python code can be run here.")
-        else:
-            parts.append("I could not find any Python code to run in your reply.")
-        suggestion = answer_suggestion(stripped)
-    parts.append(
-        f"Write your code between {open_tag} and {close_tag}, exactly in this format:\n\n"
-        f"{expected_format(tags)}"
-    )
-    if suggestion:
-        parts.append(
-            "If that was your answer, give it by calling final_answer in a code block:\n\n"
-            f"{open_tag}\n{suggestion}\n{close_tag}"
-        )
-    else:
-        parts.append("When you have the answer, call final_answer(answer) in a code block.")
-    return CodeParseError("\n\n".join(parts), reply=text, suggestion=suggestion)

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import ast
 import unicodedata
+from typing import TYPE_CHECKING
 
-import asttokens
+from executors.base import FINAL_ANSWER_NAME as NAME
 
-NAME = "final_answer"
+if TYPE_CHECKING:
+    import asttokens
 _NEW_NAME = "final_answer_value"
 
 
@@ -286,6 +288,8 @@ def _edits(code: str, scopes: list[_Scope]) -> list[tuple[int, int, str]]:
             wanted.append((how, node))
     if not wanted:
         return []
+    import asttokens  # on first use: it costs ~60 ms to import and most actions never need it
+
     lines = asttokens.LineNumbers(code)
     atok: asttokens.ASTTokens | None = None
     edits = []

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import keyword
 
+from executors.base import FINAL_ANSWER_NAME
+
 
 class _NonFinite(float):
     """NaN/Infinity from JSON, spelled so that its repr is valid Python."""
@@ -124,8 +126,8 @@ def _render_call(obj: dict) -> str | None:
     if not isinstance(args, dict):
         return None
     try:
-        if name == "final_answer" and len(args) == 1:
-            return f"final_answer({_literal(next(iter(args.values())))})"
+        if name == FINAL_ANSWER_NAME and len(args) == 1:
+            return f"{FINAL_ANSWER_NAME}({_literal(next(iter(args.values())))})"
         plain, odd = [], {}
         for key, value in args.items():
             if key.isidentifier() and not keyword.iskeyword(key):

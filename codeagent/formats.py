@@ -1,0 +1,395 @@
+"""Action formats: how a CodeAgent's model writes its action, and what the agent accepts.
+
+A format turns a reply into code (`extract`: parse, then the final-answer fix), vets the code before
+it runs (`vet`: raise `ActionRefused` to refuse it), says what the model is told when no code was
+found (`lesson`) and fills its part of the system prompt. Two formats:
+
+- `CodeBlock` (the default): a whole Python block between the code tags; an action that already
+  ran in this run is refused (its result is above).
+- `SingleCall`: for models too weak to write a whole block, one line of Python, a call of one known
+  tool (or `final_answer`) whose arguments are literals. After the parser has stripped tags, fences
+  and reasoning, `ast` checks that shape; anything else comes back to the model as a short lesson.
+  Several calls in one reply run only if every one of them is in `bundleable` (read-only lookups,
+  say), and the call made in the previous step is refused if it comes again unchanged (same tool,
+  same arguments once bound to the signature and evaluated, so quoting and keyword spelling do not
+  matter).
+
+A format object given to an agent is bound to its tools and tags (`bind` returns a copy), and keeps
+per-run state (what already ran) that `start_run` clears: one agent runs one task at a time.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import difflib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from executors.base import FINAL_ANSWER_NAME
+
+from .parsing import CodeParseError, fix_final_answer, parse_code
+from .run import ActionRefused, ErrorKind
+from .tools import Tool
+
+__all__ = [
+    "ActionFormat",
+    "CodeBlock",
+    "SingleCall",
+    "DEFAULT_CODE_TAGS",
+    "ParsedCall",
+    "check_single_call",
+    "call_fingerprint",
+    "colon_call_fix",
+    "normalize_code",
+    "render_tool_line",
+]
+
+DEFAULT_CODE_TAGS = ("<code>", "</code>")
+NO_TOOLS = "# (no tools besides final_answer)"
+
+
+class ActionFormat:
+    """What every format shares: extraction through the tiered parser, the parser's own lesson."""
+
+    template_file = "system.md"  # the system prompt template in codeagent/prompts/
+
+    def __init__(self) -> None:
+        self.tools: Mapping[str, Tool] = {}
+        self.code_tags: tuple[str, str] = DEFAULT_CODE_TAGS
+
+    def bind(self, tools: Mapping[str, Tool], code_tags: tuple[str, str]) -> ActionFormat:
+        """A copy of this format for an agent with these tools and code tags."""
+        bound = copy.copy(self)
+        bound.tools, bound.code_tags = tools, code_tags
+        bound.start_run()
+        return bound
+
+    def start_run(self) -> None:
+        """Forget what earlier runs did."""
+
+    def extract(self, text: str) -> str:
+        """The code in a reply (the final-answer fix applied), or `CodeParseError`."""
+        return fix_final_answer(parse_code(text, tags=self.code_tags))
+
+    def vet(self, code: str, step: int) -> str:
+        """The code to run for step `step`, or `ActionRefused`."""
+        return code
+
+    def lesson(self, error: CodeParseError) -> str:
+        """What the model is told when no code could be found in its reply."""
+        return getattr(error, "message", None) or str(error)
+
+    def render_tools(self) -> str:
+        """The tools as the system prompt shows them (`{{tools}}`)."""
+        return "\n\n".join(t.render() for t in self.tools.values()) or NO_TOOLS
+
+    def prompt_fields(self) -> dict[str, str]:
+        """This format's other placeholders in its template, by name."""
+        return {}
+
+
+class CodeBlock(ActionFormat):
+    """A whole Python action block between the code tags; an action that already ran is refused."""
+
+    def start_run(self) -> None:
+        self._seen: dict[str, int] = {}  # normalized code -> the step it ran in
+
+    def vet(self, code: str, step: int) -> str:
+        key = normalize_code(code)
+        previous = self._seen.get(key)
+        if previous is not None:
+            raise ActionRefused(
+                ErrorKind.REPEATED_ACTION,
+                f"This is the same code as in step {previous}, so it was not run again; its result is "
+                "above. Do something different: change the approach, print what you still need, or "
+                "call final_answer(...) if you have the answer.",
+            )
+        self._seen[key] = step
+        return code
+
+
+class SingleCall(ActionFormat):
+    """One literal tool call per turn (RA.Aid's CIAYN style), for very weak models.
+
+    bundleable: tool names (read-only lookups, say) that may come several to a reply; their results
+        come back together, keyed by the call. Any other tool must be called alone.
+    """
+
+    template_file = "single_call.md"
+
+    def __init__(self, bundleable: Iterable[str] = ()) -> None:
+        super().__init__()
+        self.bundleable = frozenset(bundleable)
+        self._previous: str | None = None
+
+    def bind(self, tools: Mapping[str, Tool], code_tags: tuple[str, str]) -> ActionFormat:
+        unknown = sorted(self.bundleable - set(tools) - {FINAL_ANSWER_NAME})
+        if unknown:
+            raise ValueError(f"bundleable names unknown tools: {', '.join(unknown)}")
+        return super().bind(tools, code_tags)
+
+    def start_run(self) -> None:
+        self._previous = None  # the fingerprint of the previous step's call(s)
+
+    def vet(self, code: str, step: int) -> str:
+        calls = check_single_call(code, self.tools, self.bundleable)
+        fingerprint = "\n".join(call_fingerprint(c, self.tools) for c in calls)
+        if fingerprint == self._previous:
+            shown = "; ".join(c.source for c in calls)
+            raise ActionRefused(
+                ErrorKind.REPEATED_ACTION,
+                f"You made this exact call ({shown}) in your previous step and its result is above; it was "
+                "not run again. Try something different: another tool, other arguments, or "
+                "final_answer(...) with what you know.",
+            )
+        self._previous = fingerprint
+        if len(calls) == 1:
+            return calls[0].source
+        # A bundle: one dict of results keyed by each call, so every result is shown, in order.
+        items = ", ".join(f"{c.source!r}: {c.source}" for c in calls)
+        return "{" + items + "}"
+
+    def lesson(self, error: CodeParseError) -> str:
+        """The parser's lesson shows a whole code block; in this mode the model must send one call."""
+        open_tag, close_tag = self.code_tags
+        lesson = (
+            "I could not find a tool call in your reply. Reply with one line: a single call of one tool, "
+            f"like {open_tag}{_example(self.tools)}{close_tag}, with the values written out."
+        )
+        fixed = colon_call_fix(str(getattr(error, "reply", "") or ""), self.tools)
+        if fixed:
+            return (
+                "Your call is not valid Python: keyword arguments take =, not :. "
+                f"Reply exactly: {open_tag}{fixed}{close_tag}"
+            )
+        suggestion = getattr(error, "suggestion", None)
+        if suggestion:
+            return f"{lesson} If you already have the answer, reply {open_tag}{suggestion}{close_tag}."
+        return f"{lesson} If you already know the answer, reply {open_tag}final_answer(\"your answer\"){close_tag}."
+
+    def render_tools(self) -> str:
+        # One-line call signatures, not CodeBlock's `def` stubs: weak models copy the stubs.
+        return "\n".join(render_tool_line(t) for t in self.tools.values()) or NO_TOOLS
+
+    def prompt_fields(self) -> dict[str, str]:
+        if self.bundleable:
+            rule = (
+                "These tools may be called several at once, one call per line: "
+                + ", ".join(sorted(self.bundleable)) + "."
+            )
+        else:
+            rule = "Call final_answer(...) as soon as you have the answer."
+        return {"bundleable": rule}
+
+
+_TRAILING_COMMENT = re.compile(r"\s+#[^'\"]*$")
+
+
+def _wordy(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def normalize_code(code: str) -> str:
+    """The code without comments, blank lines and optional spaces, to spot a repeated action.
+
+    Text-only on purpose: it runs every step, and `ast.dump` costs about a millisecond for a
+    15-line action. Indentation is kept (it is meaning); a space survives only between two word
+    characters. Spacing inside string literals is normalized too, which can only merge two actions
+    that differ by such spacing alone.
+    """
+    lines = []
+    for line in code.splitlines():
+        body = line.strip()
+        if not body or body[0] == "#":
+            continue
+        if "#" in body:
+            body = _TRAILING_COMMENT.sub("", body)
+        parts = body.split()
+        out = parts[0]
+        for part in parts[1:]:
+            if _wordy(out[-1]) and _wordy(part[0]):
+                out += " "
+            out += part
+        lines.append(f"{len(line) - len(line.lstrip())}:{out}")
+    return "\n".join(lines)
+
+
+# --- the single-call shape ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParsedCall:
+    name: str
+    args: tuple[Any, ...]
+    kwargs: tuple[tuple[str, Any], ...]
+    source: str  # the call, re-spelled canonically by ast.unparse
+
+
+def _example(tools: Mapping[str, Tool], name: str | None = None) -> str:
+    """A call the model can copy: the tool with its parameters as keyword placeholders."""
+    tool = tools.get(name) if name else next(iter(tools.values()), None)
+    if tool is None:
+        return 'final_answer("...")'
+    params = [p.name for p in tool.signature.parameters.values() if p.default is p.empty
+              and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return f'{tool.name}({", ".join(f"{p}=..." for p in params)})'
+
+
+def render_tool_line(tool: Tool) -> str:
+    """One line per tool: the call signature and the first line of its doc (no `def` to copy)."""
+    doc = (tool.description or "").strip().splitlines()
+    return f"{tool.signature_text()}  # {doc[0]}" if doc else tool.signature_text()
+
+
+def _names(tools: Mapping[str, Tool]) -> str:
+    return ", ".join([*tools, FINAL_ANSWER_NAME])
+
+
+def _literal(node: ast.expr) -> Any:
+    return ast.literal_eval(node)
+
+
+def check_single_call(code: str, tools: Mapping[str, Tool], bundleable: Iterable[str] = ()) -> list[ParsedCall]:
+    """The calls in `code` if it is one allowed call (or an allowed bundle); else ActionRefused.
+
+    Every message is written for the model: what is wrong, and the line it should send instead.
+    """
+    bundleable = frozenset(bundleable)
+    example = _example(tools)
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        raise ActionRefused(
+            ErrorKind.INVALID_ACTION,
+            f"Your line is not valid Python ({exc.msg}). Reply with one tool call on one line, like {example}.",
+        ) from None
+    if not tree.body:
+        raise ActionRefused(ErrorKind.INVALID_ACTION, f"Your reply has no call. Reply with one tool call, like {example}.")
+    calls: list[ParsedCall] = []
+    for stmt in tree.body:
+        calls.append(_check_statement(stmt, tools, example))
+    if len(calls) > 1:
+        outside = sorted({c.name for c in calls if c.name not in bundleable})
+        if outside:
+            allowed = (
+                f" Only these tools may be combined in one reply: {', '.join(sorted(bundleable))}."
+                if bundleable else ""
+            )
+            raise ActionRefused(
+                ErrorKind.INVALID_ACTION,
+                f"Your reply has {len(calls)} calls; make exactly one call per reply "
+                f"({', '.join(outside)} cannot be combined with other calls).{allowed} "
+                f"Send the first call alone now: {calls[0].source}",
+            )
+    return calls
+
+
+def _check_statement(stmt: ast.stmt, tools: Mapping[str, Tool], example: str) -> ParsedCall:
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and isinstance(stmt.value, ast.Call):
+        call_text = ast.unparse(stmt.value)
+        raise ActionRefused(
+            ErrorKind.INVALID_ACTION,
+            f"Do not assign the result to a variable: there are no variables in this mode. Write just the "
+            f"call, {call_text}, and its result will be shown to you.",
+        )
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        known = stmt.name if stmt.name in tools else None
+        raise ActionRefused(
+            ErrorKind.INVALID_ACTION,
+            f"Do not define functions: the tools already exist. Call one, like {_example(tools, known)}, "
+            "with the values written out.",
+        )
+    if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
+        raise ActionRefused(
+            ErrorKind.INVALID_ACTION,
+            f"Reply with exactly one tool call on one line, like {example}. Assignments, loops, imports "
+            f"and other statements are not available in this mode. Tools: {_names(tools)}.",
+        )
+    call = stmt.value
+    func = call.func
+    name = func.id if isinstance(func, ast.Name) else ast.unparse(func)
+    if name not in tools and name != FINAL_ANSWER_NAME:
+        inner = [a for a in call.args if isinstance(a, ast.Call)]
+        close = _closest_tool(name, tools)
+        if name == "print" and len(inner) == 1:
+            hint = f" Write just {ast.unparse(inner[0])}: its result is shown to you without print."
+        elif close:
+            hint = f" Did you mean {_example(tools, close)}?"
+        else:
+            hint = ""
+        raise ActionRefused(
+            ErrorKind.INVALID_ACTION, f"`{name}` is not a tool you can call.{hint} The tools are: {_names(tools)}."
+        )
+    args: list[Any] = []
+    for i, node in enumerate(call.args, 1):
+        if isinstance(node, ast.Starred):
+            raise ActionRefused(ErrorKind.INVALID_ACTION, f"Write the arguments of {name}() one by one, without *.")
+        args.append(_literal_argument(name, f"argument {i}", node))
+    kwargs: list[tuple[str, Any]] = []
+    for kw in call.keywords:
+        if kw.arg is None:
+            raise ActionRefused(ErrorKind.INVALID_ACTION, f"Write the arguments of {name}() one by one, without **.")
+        kwargs.append((kw.arg, _literal_argument(name, f"argument {kw.arg}=", kw.value)))
+    return ParsedCall(name=name, args=tuple(args), kwargs=tuple(kwargs), source=ast.unparse(call))
+
+
+def _closest_tool(name: str, tools: Mapping[str, Tool]) -> str | None:
+    """The tool a misspelled or shortened name most likely meant (`capital` -> `capital_of`)."""
+    names = [*tools, FINAL_ANSWER_NAME]
+    found = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    if found:
+        return found[0]
+    prefixed = [n for n in names if name and (n.startswith(name) or name.startswith(n))]
+    return prefixed[0] if len(prefixed) == 1 else None
+
+
+# `tool(country: "Japan")`: weak models copy the signature's colon into the call.
+_COLON_KWARG = re.compile(r"\b([A-Za-z_]\w*)\s*\(([^()\n]*\b[A-Za-z_]\w*\s*:[^()\n]*)\)")
+_COLON = re.compile(r"\b([A-Za-z_]\w*)\s*:\s*")
+
+
+def colon_call_fix(text: str, tools: Mapping[str, Tool]) -> str | None:
+    """`tool(key: value)` in `text`, rewritten as a valid call of a known tool, else None."""
+    # short lines only: the pattern backtracks, and a call is one short line anyway
+    lines = [line for line in text.splitlines()[:50] if len(line) <= 300]
+    for m in (m for line in lines for m in _COLON_KWARG.finditer(line)):
+        name = m.group(1) if m.group(1) in tools or m.group(1) == FINAL_ANSWER_NAME else _closest_tool(m.group(1), tools)
+        if name is None:
+            continue
+        fixed = f"{name}({_COLON.sub(lambda k: k.group(1) + '=', m.group(2))})"
+        try:
+            check_single_call(fixed, tools)
+        except ActionRefused:
+            continue
+        return fixed
+    return None
+
+
+def _literal_argument(name: str, where: str, node: ast.expr) -> Any:
+    try:
+        return _literal(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        raise ActionRefused(
+            ErrorKind.INVALID_ACTION,
+            f"The {where} of {name}() is `{ast.unparse(node)}`, which is not a literal value. There are no "
+            "variables or expressions in this mode: write the value itself (a number, a string in quotes, "
+            "a list), copied from an earlier observation.",
+        ) from None
+
+
+def call_fingerprint(call: ParsedCall, tools: Mapping[str, Tool]) -> str:
+    """Tool name + arguments bound to the signature, as canonical JSON (quotes/keywords don't matter)."""
+    arguments: Any = {"args": list(call.args), "kwargs": dict(call.kwargs)}
+    tool = tools.get(call.name)
+    if tool is not None:
+        try:
+            bound = tool.signature.bind(*call.args, **dict(call.kwargs))
+            bound.apply_defaults()
+            arguments = dict(bound.arguments)
+        except TypeError:
+            pass  # the call itself will fail with the tool's own message
+    return json.dumps([call.name, arguments], sort_keys=True, default=repr)

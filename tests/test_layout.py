@@ -1,0 +1,168 @@
+"""The layout a newcomer can read: one direction between the packages, no import circles, small files.
+
+The import graph is read from the AST of every module of `codeagent` and `executors`: every
+`import` / `from … import`, at module level or inside a function (a lazy import is still a
+dependency), except those under `if TYPE_CHECKING:` (never run). An edge goes to the module named,
+and to `pkg.name` when `from pkg import name` names a submodule; importing a submodule does not
+count as importing its package's `__init__` (the usual re-exporting package is not a circle).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("codeagent", "executors")
+MAX_FILE_LINES = 550
+MAX_FUNCTION_LINES = 80
+# executors/ is being split by other work in flight; its size checks report (xfail) until the lead
+# switches them on after merging.
+ENFORCE_EXECUTORS_SIZE = False
+
+
+def module_files() -> dict[str, Path]:
+    """{dotted module name: file} for every .py file of both packages."""
+    modules = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            modules[".".join(parts)] = path
+    return modules
+
+
+@functools.cache
+def parsed(path: Path) -> tuple[str, ast.Module]:
+    text = path.read_text(encoding="utf-8")
+    return text, ast.parse(text)
+
+
+def _runtime_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement except those under `if TYPE_CHECKING:`."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
+    """The modules of `known` that module `name` (at `path`) imports."""
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in _runtime_imports(parsed(path)[1]):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        else:
+            if node.level:
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            targets = [target] + [f"{target}.{alias.name}" for alias in node.names]
+        found.update(t for t in targets if t in known)
+    found.discard(name)
+    return found
+
+
+@functools.cache
+def import_graph() -> dict[str, set[str]]:
+    files = module_files()
+    known = set(files)
+    return {name: imports_of(name, path, known) for name, path in files.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle as a path (first == last), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state:
+                cycle = visit(nxt)
+                if cycle:
+                    return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state:
+            cycle = visit(start)
+            if cycle:
+                return cycle
+    return None
+
+
+def oversized(package: str) -> list[str]:
+    """Files over MAX_FILE_LINES and functions over MAX_FUNCTION_LINES in `package`."""
+    found = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        text, tree = parsed(path)
+        where = path.relative_to(ROOT)
+        if len(text.splitlines()) > MAX_FILE_LINES:
+            found.append(f"{where}: {len(text.splitlines())} lines")
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1  # type: ignore[operator]
+                if length > MAX_FUNCTION_LINES:
+                    found.append(f"{where}:{node.lineno} {node.name}(): {length} lines")
+    return found
+
+
+def test_the_graph_sees_both_kinds_of_import():
+    graph = import_graph()
+    assert "codeagent.run" in graph["codeagent.agent"]  # from .run import ...
+    assert "executors.base" in graph["codeagent.agent"]  # from executors.base import ...
+    assert "executors.local" in graph["codeagent.agent"]  # imported inside a function
+    assert "codeagent.run" in graph["codeagent.models"]  # ScriptedModel.from_run
+    assert "executors.local" in graph["codeagent.auto"]  # imported inside a function
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+def test_no_import_circle_among_codeagent_and_executors_modules():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import circle: " + " -> ".join(cycle or ())
+
+
+def test_executors_never_imports_codeagent():
+    graph = import_graph()
+    leaks = sorted(
+        f"{name} imports {target}" for name, targets in graph.items() if name.startswith("executors")
+        for target in targets if target.split(".")[0] == "codeagent"
+    )
+    # also a plain text check: the graph only knows modules that exist
+    for path in sorted((ROOT / "executors").rglob("*.py")):
+        for node in _runtime_imports(parsed(path)[1]):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            leaks += [f"{path.relative_to(ROOT)} imports {n}" for n in names if n.split(".")[0] == "codeagent"]
+    assert not leaks, leaks
+
+
+def test_codeagent_files_and_functions_stay_small():
+    assert not oversized("codeagent"), oversized("codeagent")
+
+
+@pytest.mark.xfail(not ENFORCE_EXECUTORS_SIZE, reason="reporting only until executors/ is split", strict=False)
+def test_executors_files_and_functions_stay_small():
+    assert not oversized("executors"), oversized("executors")
