@@ -1,8 +1,8 @@
-"""executors.hardening: Landlock, privilege drop and namespaces, checked against the real kernel.
+"""executors.worker.hardening: Landlock, privilege drop and namespaces, checked against the real kernel.
 
 Every confinement happens in a fresh child Python (never in the pytest process: it is
 irreversible). The child imports the package standalone, as the worker will (only the stdlib on
-sys.path besides executors/), applies the hardening the test asks for, runs probes and prints
+sys.path besides executors/worker/), applies the hardening the test asks for, runs probes and prints
 their outcomes with repr() (not json: `import json` after confinement is one of the probes).
 Refusals in the Landlock-only tests happen while the child is still root (DAC bypassed), so
 each one is Landlock's doing.
@@ -28,11 +28,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from unavailable import unavailable
 
-EXECUTORS_DIR = str(Path(__file__).resolve().parent.parent / "executors")
-sys.path.insert(0, EXECUTORS_DIR)
+WORKER_DIR = str(Path(__file__).resolve().parent.parent / "executors" / "worker")
+sys.path.insert(0, WORKER_DIR)
 import hardening  # noqa: E402  (standalone, as the worker imports it; safe: nothing applied here)
 
-sys.path.remove(EXECUTORS_DIR)
+sys.path.remove(WORKER_DIR)
 
 ABI = hardening.abi_version()
 IS_ROOT = os.geteuid() == 0
@@ -42,7 +42,7 @@ CHILD = textwrap.dedent(
     r"""
     import errno, marshal, os, sys
     spec = marshal.loads(bytes.fromhex(sys.argv[1]))
-    sys.path.insert(0, spec["executors_dir"])
+    sys.path.insert(0, spec["worker_dir"])
     import hardening
     fds = {path: os.open(path, os.O_RDONLY) for path in spec.get("pre_open", ())}
     for step in spec.get("before", ()):
@@ -122,7 +122,7 @@ CHILD = textwrap.dedent(
 
 def run_child(probes=(), *, restrict=None, harden=None, pre_open=(), before=(), timeout=60):
     spec = {
-        "executors_dir": EXECUTORS_DIR,
+        "worker_dir": WORKER_DIR,
         "restrict": plain(restrict),
         "harden": plain(harden),
         "pre_open": list(pre_open),
@@ -509,7 +509,7 @@ def test_workers_of_the_same_user_cannot_signal_each_other(needs_landlock, needs
             "-c",
             "import sys, time; sys.path.insert(0, sys.argv[1]); import hardening; "
             "hardening.harden(network=False); print('ready', flush=True); time.sleep(30)",
-            EXECUTORS_DIR,
+            WORKER_DIR,
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -708,7 +708,7 @@ def test_the_package_is_stdlib_only():
         "print(sorted(new - set(sys.stdlib_module_names) - {'hardening'}))"
     )
     out = subprocess.run(
-        [sys.executable, "-I", "-c", code, EXECUTORS_DIR],
+        [sys.executable, "-I", "-c", code, WORKER_DIR],
         capture_output=True,
         text=True,
         check=True,
