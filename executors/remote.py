@@ -129,6 +129,13 @@ class RemoteExecutor(ExecutorBase):
     def _on_close(self) -> None:
         pass
 
+    def _worker_access(self) -> dict[str, Any] | None:
+        """The grants the worker confines itself to at configure (Configure.access); None: none."""
+        return None
+
+    def _on_configured(self, hardening: dict[str, Any] | None) -> None:
+        """The worker is configured; `hardening` is what it put in force (None: nothing)."""
+
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> RemoteExecutor:
         """Start the worker now (otherwise the first call does). Raises ExecutorError on failure."""
@@ -179,6 +186,7 @@ class RemoteExecutor(ExecutorBase):
             limits=dataclasses.asdict(self.limits),
             max_frame_bytes=self.max_frame_bytes,
             package_paths=self._package_paths(),
+            access=self._worker_access(),
         )
         try:
             handle.channel.write(message.frame(self.max_frame_bytes), self.startup_timeout_s)
@@ -209,12 +217,24 @@ class RemoteExecutor(ExecutorBase):
                 ) from None
             if isinstance(reply, ErrorReply) and reply.id == cid:
                 self._discard()
+                if reply.type == "HardeningError":
+                    raise ExecutorError(f"the {type(self).__name__} worker could not confine itself to "
+                                        f"its grants, so it exited without running code: "
+                                        f"{truncate_text(reply.message, 2000)}{self._hardening_hint()}")
                 raise ExecutorError(f"the worker refused its configuration: {reply.message}")
             if not (isinstance(reply, Ok) and reply.id == cid):
                 self._discard()
                 raise ExecutorError(f"the worker answered {reply.op!r} to configure")
             self._configure_id = None
+            try:
+                self._on_configured(reply.hardening)
+            except BaseException:
+                self._discard()
+                raise
         return self._link.handle  # type: ignore[return-value]
+
+    def _hardening_hint(self) -> str:
+        return ""
 
     def _discard(self) -> None:
         self._link.kill()
