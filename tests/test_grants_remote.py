@@ -13,6 +13,7 @@ import os
 import shutil
 import socket
 import stat
+import subprocess
 import tempfile
 import textwrap
 import threading
@@ -312,6 +313,36 @@ def test_the_worker_is_not_root(needs_landlock, needs_root, area):
     assert iso.layers["user"] == "nobody (uid 65534), no capabilities" or "uid 65534" in iso.layers["user"]
     assert iso.kernel and iso.layers["files"].startswith(f"Landlock ABI {ABI}")
     assert "network namespace" in iso.layers["network"]
+
+
+def test_later_workers_share_namespaces_and_stay_confined(needs_landlock, needs_root, area, listener):
+    """Workers join the empty network namespace and the runtime-only mount namespace an earlier
+    worker made (a cold-start saving), and are confined exactly the same. A grant on a file
+    system mounted since then is not in that snapshot: the worker builds its own namespace."""
+    port, hits = listener
+    with SubprocessExecutor(policy="open", access=grants(area)) as first:
+        ok(first, "1")
+    with SubprocessExecutor(policy="open", access=grants(area)) as ex:
+        ok(ex, "1")
+        assert "joined" in ex._hardening["network_namespace"]["note"]
+        assert ok(ex, PROBE.format(port=port)) in ("PermissionError", "OSError")
+        refused(ex, "open('/etc/passwd').read()")
+        assert ok(ex, f"open({str(area['read'] / 'data.txt')!r}).read()") == "read data\n"
+        assert ok(ex, "import os\nos.getuid()") == 65534
+    assert hits == []
+    if shutil.which("mount") is None:
+        return
+    fresh = area["base"] / "fresh"
+    fresh.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=755", "tmpfs", str(fresh)], check=True)
+    try:
+        (fresh / "new.txt").write_text("on a new file system")
+        (fresh / "new.txt").chmod(0o644)
+        with SubprocessExecutor(policy="open", access=Access(read=[fresh])) as ex:
+            assert ok(ex, f"open({str(fresh / 'new.txt')!r}).read()") == "on a new file system"
+            refused(ex, "open('/etc/passwd').read()")
+    finally:
+        subprocess.run(["umount", str(fresh)], check=True)
 
 
 # ----------------------------------------------------------------------------- the law
