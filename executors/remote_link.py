@@ -69,7 +69,7 @@ def prepare_worker_code() -> None:
     try:
         import compileall
 
-        compileall.compile_dir(str(Path(WORKER_PARENT) / "worker"), maxlevels=0, quiet=2)
+        compileall.compile_dir(str(Path(WORKER_PARENT) / "worker"), maxlevels=1, quiet=2)  # + hardening/
     except Exception:  # a read-only install: the worker compiles in memory, just slower
         pass
 
