@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/fuzz_campaign.py --executor subprocess --programs 5000
     scripts/fuzz-long local            # the same, via the wrapper
 
-Runs one `codeagent fuzz` campaign per phase (data programs vs CPython, hypothesmith grammar
+Runs one campaign (`executors.fuzzing`, as `codeagent fuzz` does) per phase (data programs vs CPython, hypothesmith grammar
 programs vs CPython, escape attempts, resource bombs) in this process, prints one combined
 table, saves failing examples under --save-dir and the figures as JSON (--json). Exit code 1 on
 any escape, internal error, hang or uncontained bomb.
@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from codeagent import fuzz as cli  # noqa: E402
+from executors import fuzzing  # noqa: E402
 
 PHASES = [
     # (name, --properties, --mode, option holding the count)
@@ -47,8 +47,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=None)
     opts = p.parse_args(argv)
 
-    from executors.testing import fuzz
-
     figures: dict[str, dict] = {}
     worst = 0
     t0 = time.monotonic()
@@ -56,26 +54,24 @@ def main(argv: list[str] | None = None) -> int:
         n = getattr(opts, count_opt)
         if n <= 0:
             continue
-        parser = argparse.ArgumentParser()
-        cli.add_fuzz_arguments(parser)
-        args = parser.parse_args([
-            "--executor", opts.executor, "--examples", str(n), "--properties", prop, "--mode", mode,
-            "--timeout", str(opts.timeout), "--save-dir", opts.save_dir,
-        ] + (["--policy", opts.policy] if opts.policy else []) + (["--seed", str(opts.seed)] if opts.seed is not None else []))
-        factory = cli.make_factory(args)
-        progress = cli.Progress(f"{opts.executor} {name}", n)
-        report = fuzz(factory, examples=n, seconds=opts.grammar_seconds if mode == "grammar" else None,
-                      properties=[prop], mode=mode, margin_s=args.margin, seed=opts.seed, on_outcome=progress)
+        options = fuzzing.CommandOptions(executor=opts.executor, policy=opts.policy, examples=n,
+                                         properties=[prop], mode=mode, timeout=opts.timeout,
+                                         save_dir=opts.save_dir, seed=opts.seed)
+        factory = fuzzing.executor_factory(opts.executor, timeout_s=opts.timeout, policy=opts.policy)
+        progress = fuzzing.Progress(f"{opts.executor} {name}", n)
+        report = fuzzing.fuzz(factory, examples=n, seconds=opts.grammar_seconds if mode == "grammar" else None,
+                              properties=[prop], mode=mode, margin_s=options.margin, seed=opts.seed,
+                              on_outcome=progress)
         progress.show(end="\n")
         for o in report.failures:
-            if o.status in cli.SAFETY_FAILURES or o.status in ("mismatch", "divergent"):
-                cli.save_failure(o, opts.save_dir, args)
-        figures[name] = cli.summary_dict(report, args)
+            if o.status in fuzzing.SAFETY_FAILURES or o.status in ("mismatch", "divergent"):
+                fuzzing.save_failure(o, opts.save_dir, options)
+        figures[name] = fuzzing.summary_dict(report, options)
         figures[name]["failures"] = [
             {"status": o.status, "label": o.label, "detail": o.detail[:300], "code": o.code[-1500:]}
             for o in report.failures[:50]
         ]
-        worst |= any(report.total(None, s) for s in cli.SAFETY_FAILURES)
+        worst |= any(report.total(None, s) for s in fuzzing.SAFETY_FAILURES)
 
     print(f"\nfuzz campaign — executor {opts.executor}, timeout {opts.timeout} s, {time.monotonic() - t0:.0f} s")
     cols = ["phase", "examples", "refusals", "CPython-equal", "divergent", "mismatches", "escapes",

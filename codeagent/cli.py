@@ -347,6 +347,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--json", action="store_true")
 
     sub.add_parser("fuzz", help="fuzz the executors (options: codeagent fuzz --help)", add_help=False)
+    sub.add_parser("batch", help="run many tasks at once, locally or on Ray (options: codeagent batch --help)",
+                   add_help=False)
     return parser
 
 
@@ -358,6 +360,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     if argv and argv[0] == "fuzz":
         return cmd_fuzz(argparse.Namespace(), argv[1:])
+    if argv and argv[0] == "batch":  # its own parser: codeagent.batch.cli
+        from .batch.cli import main as batch_main
+
+        return batch_main(argv[1:])
     args = parser.parse_args(argv)
     try:
         if args.command == "run":

@@ -36,7 +36,6 @@ default image is built offline from the host's Python on first use (`build_image
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import os
 import threading
 import uuid
@@ -59,8 +58,6 @@ __all__ = ["DockerExecutor", "build_image", "default_image", "ensure_image", "sw
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _INSIDE = "/opt/codeagent"  # where our code is mounted in the container (read-only)
-# What the worker imports under the restricted policy, besides the standard library.
-_RESTRICTED_PACKAGES = ("RestrictedPython",)
 
 _clients: dict[str | None, Any] = {}
 _swept: set[str | None] = set()
@@ -98,16 +95,6 @@ def _sweep_once(client: Any, key: str | None) -> None:
         sweep(client=client)
     except Exception:
         pass  # a failed sweep must not stop the executor: the next process tries again
-
-
-def _package_dir(name: str) -> str | None:
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return list(spec.submodule_search_locations)[0]
 
 
 _FORBIDDEN_TARGETS = ("/proc", "/sys", "/dev", _INSIDE)
@@ -153,8 +140,8 @@ class DockerExecutor(RemoteExecutor):
 
     image: any image with `python3` >= 3.10; default: the offline-built `codeagent-python` image.
     docker_url: the engine (default: DOCKER_HOST). policy: "open" (full Python, the container is
-    the boundary) or "restricted" (the in-process policy inside the container too; our package and
-    RestrictedPython are mounted read-only for it). access: the grants (`executors.access.Access`),
+    the boundary) or "restricted" (the in-process policy inside the container too; our package is mounted
+    read-only for it). access: the grants (`executors.access.Access`),
     bind-mounted at their own paths. network: None (from `access`), False (none), True (the
     engine's default bridge network) or a Docker network mode such as "host".
     Limits.max_memory_mb is the container's memory (swap equal: none extra). max_file_mb: the
@@ -274,16 +261,9 @@ class DockerExecutor(RemoteExecutor):
     def _spec(self) -> ContainerSpec:
         # Our code, read-only: the worker starts from it with nothing but the image's stdlib (the
         # mount brings the bytecode cache along); under the restricted policy it also imports
-        # `executors.restricted` from here, and RestrictedPython from its own mount.
+        # `executors.restricted` from here (stdlib only: nothing else to mount).
         ro = self.mounts_ro
         ro[str(_PACKAGE_DIR)] = f"{_INSIDE}/executors"
-        if self.policy == "restricted":
-            for name in _RESTRICTED_PACKAGES:
-                where = _package_dir(name)
-                if where is None:
-                    raise ExecutorError(f"policy='restricted' needs {name} installed on the host "
-                                        "(it is mounted into the container)")
-                ro[where] = f"{_INSIDE}/{name}"
         prepare_worker_code()
         env = {"HOME": self.workdir, "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
         env.update(self.environment)

@@ -9,6 +9,7 @@ import contextlib
 import io
 import json
 import os
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -315,3 +316,43 @@ def test_check_matches_cpython_catches_a_wrong_output() -> None:
 def test_check_no_internal_errors_catches_execute_raising() -> None:
     with pytest.raises(AssertionError, match="execute\\(\\) raised RuntimeError"):
         check_no_internal_errors(lambda: _Wrapped("raise"), examples=20, mode="data", seed=9, isolate=False)
+
+
+# ----------------------------------------------------------------------------- the layout
+
+
+def test_old_import_paths_are_the_package_objects() -> None:
+    """`executors.strategies` and `executors.testing` re-export `executors.fuzzing`, not copies."""
+    import executors.strategies as strategies
+    import executors.testing as testing
+    from executors import fuzzing
+
+    # a submodule named like a public name would shadow it once imported
+    submodules = {m.name for m in pkgutil.iter_modules(fuzzing.__path__)}
+    assert not submodules & set(fuzzing.__all__), submodules & set(fuzzing.__all__)
+    for module in (strategies, testing):
+        for name in module.__all__:
+            assert getattr(module, name) is getattr(fuzzing, name), (module.__name__, name)
+
+
+def test_the_fuzzing_package_sits_below_the_executors() -> None:
+    """Importing every fuzzing module loads no place where code runs (they are built lazily)."""
+    code = ("import importlib, pkgutil, sys\nimport executors.fuzzing as f\n"
+            "for m in pkgutil.iter_modules(f.__path__):\n"
+            "    importlib.import_module('executors.fuzzing.' + m.name)\n"
+            "import executors.strategies, executors.testing\n"
+            "print(sorted(k for k in sys.modules if k.startswith(('executors.', 'codeagent'))"
+            " and not k.startswith('executors.fuzzing')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    loaded = set(ast.literal_eval(proc.stdout.strip()))
+    # executors.base re-exports FinalAnswer/ToolError from the worker's stdlib-only errors module
+    allowed = {"executors.base", "executors.strategies", "executors.testing", "executors.worker",
+               "executors.worker.errors"}
+    assert loaded <= allowed, loaded - allowed
+
+
+def test_cli_rejects_a_malformed_tools_spec() -> None:
+    with pytest.raises(SystemExit, match="codeagent fuzz: --tools wants MODULE:ATTR"):
+        fuzz_cli.run_fuzz(_args(tools=["no-colon"]))

@@ -1,0 +1,179 @@
+"""What runs inside a batch worker (a pool process or a Ray actor): build the agent for one task,
+run it, and turn the outcome into plain JSON. Shared by both backends so they give the same rows.
+
+Only JSON crosses between the driver and a worker: the task record in, the result row and the
+RunResult's JSON out. The agent factory reaches the worker as an importable reference
+("module:attr"), never as a pickled object.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .tasks import BatchTask
+
+__all__ = ["TaskRunner", "resolve", "reference_of", "model_calls", "EXECUTOR_KINDS"]
+
+EXECUTOR_KINDS = {"local": ("executors.local", "LocalExecutor"),
+                  "subprocess": ("executors.process", "SubprocessExecutor"),
+                  "docker": ("executors.container", "DockerExecutor")}
+
+
+def resolve(ref: str) -> Any:
+    """"package.module:attr.attr" -> the object (ImportError / AttributeError name the reference)."""
+    module_name, sep, attr = ref.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"expected an importable reference 'module:attr', got {ref!r}")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise AttributeError(f"{ref}: module {module_name!r} has no attribute {attr!r}") from None
+    return obj
+
+
+def reference_of(obj: Any) -> str | None:
+    """The "module:qualname" that imports back to `obj`, or None (lambdas, closures, __main__)."""
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if not module or not qualname or module == "__main__" or "<" in qualname:
+        return None
+    try:
+        return f"{module}:{qualname}" if resolve(f"{module}:{qualname}") is obj else None
+    except Exception:
+        return None
+
+
+def model_calls(steps: list[Any]) -> int:
+    """Model requests a run made: one per step plus its empty-reply retries (a step that ended on
+    empty replies made exactly `empty_replies` requests)."""
+    total = 0
+    for s in steps:
+        empty, kind = (s.get("empty_replies", 0), s.get("error_kind")) if isinstance(s, Mapping) else \
+            (s.empty_replies, s.error_kind)
+        total += empty + (kind != "empty_reply")
+    return total
+
+
+def _error_row(task_id: str, status: str, error: str, wall: float) -> dict[str, Any]:
+    return {"id": task_id, "status": status, "output": None, "output_repr": None, "error": error,
+            "steps": 0, "model_calls": 0, "tokens": 0, "wall_s": round(wall, 4)}
+
+
+def _accepts(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    p = params.get(name)
+    return p is not None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+
+
+class TaskRunner:
+    """Runs tasks one after another in this process with one factory and, when configured, one
+    warm executor (made on first use, handed to every agent, replaced after it fails)."""
+
+    def __init__(self, factory: str | Callable[..., Any], options: Mapping[str, Any] | None = None,
+                 executor: str | None = None, executor_options: Mapping[str, Any] | None = None) -> None:
+        self.factory_ref = factory
+        self.options = dict(options or {})
+        self.executor_kind = executor
+        self.executor_options = dict(executor_options or {})
+        self._factory: Callable[..., Any] | None = None
+        self._executor: Any = None
+
+    # -- pieces ----------------------------------------------------------------------------
+
+    def factory(self) -> Callable[..., Any]:
+        if self._factory is None:
+            ref = self.factory_ref
+            self._factory = resolve(ref) if isinstance(ref, str) else ref
+            if not callable(self._factory):
+                raise TypeError(f"the agent factory {ref!r} is not callable")
+        return self._factory
+
+    def executor(self) -> Any:
+        if self._executor is None:
+            if self.executor_kind not in EXECUTOR_KINDS:
+                raise ValueError(f"unknown executor {self.executor_kind!r}: choose one of {', '.join(EXECUTOR_KINDS)}")
+            module_name, cls_name = EXECUTOR_KINDS[self.executor_kind]
+            cls = getattr(importlib.import_module(module_name), cls_name)
+            options = dict(self.executor_options)
+            timeout = options.pop("timeout_s", None)
+            if timeout is not None:
+                from executors.base import Limits
+
+                options["limits"] = Limits(timeout_s=float(timeout))
+            self._executor = cls(**options)
+        return self._executor
+
+    def warm_up(self) -> None:
+        """Import the factory now, so the first task's deadline does not pay for it (a failure is
+        reported by each task instead)."""
+        try:
+            self.factory()
+        except Exception:
+            pass
+
+    def drop_executor(self) -> None:
+        ex, self._executor = self._executor, None
+        if ex is not None:
+            try:
+                ex.close()
+            except Exception:  # a broken executor is being thrown away anyway
+                pass
+
+    def make_agent(self, task: BatchTask) -> Any:
+        factory = self.factory()
+        kwargs = dict(self.options)
+        if _accepts(factory, "task"):
+            kwargs["task"] = task
+        if task.files:
+            if not _accepts(factory, "files"):
+                raise TypeError(f"task {task.id!r} grants files, but the agent factory takes no `files` argument")
+            kwargs["files"] = list(task.files)
+        if self.executor_kind is not None and _accepts(factory, "executor"):
+            kwargs["executor"] = self.executor()
+        return factory(**kwargs)
+
+    # -- one task --------------------------------------------------------------------------
+
+    def run(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        """The task's result row, with the RunResult as `run` (JSON); never raises."""
+        t0 = time.perf_counter()
+        task_id = str(record.get("id", "?"))
+        try:
+            task = BatchTask.from_record(record)
+            agent = self.make_agent(task)
+            try:
+                run_kwargs = {"variables": dict(task.variables)} if task.variables else {}
+                if run_kwargs and not _accepts(agent.run, "variables"):
+                    raise TypeError(f"task {task.id!r} has variables, but {type(agent).__name__}.run() takes none")
+                result = agent.run(task.task, **run_kwargs)
+            finally:
+                close = getattr(agent, "close", None)
+                if callable(close):
+                    close()
+        except Exception as exc:
+            self.drop_executor()  # it may be what broke
+            tb = traceback.extract_tb(exc.__traceback__)[-1:]
+            where = f" (at {tb[0].filename}:{tb[0].lineno})" if tb else ""
+            return {**_error_row(task_id, "error", f"{type(exc).__name__}: {exc}{where}", time.perf_counter() - t0),
+                    "run": None}
+        run = json.loads(result.to_json(indent=None))
+        if (run["error"] or "").startswith("executor") or any(s.get("error_kind") == "executor" for s in run["steps"]):
+            self.drop_executor()  # the next task gets a fresh one
+        return {
+            "id": task_id, "status": run["status"], "output": run["output"], "output_repr": run["output_repr"],
+            "error": run["error"], "steps": len(run["steps"]), "model_calls": model_calls(run["steps"]),
+            "tokens": run["usage"]["total_tokens"], "wall_s": round(time.perf_counter() - t0, 4), "run": run,
+        }
+
+    def close(self) -> None:
+        self.drop_executor()

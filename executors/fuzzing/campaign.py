@@ -1,0 +1,161 @@
+"""`fuzz()`: a hypothesis-driven campaign against one executor configuration.
+
+The examples are split among the properties ("cpython": generated programs compared with
+CPython; "escapes"; "bombs"), one phase each. Hypothesis draws the examples (reproducibly with
+a seed), a `Session` evaluates them, a `FuzzReport` counts the outcomes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from .outcome import FuzzReport, Outcome
+from .session import CANARY_ENV, Session
+
+__all__ = ["fuzz", "PROPERTIES"]
+
+PROPERTIES = ("cpython", "escapes", "bombs")
+_SHARE = {"cpython": 0.6, "escapes": 0.3, "bombs": 0.1}
+# Hypothesis remembers every example of a run to avoid repeats, which slows long runs down:
+# long phases run as several runs of at most _BATCH examples.
+_BATCH = 1000
+
+
+class _TimeUp(BaseException):
+    """Ends a campaign phase whose time budget is spent."""
+
+
+def _request(prop: str, mode: str, example: Any) -> dict[str, str]:
+    if prop == "cpython":
+        return {"category": "program", "code": example, "label": mode}
+    if prop == "escapes":
+        return {"category": "escape", "code": example.code, "label": example.label}
+    return {"category": "bomb", "code": example.code, "label": example.label}
+
+
+def _campaign(n: int, strategy: Any, prop: str, mode: str, phase_deadline: float | None,
+              session: Session, report: FuzzReport,
+              on_outcome: Callable[[Outcome], None] | None) -> Callable[[], None]:
+    """One hypothesis run: draw `n` examples (until `phase_deadline`), run, record."""
+    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=n, deadline=None, database=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+              verbosity=Verbosity.quiet)
+    @given(st.data())
+    def campaign(data: Any) -> None:
+        if phase_deadline is not None and time.perf_counter() > phase_deadline:
+            raise _TimeUp()  # a BaseException: hypothesis lets it through as is
+        outcome = session.runner.run(_request(prop, mode, data.draw(strategy)), session.budget)
+        report.add(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+
+    return campaign
+
+
+def _strategy(prop: str, session: Session, mode: str, imports: Iterable[str] | None,
+              bomb_kinds: Iterable[str] | None) -> Any:
+    from .bombs import BOMB_KINDS, resource_bombs
+    from .escapes import escape_attempts
+    from .program_strategy import programs
+
+    if prop == "cpython":
+        return programs(session.tools, mode)
+    if prop == "escapes":
+        return escape_attempts(session.marker, CANARY_ENV, tools=session.tools, authorized_imports=imports)
+    return resource_bombs(tuple(bomb_kinds or BOMB_KINDS), limits=session.limits)
+
+
+def _run_phase(planned: int, strategy: Any, prop: str, mode: str, phase_deadline: float | None,
+               session: Session, report: FuzzReport, seed: int | None,
+               on_outcome: Callable[[Outcome], None] | None) -> None:
+    """Run hypothesis until `planned` more outcomes are in (or time is up, or nothing new comes).
+    A run that hypothesis aborts as flaky (hypothesmith is not always deterministic) is replaced."""
+    from hypothesis import seed as hseed
+    from hypothesis.errors import Flaky
+
+    target = report.total() + planned
+    batch = flaky = 0
+    while report.total() < target and flaky < 5:
+        if phase_deadline is not None and time.perf_counter() > phase_deadline:
+            break
+        campaign = _campaign(min(_BATCH, target - report.total()), strategy, prop, mode,
+                             phase_deadline, session, report, on_outcome)
+        if seed is not None:
+            campaign = hseed(seed + batch)(campaign)
+        batch += 1
+        before = report.total()
+        try:
+            campaign()
+        except _TimeUp:
+            break
+        except Flaky:
+            flaky += 1
+            continue
+        if report.total() == before:
+            break  # nothing new to generate
+
+
+def fuzz(
+    factory: Callable[[], Any],
+    *,
+    examples: int = 200,
+    seconds: float | None = None,
+    properties: Iterable[str] = PROPERTIES,
+    mode: str = "data",
+    tools: Mapping[str, Callable[..., Any]] | None = None,
+    register_tools: bool = True,
+    authorized_imports: Iterable[str] | None = None,
+    bomb_kinds: Iterable[str] | None = None,
+    margin_s: float = 1.0,
+    host_memory_margin_mb: float = 500.0,
+    isolate: bool | None = None,
+    open_policy: bool | None = None,
+    seed: int | None = None,
+    on_outcome: Callable[[Outcome], None] | None = None,
+) -> FuzzReport:
+    """Run a campaign: `examples` generated examples (and at most `seconds`), split among the
+    properties ("cpython": generated programs compared with CPython — also the internal-error
+    check; "escapes"; "bombs"). Returns a FuzzReport; never raises for what it finds.
+
+    tools: registered on each executor built by `factory` (default: `probe_tools()`) and given to
+    the CPython reference; pass `register_tools=False` if your factory registers them itself.
+    isolate: run the executor in a forked child (default: yes for in-process executors).
+    open_policy: whether reaching `os` is allowed (default: read from the executor's `policy`).
+
+        report = fuzz(LocalExecutor, examples=1000, seconds=60)
+        print(report.total("program", "equal"), report.failures)
+    """
+    props = list(properties)
+    unknown = set(props) - set(PROPERTIES)
+    if unknown or not props:
+        raise ValueError(f"properties must be among {PROPERTIES}, got {props}")
+    from . import program_strategy  # noqa: F401 - needs hypothesis: say so before building anything
+
+    report = FuzzReport()
+    t_start = time.perf_counter()
+    deadline = t_start + seconds if seconds else None
+    session = Session(factory, tools=tools, register_tools=register_tools, margin_s=margin_s,
+                      host_memory_margin_mb=host_memory_margin_mb, isolate=isolate,
+                      open_policy=open_policy)
+    report.executor = session.executor_name
+    weights = {p: _SHARE[p] for p in props}
+    total_w = sum(weights.values())
+    plan = {p: max(1, round(examples * w / total_w)) for p, w in weights.items()}
+    imports = authorized_imports if authorized_imports is not None else session.authorized_imports
+    try:
+        for i, prop in enumerate(props):
+            strategy = _strategy(prop, session, mode, imports, bomb_kinds)
+            phase_deadline = None
+            if deadline is not None:
+                remaining_w = sum(weights[p] for p in props[i:])
+                phase_deadline = time.perf_counter() + (deadline - time.perf_counter()) * weights[prop] / remaining_w
+            _run_phase(plan[prop], strategy, prop, mode, phase_deadline, session, report, seed, on_outcome)
+    finally:
+        session.close()
+        report.duration_s = time.perf_counter() - t_start
+    return report

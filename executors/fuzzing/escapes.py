@@ -1,0 +1,133 @@
+"""`escape_attempts()`: known escape primitives, rendered with generated glue.
+
+An attempt = the preamble (escape_preamble.py) + a primitive of one family
+(escape_primitives.py) written in one attribute/string style and placed in one carrier
+(escape_rendering.py), aimed at one observable effect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ._hypothesis import st
+from .escape_preamble import EFFECTS, PREAMBLE, REACH_TOKEN
+from .escape_primitives import SOURCES, TOOL_CHAINS, direct, format_attempt, tamper, tool_chains
+from .escape_rendering import ATTR_STYLES, CARRIERS, STRING_STYLES, Renderer, carry
+
+__all__ = ["EscapeAttempt", "escape_attempts", "FAMILIES", "REACH_TOKEN"]
+
+FAMILIES = ("dunder_walk", "module_pivot", "frames", "builtins", "tool_internals",
+            "refused_import", "format_string", "direct", "stdlib_eval")
+
+
+@dataclass(frozen=True)
+class EscapeAttempt:
+    """One generated escape program.
+
+    family: the primitive it uses (dunder_walk, format_string, frames, module_pivot, builtins,
+        tool_internals, refused_import, direct, hooks are carriers, fullwidth an encoding).
+    effect: what it tries to do — "marker" (create `marker_path`), "canary" (print the value of
+        the `canary_env` environment variable), "reach" (print REACH_TOKEN after calling a real
+        `os.getpid()`) or "tamper" (change process-wide state of the host).
+    """
+
+    code: str
+    family: str
+    effect: str
+    carrier: str = "plain"
+    encoding: str = "literal"
+
+    @property
+    def label(self) -> str:
+        return f"{self.family}/{self.effect}/{self.carrier}/{self.encoding}"
+
+
+def _statement(draw: Any, r: Renderer, effect: str, family: str, tools: list[str],
+               authorized: tuple[str, ...]) -> tuple[str, set[str], str, str | None]:
+    """(family, setup, statement, expression form of the statement or None) for one attempt."""
+    if effect == "tamper":
+        setup, stmt = tamper(draw, r, tools)
+        return "tamper", setup, stmt, None
+    if family == "direct":
+        family, stmt = direct(draw, effect, r)
+        return family, set(), stmt, None
+    if family == "format_string":
+        setup, stmt = format_attempt(draw, tools, authorized)
+        if stmt.startswith("power("):
+            return family, setup, stmt, stmt
+        return family, setup, stmt, stmt[len("print("):-1] if stmt.startswith("print(") else None
+    if family == "tool_internals" and not tools:
+        family = "dunder_walk"
+    setup, expr = SOURCES[family](draw, r, tools, authorized)
+    stmt = f"power({expr})"
+    return family, setup, stmt, stmt
+
+
+@st.composite
+def _escape_attempt(draw: Any, marker_path: str, canary_env: str, tools: list[str],
+                    authorized: tuple[str, ...], effects: tuple[str, ...],
+                    families: tuple[str, ...]) -> EscapeAttempt:
+    effect = draw(st.sampled_from(effects))
+    family = draw(st.sampled_from(families))
+    attr_style = draw(st.sampled_from(ATTR_STYLES))
+    string_style = draw(st.sampled_from(STRING_STYLES))
+    r = Renderer(draw, attr_style, string_style)
+    carrier = draw(st.sampled_from(CARRIERS))
+    family, setup, stmt, expr_ok = _statement(draw, r, effect, family, tools, authorized)
+    body = carry(carrier, stmt, expr_ok)
+    preamble = PREAMBLE.format(marker=str(marker_path), canary=canary_env, token=REACH_TOKEN,
+                               effect=EFFECTS[effect])
+    head = sorted(s for s in setup | r.setup if s.startswith(("import", "from")))
+    defs = sorted(s for s in setup | r.setup if not s.startswith(("import", "from")))
+    code = "\n".join(head) + "\n" + preamble + "\n\n" + "\n\n".join(defs + [body]) + "\n"
+    encoding = attr_style if attr_style in ("literal", "fullwidth") else f"{attr_style}+{string_style}"
+    return EscapeAttempt(code=code, family=family, effect=effect, carrier=carrier, encoding=encoding)
+
+
+def escape_attempts(
+    marker_path: str,
+    canary_env: str,
+    *,
+    tools: Iterable[str] | Mapping[str, Any] = (),
+    authorized_imports: Iterable[str] | None = None,
+    effects: Iterable[str] = ("marker", "canary", "reach", "tamper"),
+    families: Iterable[str] = FAMILIES,
+) -> st.SearchStrategy[EscapeAttempt]:
+    """Strategy for `EscapeAttempt`s: a known escape primitive, rendered with generated glue.
+
+    Primitives (families): dunder walks to `__subclasses__`/`__globals__`, `getattr` with computed
+    names (concatenation, join, chr, reversed, bytes, format, NFKC of full-width text, attrgetter,
+    reduce, map), `str.format`/`format_map`/`string.Formatter` field traversal, frames of
+    generators, coroutines, async generators and tracebacks (walked up through `f_back`), module
+    attribute pivots found on this interpreter (`random._os`, `re.enum.sys`, …), builtins lookups,
+    the internals of `tools` (names of the tools the executor has), refused imports.
+    Carriers: top level, try/except, function, lambda, comprehension, class body, method,
+    `__init_subclass__`, metaclass, `__del__` (now or at garbage collection), decorator,
+    generator, coroutine, `__repr__`/`__str__`/`__eq__`/`__format__`/`__getattr__` hooks the host
+    might call, default arguments, exception `__str__`. Identifiers may be full-width (NFKC).
+
+    Effects: "marker" creates `marker_path` (file or directory), "canary" prints the value of
+    the environment variable `canary_env`, "reach" prints REACH_TOKEN after calling a real
+    `os.getpid()`, "tamper" changes process-wide state of the host (csv/decimal settings,
+    attributes of authorized modules and their classes, the tools' defaults and attributes),
+    which `executors.testing` sees by fingerprinting that state around each attempt. Under plain CPython most attempts succeed; a sandbox must stop every one.
+
+        @given(escape_attempts("/tmp/marker", "MY_CANARY", tools=["search"]))
+        def test_holds(attempt):
+            ex.execute(attempt.code); assert not os.path.exists("/tmp/marker")
+    """
+    from ..base import DEFAULT_AUTHORIZED_IMPORTS
+
+    authorized = tuple(authorized_imports) if authorized_imports is not None else DEFAULT_AUTHORIZED_IMPORTS
+    effects = tuple(effects)
+    families = tuple(families)
+    bad = set(effects) - set(EFFECTS)
+    if bad or not effects:
+        raise ValueError(f"effects must be among {sorted(EFFECTS)}, got {sorted(bad) or 'none'}")
+    if not families or set(families) - set(FAMILIES):
+        raise ValueError(f"families must be among {FAMILIES}")
+    if isinstance(tools, Mapping):
+        TOOL_CHAINS.update({name: tool_chains(obj) for name, obj in tools.items()})
+    return _escape_attempt(str(marker_path), canary_env, sorted(tools), authorized, effects, families)
