@@ -549,6 +549,7 @@ def docker_image():
 def test_docker_grants_appear_at_their_own_paths(docker_image, area):
     from executors import DockerExecutor
 
+    os.symlink(area["outside"] / "data.txt", area["write"] / "planted-link")  # points off the mounts
     with DockerExecutor(image=docker_image, access=grants(area)) as ex:
         out = ok(ex, f"""
             import os
@@ -557,6 +558,8 @@ def test_docker_grants_appear_at_their_own_paths(docker_image, area):
             open("relative.txt", "w").write("here")
             res = {{}}
             for name, code in [("outside", lambda: open({str(area["outside"] / "data.txt")!r}).read()),
+                               ("planted link", lambda: open({str(area["write"] / "planted-link")!r}).read()),
+                               ("dot-dot", lambda: open({str(area["write"]) + "/../outside/data.txt"!r}).read()),
                                ("read grant", lambda: open({str(area["read"] / "x")!r}, "w")),
                                ("passwd", lambda: open("/etc/shadow").read())]:
                 try:
@@ -570,7 +573,8 @@ def test_docker_grants_appear_at_their_own_paths(docker_image, area):
         iso = ex.isolation
     text, cwd, uid, res = out
     assert text == "read data\n" and cwd == workdir
-    assert res == {"outside": "ENOENT", "read grant": "EROFS", "passwd": res["passwd"]}
+    assert res == {"outside": "ENOENT", "planted link": "ENOENT", "dot-dot": "ENOENT",
+                   "read grant": "EROFS", "passwd": res["passwd"]}
     assert res["passwd"] in ("ENOENT", "EACCES")
     assert uid == (65534 if IS_ROOT else os.getuid())
     assert (area["write"] / "new.txt").read_text() == "READ DATA\n"
