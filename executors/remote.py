@@ -71,7 +71,14 @@ from .protocol import (
     decode_value,
     encode_value,
 )
-from .remote_link import Channel, DeadlinePassed, WorkerDied, WorkerHandle, WorkerLink
+from .remote_link import (
+    Channel,
+    DeadlinePassed,
+    WorkerDied,
+    WorkerHandle,
+    WorkerLink,
+    describe_failure,
+)
 from .worker.wire import truncate_text
 
 __all__ = ["Channel", "WorkerHandle", "RemoteExecutor", "ExecutorPool"]
@@ -213,7 +220,7 @@ class RemoteExecutor(ExecutorBase):
                 self._discard()
                 raise ExecutorError(
                     f"the {type(self).__name__} worker failed to start: "
-                    f"{_describe_failure(exc, why)}"
+                    f"{describe_failure(exc, why)}"
                 ) from None
             if isinstance(reply, ErrorReply) and reply.id == cid:
                 self._discard()
@@ -276,7 +283,7 @@ class RemoteExecutor(ExecutorBase):
         except (WorkerDied, DeadlinePassed, ProtocolError) as exc:
             why = self._link.exit_description()
             self._restart()
-            raise ExecutorError(f"the worker failed during {what}: {_describe_failure(exc, why)}") from None
+            raise ExecutorError(f"the worker failed during {what}: {describe_failure(exc, why)}") from None
         except BaseException:
             self._restart()
             raise
@@ -500,13 +507,3 @@ def _exc_text(exc: BaseException) -> str:
         return truncate_text(str(exc), 4000)
     except Exception:
         return f"<{type(exc).__name__} with an unprintable message>"
-
-
-def _describe_failure(exc: BaseException, why: str) -> str:
-    if isinstance(exc, DeadlinePassed):
-        text = "it did not answer in time"
-    elif isinstance(exc, WorkerDied):
-        text = "it died"
-    else:
-        text = f"it sent a bad frame: {str(exc)[:300]}"
-    return f"{text} ({why})" if why else text
