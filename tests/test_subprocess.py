@@ -365,7 +365,7 @@ sys.path.insert(0, {root!r})
 from executors.process import SubprocessExecutor
 ex = SubprocessExecutor(policy="open")
 r = ex.execute("import os, time\\npid = os.fork()\\nif pid == 0:\\n    time.sleep(300)\\n    os._exit(0)\\n(os.getpid(), pid)")
-print(r.output[0], r.output[1], flush=True)
+print(r.output[0], r.output[1], ex.access.workdir, flush=True)
 time.sleep(300)
 """
 
@@ -375,7 +375,8 @@ def test_no_orphans_after_the_host_is_sigkilled():
                             text=True, start_new_session=True)
     try:
         line = host.stdout.readline()
-        worker, grandchild = map(int, line.split())
+        worker, grandchild, workdir = line.split()
+        worker, grandchild = int(worker), int(grandchild)
         assert pid_alive(worker) and pid_alive(grandchild)
         os.kill(host.pid, signal.SIGKILL)
         host.wait(timeout=5)
@@ -390,6 +391,8 @@ def test_no_orphans_after_the_host_is_sigkilled():
     finally:
         with __import__("contextlib").suppress(OSError):
             os.killpg(host.pid, signal.SIGKILL)
+        if "workdir" in locals():  # a SIGKILLed host cannot remove its private workdir
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def test_workers_survive_the_thread_that_started_them():
