@@ -1,8 +1,8 @@
-"""What the worker's self-confinement (executors/hardening) adds to a cold start, side by side.
+"""What the worker's self-confinement (executors/worker/hardening) adds to a cold start, side by side.
 
     .venv/bin/python benchmarks/landlock_overhead.py [--n 30] [--json]
 
-Cold start: a fresh `python -I` child that puts executors/ on sys.path (as the worker does) and
+Cold start: a fresh `python -I` child that puts executors/worker/ on sys.path (as the worker does) and
 exits, against children that also import the hardening and apply it, interleaved round by round
 so the machine's noise hits every variant alike:
 
@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-EXECUTORS = str(Path(__file__).resolve().parents[1] / "executors")
+WORKER_DIR = str(Path(__file__).resolve().parents[1] / "executors" / "worker")
 PRELUDE = "import sys,os;sys.path.insert(0,sys.argv[1]);"
 VARIANTS = {
     "baseline": PRELUDE + "os._exit(0)",
@@ -82,7 +82,7 @@ def run(code: str) -> tuple[float, float, str]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-I", "-c", code, EXECUTORS], capture_output=True, text=True
+        [sys.executable, "-I", "-c", code, WORKER_DIR], capture_output=True, text=True
     )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -140,7 +140,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=30)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    sys.path.insert(0, EXECUTORS)
+    sys.path.insert(0, WORKER_DIR)
     import hardening
 
     result = measure(args.n)

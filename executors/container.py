@@ -11,10 +11,22 @@ was lost); an OOM kill comes back as a `MemoryError`.
     with DockerExecutor(tools={"add": add}, limits=Limits(timeout_s=5, max_memory_mb=512)) as ex:
         ex.execute("import numpy")   # full Python: the image decides what is installed
 
-Hardened by default: network none, read-only root, size-limited tmpfs for /tmp and the working
-directory, all capabilities dropped, no-new-privileges, the engine's default seccomp profile,
-user 65534, pids and memory (swap equal) limits, a CPU quota, an init process. Host directories
-are mounted only when asked (`mounts_ro`, `mounts_rw`), the network only with `network=`.
+Hardened by default: network none, read-only root, a size-limited tmpfs for /tmp, all
+capabilities dropped, no-new-privileges, the engine's default seccomp profile, user 65534 (on a
+root host; otherwise the host's own uid:gid), pids and memory (swap equal) limits, a CPU quota,
+an init process, a per-file size limit.
+
+Files and network are granted with `access=Access(read=[...], write=[...], workdir=None,
+network=False)`, the same object every executor takes: each grant is bind-mounted at its own
+absolute path (read-only / read-write), the workdir (a private host directory by default, kept for
+the executor's life and removed on close()) is mounted read-write at its own path and is the
+container's working directory, so paths mean the same on the host and inside. On a root host the
+workdir and write grants are lent to uid 65534 while the executor lives (`remote_access`).
+`network=True` means the engine's default bridge network: a network namespace of its own with a
+route out, but not the host's loopback. An engine started with `--bridge=none` (the project's
+own) has no such network, and the executor then refuses to start rather than pick another;
+`network="host"` (the host's network namespace, its loopback included) or the name of a Docker
+network picks one explicitly.
 
 The engine is `docker_url`, else DOCKER_HOST (`source <(scripts/docker-engine.sh --env)` starts
 the project's own). `image=` takes any image with Python >= 3.10 on its PATH as `python3`; the
@@ -27,15 +39,19 @@ import dataclasses
 import os
 import threading
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .access import Access, Isolation, ResolvedAccess
 from .base import ExecutionError, ExecutionResult, ExecutorError, Limits
 from .container_image import build_image, connect, default_image, ensure_image
 from .container_runtime import ContainerSpec, WorkerContainer, owner_labels, sweep
 from .protocol import MAX_FRAME_BYTES
 from .remote import RemoteExecutor
+from .remote_access import Lease, sandbox_ids
+from .remote_isolation import container_isolation
 from .remote_link import prepare_worker_code, worker_command
 
 __all__ = ["DockerExecutor", "build_image", "default_image", "ensure_image", "sweep"]
@@ -81,18 +97,42 @@ def _sweep_once(client: Any, key: str | None) -> None:
         pass  # a failed sweep must not stop the executor: the next process tries again
 
 
-def _mounts(mounts: Mapping[Any, str] | None, what: str) -> dict[str, str]:
+_FORBIDDEN_TARGETS = ("/proc", "/sys", "/dev", _INSIDE)
+
+
+def _check_target(inside: str, what: str) -> str:
+    inside = os.path.normpath(inside)
+    if inside in ("/", "/tmp") or any(inside == t or inside.startswith(t + "/") for t in _FORBIDDEN_TARGETS):
+        raise ValueError(f"{what}: the container path {inside!r} must be an absolute path that is "
+                         f"not /, /tmp, or under /proc, /sys, /dev or {_INSIDE}")
+    return inside
+
+
+def _aliases(mounts: Mapping[Any, str] | None, what: str) -> dict[str, str]:
+    """The older `mounts_ro` / `mounts_rw` spelling: {host path: container path}. The host paths
+    become Access grants (checked like any other); the container paths where they appear."""
     out: dict[str, str] = {}
     for host, inside in (mounts or {}).items():
         host_path = os.path.abspath(os.fspath(host))
         if not os.path.exists(host_path):
             raise ValueError(f"{what}: host path {host_path!r} does not exist")
-        if not isinstance(inside, str) or not inside.startswith("/") or inside.rstrip("/") in (
-                "", "/proc", "/sys", "/dev", "/tmp", _INSIDE):
-            raise ValueError(f"{what}: container path {inside!r} must be an absolute path that is "
-                             f"not /, /proc, /sys, /dev, /tmp or {_INSIDE}")
-        out[host_path] = inside
+        if not isinstance(inside, str) or not inside.startswith("/"):
+            raise ValueError(f"{what}: container path {inside!r} must be an absolute path")
+        out[os.path.realpath(host_path)] = _check_target(inside, what)
     return out
+
+
+def _merged_access(access: Access | None, mounts_ro: dict[str, str], mounts_rw: dict[str, str],
+                   network: bool | str | None) -> Access:
+    if access is None:
+        access = Access()
+    elif not isinstance(access, Access):
+        raise TypeError(f"access must be an executors.access.Access, not {type(access).__name__}")
+    granted = network is not None and network is not False
+    if network is False and access.network:
+        raise ValueError("network=False contradicts Access(network=True): pass it once")
+    return dataclasses.replace(access, read=(*access.read, *mounts_ro), write=(*access.write, *mounts_rw),
+                               network=access.network or granted)
 
 
 class DockerExecutor(RemoteExecutor):
@@ -100,10 +140,16 @@ class DockerExecutor(RemoteExecutor):
 
     image: any image with `python3` >= 3.10; default: the offline-built `codeagent-python` image.
     docker_url: the engine (default: DOCKER_HOST). policy: "open" (full Python, the container is
-    the boundary) or "restricted" (the in-process policy inside the container too; our package is
-    mounted read-only for it). network: False (none), True (the engine's
-    default bridge) or a Docker network mode such as "host". mounts_ro / mounts_rw: {host path:
-    container path}. Limits.max_memory_mb is the container's memory (swap equal: none extra).
+    the boundary) or "restricted" (the in-process policy inside the container too; our package is mounted
+    read-only for it). access: the grants (`executors.access.Access`),
+    bind-mounted at their own paths. network: None (from `access`), False (none), True (the
+    engine's default bridge network) or a Docker network mode such as "host".
+    Limits.max_memory_mb is the container's memory (swap equal: none extra). max_file_mb: the
+    largest file the code may write (RLIMIT_FSIZE).
+
+    Deprecated spellings, kept working: mounts_ro / mounts_rw = {host path: container path} are
+    read / write grants mounted at the container path given; workdir = the container path at
+    which the Access workdir is mounted (default: its own path).
     """
 
     #: The worker's own soft deadline (which keeps the variables) gets 0.5 s; then the host kills
@@ -119,37 +165,81 @@ class DockerExecutor(RemoteExecutor):
         image: str | None = None,
         docker_url: str | None = None,
         policy: str = "open",
-        network: bool | str = False,
+        access: Access | None = None,
+        network: bool | str | None = None,
         mounts_ro: Mapping[Any, str] | None = None,
         mounts_rw: Mapping[Any, str] | None = None,
         cpus: float | None = 1.0,
         pids_limit: int = 128,
         tmp_mb: int = 64,
-        workdir: str = "/work",
-        workdir_mb: int = 64,
+        max_file_mb: int = 64,
+        workdir: str | None = None,
         environment: Mapping[str, str] | None = None,
         python: str = "python3",
         max_frame_bytes: int = MAX_FRAME_BYTES,
     ) -> None:
-        super().__init__(tools, authorized_imports, limits, policy=policy,
-                         max_frame_bytes=max_frame_bytes)
-        if not (network is False or network is True or (isinstance(network, str) and network)):
+        if not (network is None or isinstance(network, bool) or (isinstance(network, str) and network)):
             raise ValueError("network must be False (none), True (default bridge) or a network name")
         if pids_limit < 8:
             raise ValueError("pids_limit must be >= 8")
+        ro, rw = _aliases(mounts_ro, "mounts_ro"), _aliases(mounts_rw, "mounts_rw")
+        self._aliases = {**ro, **rw}
+        # Access(require="kernel") is always met: the container is a kernel boundary.
+        merged = _merged_access(access, ro, rw, network)
         self.image = image
         self.docker_url = docker_url
-        self.network = network
-        self.mounts_ro = _mounts(mounts_ro, "mounts_ro")
-        self.mounts_rw = _mounts(mounts_rw, "mounts_rw")
-        self.cpus, self.pids_limit = cpus, pids_limit
-        self.tmp_mb, self.workdir, self.workdir_mb = tmp_mb, workdir, workdir_mb
+        self.network: bool | str = network if isinstance(network, str) else merged.network
+        self.cpus, self.pids_limit, self.tmp_mb = cpus, pids_limit, tmp_mb
+        self.max_file_mb = int(max_file_mb)
         self.environment = dict(environment or {})
         self.python = python
-        if workdir.rstrip("/") in {p.rstrip("/") for p in [*self.mounts_ro.values(),
-                                                           *self.mounts_rw.values()]}:
-            raise ValueError(f"the working directory {workdir!r} is a tmpfs: mount elsewhere")
+        self.user = "{}:{}".format(*sandbox_ids())
+        self.access: ResolvedAccess = merged.resolve()
+        try:
+            self.workdir = _check_target(workdir, "workdir") if workdir else self.access.workdir
+            self._mounts = self._mount_table()
+            lease = Lease(self.access)
+        except BaseException:
+            self.access.cleanup()
+            raise
+        # Registered before RemoteExecutor's finalizer, so at exit it runs after the kill.
+        self._access_finalizer = weakref.finalize(self, _give_back, lease, self.access)
+        try:
+            super().__init__(tools, authorized_imports, limits, policy=policy,
+                             max_frame_bytes=max_frame_bytes)
+        except BaseException:
+            self._access_finalizer()
+            raise
         self._deaths: list[str] = []  # filled by our containers when the kernel OOM-kills one
+
+    @property
+    def mounts_ro(self) -> dict[str, str]:
+        return {h: t for h, (t, ro) in self._mounts.items() if ro}
+
+    @property
+    def mounts_rw(self) -> dict[str, str]:
+        return {h: t for h, (t, ro) in self._mounts.items() if not ro}
+
+    def _mount_table(self) -> dict[str, tuple[str, bool]]:
+        """{host path: (container path, read_only)} for the grants and the workdir."""
+        table: dict[str, tuple[str, bool]] = {}
+        for paths, read_only in ((self.access.read, True), (self.access.write, False)):
+            for host in paths:
+                table[host] = (_check_target(self._aliases.get(host, host), "access"), read_only)
+        table[self.access.workdir] = (self.workdir, False)
+        targets = [t for t, _ in table.values()]
+        if len(set(targets)) != len(targets):
+            raise ValueError(f"two grants are mounted at the same container path: {sorted(targets)}")
+        return table
+
+    @property
+    def isolation(self) -> Isolation:
+        """What confines the code, per concern: the container."""
+        return container_isolation(policy=self.policy, network=self.network, user=self.user,
+                                   memory_mb=self.limits.max_memory_mb, pids_limit=self.pids_limit)
+
+    def _on_close(self) -> None:
+        self._access_finalizer()
 
     # -- the RemoteExecutor interface ----------------------------------------------------------
     def _start_worker(self) -> WorkerContainer:
@@ -160,6 +250,8 @@ class DockerExecutor(RemoteExecutor):
                 self.image = ensure_image(client=client)
             except Exception as e:
                 raise ExecutorError(f"cannot build the default image offline: {e}; pass image=") from e
+        if self.network is True:
+            _check_default_bridge(client)
         name = f"codeagent-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         return WorkerContainer(client, self._spec(), name=name, deaths=self._deaths)
 
@@ -170,7 +262,7 @@ class DockerExecutor(RemoteExecutor):
         # Our code, read-only: the worker starts from it with nothing but the image's stdlib (the
         # mount brings the bytecode cache along); under the restricted policy it also imports
         # `executors.restricted` from here (stdlib only: nothing else to mount).
-        ro = dict(self.mounts_ro)
+        ro = self.mounts_ro
         ro[str(_PACKAGE_DIR)] = f"{_INSIDE}/executors"
         prepare_worker_code()
         env = {"HOME": self.workdir, "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
@@ -179,11 +271,13 @@ class DockerExecutor(RemoteExecutor):
             image=str(self.image),
             command=worker_command(self.python, f"{_INSIDE}/executors"),
             workdir=self.workdir,
+            user=self.user,
             memory_mb=self.limits.max_memory_mb,
             cpus=self.cpus,
             pids_limit=self.pids_limit,
             tmp_mb=self.tmp_mb,
-            workdir_mb=self.workdir_mb,
+            workdir_mb=None,
+            max_file_mb=self.max_file_mb,
             network=self.network,
             mounts_ro=ro,
             mounts_rw=self.mounts_rw,
@@ -235,3 +329,21 @@ class DockerExecutor(RemoteExecutor):
         """The id of the current worker container (None before the first start or after close)."""
         handle = self._link.handle
         return handle.id if handle is not None else None
+
+
+def _check_default_bridge(client: Any) -> None:
+    """network=True is the engine's default bridge; refuse clearly when the engine has none."""
+    try:
+        found = client.api.networks(names=["bridge"])
+    except Exception:
+        return  # let the engine answer at create time
+    if not any(n.get("Name") == "bridge" for n in found or []):
+        raise ExecutorError(
+            "network=True means the Docker engine's default bridge network, and this engine has "
+            "none (it was started with --bridge=none). Pass network='host' to share the host's "
+            "network namespace, or the name of a Docker network, to choose one explicitly.")
+
+
+def _give_back(lease: Lease, access: ResolvedAccess) -> None:
+    lease.release()
+    access.cleanup()

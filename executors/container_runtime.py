@@ -113,7 +113,8 @@ class ContainerSpec:
     cpus: float | None = 1.0
     pids_limit: int = 128
     tmp_mb: int = 64
-    workdir_mb: int = 64
+    workdir_mb: int | None = 64  # None: the workdir is a bind mount (in mounts_rw), not a tmpfs
+    max_file_mb: int | None = None  # RLIMIT_FSIZE in the container
     network: bool | str = False
     mounts_ro: Mapping[str, str] = field(default_factory=dict)  # host path -> container path
     mounts_rw: Mapping[str, str] = field(default_factory=dict)
@@ -137,11 +138,14 @@ class ContainerSpec:
             for host, inside in table.items()
         ]
         # tmpfs mounts are noexec,nosuid,nodev by default; size= caps what the code can write.
-        tmpfs = {
-            "/tmp": f"rw,size={self.tmp_mb}m,mode=1777",
-            self.workdir: f"rw,size={self.workdir_mb}m,mode=0700,uid={self.user.split(':')[0]},"
-                          f"gid={self.user.split(':')[-1]}",
-        }
+        tmpfs = {"/tmp": f"rw,size={self.tmp_mb}m,mode=1777"}
+        if self.workdir_mb is not None:
+            tmpfs[self.workdir] = (f"rw,size={self.workdir_mb}m,mode=0700,uid={self.user.split(':')[0]},"
+                                   f"gid={self.user.split(':')[-1]}")
+        ulimits = [{"Name": "nofile", "Soft": 1024, "Hard": 1024}]
+        if self.max_file_mb is not None:
+            size = self.max_file_mb * 1024 * 1024
+            ulimits.append({"Name": "fsize", "Soft": size, "Hard": size})
         memory = f"{self.memory_mb}m" if self.memory_mb else None
         host_config = client.api.create_host_config(
             network_mode=self.network_mode(),
@@ -157,7 +161,7 @@ class ContainerSpec:
             mounts=mounts or None,
             ipc_mode="private",
             log_config={"type": "none"},  # the protocol stream must not be copied to disk
-            ulimits=[{"Name": "nofile", "Soft": 1024, "Hard": 1024}],
+            ulimits=ulimits,
         )
         return dict(
             image=self.image,

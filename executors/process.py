@@ -7,13 +7,19 @@ session/process group with:
     CPU seconds (re-armed by the worker before each execute), processes (RLIMIT_NPROC; root is
     exempt from it, so a pids cgroup is used too when /sys/fs/cgroup/pids is writable), file size,
     open files, no core dumps;
-  - a scrubbed environment (nothing from the host's os.environ unless passed in `env=`) and a
-    private temporary working directory, removed on close;
+  - a scrubbed environment (nothing from the host's os.environ unless passed in `env=`);
   - PR_SET_PDEATHSIG=SIGKILL (set by the worker itself, which then checks that its parent is
     still the host), so the worker dies with the host even if the host is SIGKILLed; workers are
-    spawned from one long-lived thread, because the death signal follows the spawning *thread*.
+    spawned from one long-lived thread, because the death signal follows the spawning *thread*;
+  - the kernel's confinement to `access` (the grants): at configure, once its runtime is imported
+    and before any model code runs, the worker closes every descriptor but its channel and calls
+    `worker.hardening.harden()`: Landlock on files (the Python runtime and the read grants
+    read-only, the workdir and the write grants read-write, nothing executable) and TCP; as root
+    also an empty network namespace (network=False) and a drop to nobody (uid 65534) with no
+    capabilities. Its cwd, HOME and TMPDIR are the workdir. docs/kernel-isolation.md has the facts.
 On a deadline the host kills the whole process group, every process left in the worker's pids
-cgroup (or, without one, its session), reaps the worker, and starts a fresh one.
+cgroup (or, without one, its session), reaps the worker, and starts a fresh one, which confines
+itself the same way; the workdir (and the files in it) stays for the executor's life.
 
 Caveat: root ignores RLIMIT_NPROC, so a host running as root without a writable pids cgroup has
 no process cap under policy="open" but the deadline (the restricted policy cannot fork at all).
@@ -22,275 +28,85 @@ no process cap under policy="open" but the deadline (the restricted policy canno
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import os
-import queue
-import select
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import threading
-import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .access import Access, Isolation, ResolvedAccess
 from .base import ExecutorError, Limits
+from .process_worker import (
+    PIDS_CGROUP_ROOT,
+    PipeChannel,
+    ProcessWorker,
+    _pids_cgroup_usable,
+    _spawner,
+    _sweep_stale_cgroups,
+    sweep_orphans,
+)
 from .protocol import MAX_FRAME_BYTES
 from .remote import RemoteExecutor
-from .remote_link import WORKER_PARENT, Channel, WorkerHandle, prepare_worker_code, worker_command
+from .remote_access import SANDBOX_IDS, Lease
+from .remote_isolation import predicted_hardening, subprocess_isolation
+from .remote_link import WORKER_PARENT, WorkerHandle, prepare_worker_code, worker_command
 
 __all__ = ["SubprocessExecutor", "PipeChannel", "ProcessWorker", "sweep_orphans"]
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
-PIDS_CGROUP_ROOT = Path("/sys/fs/cgroup/pids")
 # Virtual memory the interpreter itself needs on top of what the model code may use.
 INTERPRETER_ALLOWANCE_MB = 192
 _cgroup_counter = itertools.count(1)
 
 
-class PipeChannel(Channel):
-    """The worker's stdin/stdout pipes, non-blocking, with poll-based deadlines."""
-
-    def __init__(self, read_fd: int, write_fd: int) -> None:
-        self._r = read_fd
-        self._w = write_fd
-        os.set_blocking(read_fd, False)
-        os.set_blocking(write_fd, False)
-        self._rpoll = select.poll()
-        self._rpoll.register(read_fd, select.POLLIN | select.POLLHUP | select.POLLERR)
-        self._wpoll = select.poll()
-        self._wpoll.register(write_fd, select.POLLOUT | select.POLLERR)
-        self._closed = False
-
-    def read(self, max_bytes: int, timeout: float | None) -> bytes:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            try:
-                return os.read(self._r, max_bytes)
-            except BlockingIOError:
-                pass
-            _poll(self._rpoll, deadline)
-
-    def write(self, data: bytes, timeout: float | None) -> None:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        view = memoryview(data)
-        while view:
-            try:
-                n = os.write(self._w, view)
-                view = view[n:]
-                continue
-            except BlockingIOError:
-                pass
-            _poll(self._wpoll, deadline)
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        for fd in (self._r, self._w):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-
-def _poll(poller: select.poll, deadline: float | None) -> None:
-    if deadline is None:
-        poller.poll()
-        return
-    left = deadline - time.monotonic()
-    if left <= 0 or not poller.poll(max(1, int(left * 1000 + 0.999))):
-        if time.monotonic() >= deadline:
-            raise TimeoutError
-
-
-class ProcessWorker(WorkerHandle):
-    """A worker child process, its session and (when available) its pids cgroup."""
-
-    def __init__(self, proc: subprocess.Popen, cgroup: Path | None) -> None:
-        self.proc = proc
-        self.cgroup = cgroup
-        assert proc.stdout is not None and proc.stdin is not None
-        # The channel owns dup'ed fds; the Popen file objects are closed right away.
-        self.channel = PipeChannel(os.dup(proc.stdout.fileno()), os.dup(proc.stdin.fileno()))
-        proc.stdout.close()
-        with contextlib.suppress(OSError):
-            proc.stdin.close()
-        self._killed = False
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def kill(self) -> None:
-        if self._killed:
-            return
-        self._killed = True
-        pid = self.proc.pid
-        with contextlib.suppress(OSError):
-            os.killpg(pid, signal.SIGKILL)  # the worker is its own session and group leader
-        if self.cgroup is not None:
-            _kill_cgroup(self.cgroup)
-        else:
-            _kill_session(pid)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=2.0)
-        if self.cgroup is not None:
-            with contextlib.suppress(OSError):
-                self.cgroup.rmdir()
-        self.channel.close()
-        if self.proc.stderr is not None:
-            with contextlib.suppress(OSError):
-                self.proc.stderr.close()
-
-    def exit_description(self) -> str:
-        try:
-            rc = self.proc.wait(timeout=0.5)
-        except subprocess.TimeoutExpired:
-            return "still running"
-        if rc < 0:
-            try:
-                name = signal.Signals(-rc).name
-            except ValueError:
-                name = str(-rc)
-            text = f"killed by signal {name}"
-            if -rc == signal.SIGKILL:
-                text += " - possibly the memory limit (Limits.max_memory_mb) or a kill from outside"
-        else:
-            text = f"exited with code {rc}"
-        tail = self._stderr_tail()
-        return f"{text}; stderr: {tail}" if tail else text
-
-    def _stderr_tail(self) -> str:
-        err = self.proc.stderr
-        if err is None or err.closed:
-            return ""
-        try:
-            os.set_blocking(err.fileno(), False)
-            data = err.read(65536) or b""
-        except (OSError, ValueError):
-            return ""
-        return data[-500:].decode("utf-8", "replace").strip()
-
-
-def _kill_cgroup(cgroup: Path) -> None:
-    """SIGKILL every process in the cgroup until it is empty (pids.max bounds the race)."""
-    procs = cgroup / "cgroup.procs"
-    for _ in range(200):
-        try:
-            pids = [int(p) for p in procs.read_text().split()]
-        except (OSError, ValueError):
-            return
-        if not pids:
-            return
-        for p in pids:
-            with contextlib.suppress(OSError):
-                os.kill(p, signal.SIGKILL)
-        time.sleep(0.002)
-
-
-def _kill_session(sid: int) -> None:
-    """Without a cgroup: kill processes still in the worker's session (group-changers too)."""
-    for _ in range(5):
-        found = False
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry.name}/stat", "rb") as f:
-                    stat = f.read()
-                fields = stat[stat.rindex(b")") + 2:].split()
-                if int(fields[3]) == sid:  # field 6 of stat: session id
-                    found = True
-                    os.kill(int(entry.name), signal.SIGKILL)
-            except (OSError, ValueError):
-                continue
-        if not found:
-            return
-
-
-def _pids_cgroup_usable() -> bool:
-    return os.access(PIDS_CGROUP_ROOT, os.W_OK) and (PIDS_CGROUP_ROOT / "cgroup.procs").exists()
-
-
-_stale_swept = False
-
-
-def sweep_orphans() -> int:
-    """Kill what is left of workers whose host died without cleaning up: a SIGKILLed host takes
-    its workers along (PR_SET_PDEATHSIG), but not processes those workers spawned. Their pids
-    cgroups name the dead host's pid. Runs once per process on the first spawn; returns how many
-    cgroups were removed. A no-op where no pids cgroup is writable."""
-    removed = 0
-    try:
-        entries = list(PIDS_CGROUP_ROOT.glob("codeagent-*"))
-    except OSError:
-        return 0
-    for path in entries:
-        try:
-            host_pid = int(path.name.split("-")[1])
-        except (IndexError, ValueError):
-            continue
-        if _pid_running(host_pid):
-            continue
-        _kill_cgroup(path)
-        with contextlib.suppress(OSError):
-            path.rmdir()
-            removed += 1
-    return removed
-
-
-def _pid_running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
-    except (OSError, IndexError):
-        return False
-
-
-def _sweep_stale_cgroups() -> None:
-    global _stale_swept
-    if not _stale_swept:
-        _stale_swept = True
-        sweep_orphans()
-
-
-class _Spawner:
-    """Spawns workers from long-lived threads only: PR_SET_PDEATHSIG fires when the thread that
-    forked the child exits, so spawning from short-lived threads would kill warm workers. The main
-    thread spawns directly; other threads hand the job to one daemon thread."""
+class _SharedNamespaces:
+    """Namespaces earlier workers made that hold nothing of their own (their report's
+    `shareable`: an empty network namespace; a mount namespace exposing only the runtime), kept
+    open here and handed to later workers of the same interpreter and runtime as inherited
+    descriptors: joining costs ~0.1 ms where making them costs ~1.5 ms (hardening.harden).
+    Opened at configure, before any model code ran in that worker; never closed (a worker being
+    spawned may be inheriting one), at most one per kind and runtime, plus a stale one replaced."""
 
     def __init__(self) -> None:
-        self._jobs: queue.Queue = queue.Queue()
-        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._fds: dict[tuple, dict[str, int]] = {}
 
-    def spawn(self, fn: Callable[[], Any]) -> Any:
-        if threading.current_thread() is threading.main_thread():
-            return fn()  # the main thread lives as long as the process: no hand-off needed
+    def offer(self, key: tuple, network: bool, grants: list[str]) -> dict[str, int]:
         with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="codeagent-spawner", daemon=True)
-                self._thread.start()
-        done: queue.Queue = queue.Queue(maxsize=1)
-        self._jobs.put((fn, done))
-        ok, value = done.get()
-        if ok:
-            return value
-        raise value
+            fds = dict(self._fds.get(key, {}))
+        if network:
+            fds.pop("net", None)
+        if "mnt" in fds:
+            from .worker.hardening import runtime
 
-    def _run(self) -> None:
-        while True:
-            fn, done = self._jobs.get()
-            try:
-                done.put((True, fn()))
-            except BaseException as exc:
-                done.put((False, exc))
-            del fn, done  # keep nothing of the job (its closure may reference an executor) alive
+            if runtime.needs_exposure(grants, *SANDBOX_IDS):  # they need a namespace of their own
+                del fds["mnt"]
+        return fds
+
+    def keep(self, key: tuple, pid: int, shareable: Any, offered: dict[str, int]) -> None:
+        if not isinstance(shareable, dict):
+            return
+        for kind in ("net", "mnt"):
+            if shareable.get(kind) is not True:
+                continue
+            with self._lock:
+                known = self._fds.setdefault(key, {})
+                if kind in known and kind not in offered:
+                    continue  # a worker started before the first one was kept
+                try:  # the worker is our child, not reaped: the pid cannot be anyone else's
+                    if os.readlink(f"/proc/{pid}/ns/{kind}") == os.readlink(f"/proc/self/ns/{kind}"):
+                        continue
+                    known[kind] = os.open(f"/proc/{pid}/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC)
+                except OSError:
+                    continue
 
 
-_spawner = _Spawner()
+_namespaces = _SharedNamespaces()
 
 
 class SubprocessExecutor(RemoteExecutor):
@@ -298,11 +114,20 @@ class SubprocessExecutor(RemoteExecutor):
 
     policy: "restricted" (default: the restricted runtime runs inside the child) or "open" (full
         Python in the child, for trusted setups; limits, tools and final_answer still apply).
+    access: what the code may touch (`executors.access.Access`; default `Access()`: a private
+        workdir, nothing else, no network), enforced by the kernel in the worker (see above).
+        `Access(require="kernel")` refuses to construct where the kernel layer is missing.
+    harden: False skips the worker's kernel confinement (Landlock, namespaces, privilege drop):
+        for benchmarks, and hosts where it cannot work (root without CAP_SYS_ADMIN, say).
+        `isolation` then says what is missing.
     python: the interpreter for the worker (the restricted policy needs this package and
         RestrictedPython importable by it).
-    cwd: working directory for the worker (default: a private temporary directory, deleted on close).
+    cwd: older spelling of `access=Access(workdir=cwd)`.
     env: extra environment variables for the worker; nothing else of the host's environment is passed.
     max_processes, max_file_mb, max_open_files: OS limits on the worker and its children.
+
+    On a root host the code runs as nobody (uid 65534), so the workdir and write grants are lent
+    to it for the executor's life and given back on close() (`executors.remote_access`).
     """
 
     def __init__(
@@ -312,6 +137,8 @@ class SubprocessExecutor(RemoteExecutor):
         limits: Limits | None = None,
         *,
         policy: str = "restricted",
+        access: Access | None = None,
+        harden: bool = True,
         python: str = sys.executable,
         cwd: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
@@ -324,35 +151,93 @@ class SubprocessExecutor(RemoteExecutor):
         self.max_processes = int(max_processes)
         self.max_file_mb = int(max_file_mb)
         self.max_open_files = int(max_open_files)
+        self.harden = bool(harden)
         self._extra_env = dict(env or {})
         for key, value in self._extra_env.items():
             if not isinstance(key, str) or not isinstance(value, str):
                 raise TypeError("env must map str to str")
-        if cwd is None:
-            self._tmpdir: str | None = tempfile.mkdtemp(prefix="codeagent-worker-")
-            self.cwd = self._tmpdir
-            # Registered before RemoteExecutor's finalizer, so at exit it runs after the kill.
-            self._tmp_finalizer = weakref.finalize(self, shutil.rmtree, self._tmpdir, True)
+        access = _with_cwd(access, cwd)
+        _check_kernel(access, self.harden)
+        self.access: ResolvedAccess = access.resolve()
+        try:
+            lease = Lease(self.access)
+        except OSError as exc:
+            self.access.cleanup()
+            raise ExecutorError(f"cannot lend the workdir and write grants to the sandbox user "
+                                f"(uid {SANDBOX_IDS[0]}): {exc}") from exc
+        self.cwd = self.access.workdir
+        self._hardening: dict[str, Any] | None = None
+        self._join: dict[str, int] = {}  # shared namespaces handed to the current worker
+        # Registered before RemoteExecutor's finalizer, so at exit it runs after the kill.
+        self._access_finalizer = weakref.finalize(self, _give_back, lease, self.access)
+        try:
+            super().__init__(tools, authorized_imports, limits, policy=policy,
+                             max_frame_bytes=max_frame_bytes)
+        except BaseException:
+            self._access_finalizer()
+            raise
+
+    @property
+    def isolation(self) -> Isolation:
+        """What confines the code, per concern (the worker's own report once it has started)."""
+        report = self._hardening
+        if report is None:
+            report = predicted_hardening(self.access.network, self.harden)
+        if _pids_cgroup_usable():
+            processes = f"pids cgroup (max {self.max_processes})"
+        elif os.geteuid() != 0:
+            processes = f"RLIMIT_NPROC (+{self.max_processes})"
         else:
-            self._tmpdir = None
-            self.cwd = os.fspath(cwd)
-            if not os.path.isdir(self.cwd):
-                raise ValueError(f"cwd {self.cwd!r} is not a directory")
-        super().__init__(tools, authorized_imports, limits, policy=policy, max_frame_bytes=max_frame_bytes)
+            processes = "only the deadline (root without a writable pids cgroup)"
+        return subprocess_isolation(policy=self.policy, report=report, harden=self.harden,
+                                    network=self.access.network, memory_mb=self.limits.max_memory_mb,
+                                    processes=processes)
 
     # -- RemoteExecutor interface -----------------------------------------------------------------
     def _package_paths(self) -> list[str]:
         return [PACKAGE_ROOT] if self.policy == "restricted" else []
 
     def _on_close(self) -> None:
-        if self._tmpdir is not None:
-            self._tmp_finalizer()
+        self._access_finalizer()
+
+    def _worker_access(self) -> dict[str, Any] | None:
+        if not self.harden:
+            return None
+        a = self.access
+        return {"read": list(a.read), "write": [a.workdir, *a.write], "network": a.network,
+                "user": list(SANDBOX_IDS), "join": dict(self._join)}
+
+    def _namespace_key(self) -> tuple:
+        return (self.python, tuple(self._package_paths()))
+
+    def _on_configured(self, hardening: dict[str, Any] | None) -> None:
+        self._hardening = hardening
+        if hardening is None:
+            return
+        if os.geteuid() == 0 and self._link.handle is not None:
+            _namespaces.keep(self._namespace_key(), self._link.handle.proc.pid,
+                             hardening.get("shareable"), self._join)
+        landlock = hardening.get("landlock") if isinstance(hardening, dict) else None
+        if self.access.require == "kernel" and not (isinstance(landlock, dict) and landlock.get("restricted")):
+            raise ExecutorError("Access(require='kernel'), but the worker could not put Landlock in "
+                                "force; drop require='kernel' to run with what is available")
+        unusable = hardening.get("unusable_grants") or []
+        if unusable:
+            listed = ", ".join(f"{path} ({mode})" for path, mode in unusable[:10])
+            raise ExecutorError(
+                f"the sandbox user (uid {SANDBOX_IDS[0]}) cannot use these grants: {listed}. Make "
+                "read grants readable by others (and their directories searchable); write grants "
+                "are lent to it, but not through a second directory it cannot enter.")
+
+    def _hardening_hint(self) -> str:
+        return (" Pass SubprocessExecutor(harden=False) to run without the kernel layer "
+                "(`isolation` then says what is missing).")
 
     def _environment(self) -> dict[str, str]:
         env = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "HOME": self.cwd,
-            "TMPDIR": self.cwd,
+            "HOME": self.access.workdir,
+            "TMPDIR": self.access.workdir,
             "LANG": "C.UTF-8",
             "LC_ALL": "C.UTF-8",
             "PYTHONDONTWRITEBYTECODE": "1",
@@ -369,7 +254,11 @@ class SubprocessExecutor(RemoteExecutor):
         spec = _json_arg({"parent": os.getpid(), "rlimits": self._rlimits()})
         prepare_worker_code()
         argv = worker_command(self.python, WORKER_PARENT, spec)
-        cwd, env = self.cwd, self._environment()
+        cwd, env = self.access.workdir, self._environment()
+        a = self.access
+        self._join = (_namespaces.offer(self._namespace_key(), a.network, [a.workdir, *a.read, *a.write])
+                      if self.harden and os.geteuid() == 0 else {})
+        pass_fds = tuple(self._join.values())
 
         def spawn() -> subprocess.Popen:
             return subprocess.Popen(
@@ -381,6 +270,7 @@ class SubprocessExecutor(RemoteExecutor):
                 env=env,
                 start_new_session=True,
                 close_fds=True,
+                pass_fds=pass_fds,
             )
 
         try:
@@ -444,3 +334,37 @@ def _user_process_count() -> int:
                 if os.stat(entry.path).st_uid == uid:
                     count += len(os.listdir(f"{entry.path}/task"))
     return count
+
+
+def _with_cwd(access: Access | None, cwd: str | os.PathLike[str] | None) -> Access:
+    if access is None:
+        access = Access()
+    elif not isinstance(access, Access):
+        raise TypeError(f"access must be an executors.access.Access, not {type(access).__name__}")
+    if cwd is None:
+        return access
+    if access.workdir is not None:
+        raise ValueError("cwd= is the older spelling of Access(workdir=...): pass one of them")
+    return dataclasses.replace(access, workdir=os.fspath(cwd))
+
+
+def _check_kernel(access: Access, harden: bool) -> None:
+    """Access(require="kernel"): refuse here, before anything starts, when the kernel layer
+    (Landlock) cannot be in force."""
+    if access.require != "kernel":
+        return
+    if not harden:
+        raise ExecutorError("Access(require='kernel') and harden=False contradict each other: "
+                            "drop one of them")
+    from .worker.hardening import landlock
+
+    abi, why = landlock.landlock_status()
+    if abi == 0:
+        raise ExecutorError(f"Access(require='kernel'), but Landlock is not available here ({why}); "
+                            "drop require='kernel' to run with the audit hook alone, or use "
+                            "DockerExecutor")
+
+
+def _give_back(lease: Lease, access: ResolvedAccess) -> None:
+    lease.release()
+    access.cleanup()

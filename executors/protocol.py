@@ -9,8 +9,9 @@ and treats the worker as hostile. JSON only: no pickle in either direction.
 Frame: 4-byte big-endian length, then a UTF-8 JSON object with an "op" key (see `MAX_FRAME_BYTES`).
 
   host -> worker                                    worker -> host
-  configure {id, policy, tools, authorized_imports,  ok {id} | error {id, type, message}
-             limits, max_frame_bytes, package_paths}
+  configure {id, policy, tools, authorized_imports,  ok {id, hardening?} | error {id, type, message}
+             limits, max_frame_bytes, package_paths,    (error type HardeningError: the worker
+             access?}                                    could not confine itself and exits)
   execute {id, code}                                 tool_call* {id, call, name, args, kwargs}
     tool_result {call, value} | tool_error {call,    ... then result {id, output, output_repr,
       type, message} answers each tool_call              logs, is_final_answer, error, duration_s,
@@ -91,6 +92,9 @@ class Configure(_Msg):
     limits: dict[str, Any] = {}
     max_frame_bytes: int = MAX_FRAME_BYTES
     package_paths: list[str] = []
+    # The grants the worker confines itself to before any model code runs (None: it does not):
+    # {read: [abs paths], write: [abs paths, the workdir first], network: bool, user: [uid, gid]}
+    access: dict[str, Any] | None = None
 
 
 class Execute(_Msg):
@@ -161,6 +165,9 @@ class ErrorInfo(_Strict):
 class Ok(_Strict):
     op: Literal["ok"]
     id: int
+    # configure only: what the worker put in force (`hardening.HardeningReport.to_dict()`), sent
+    # before any model code has run in it, so it is the worker's own word, not the model's.
+    hardening: dict[str, Any] | None = None
 
 
 class ErrorReply(_Strict):

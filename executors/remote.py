@@ -71,7 +71,14 @@ from .protocol import (
     decode_value,
     encode_value,
 )
-from .remote_link import Channel, DeadlinePassed, WorkerDied, WorkerHandle, WorkerLink
+from .remote_link import (
+    Channel,
+    DeadlinePassed,
+    WorkerDied,
+    WorkerHandle,
+    WorkerLink,
+    describe_failure,
+)
 from .worker.wire import truncate_text
 
 __all__ = ["Channel", "WorkerHandle", "RemoteExecutor", "ExecutorPool"]
@@ -129,6 +136,13 @@ class RemoteExecutor(ExecutorBase):
     def _on_close(self) -> None:
         pass
 
+    def _worker_access(self) -> dict[str, Any] | None:
+        """The grants the worker confines itself to at configure (Configure.access); None: none."""
+        return None
+
+    def _on_configured(self, hardening: dict[str, Any] | None) -> None:
+        """The worker is configured; `hardening` is what it put in force (None: nothing)."""
+
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> RemoteExecutor:
         """Start the worker now (otherwise the first call does). Raises ExecutorError on failure."""
@@ -179,6 +193,7 @@ class RemoteExecutor(ExecutorBase):
             limits=dataclasses.asdict(self.limits),
             max_frame_bytes=self.max_frame_bytes,
             package_paths=self._package_paths(),
+            access=self._worker_access(),
         )
         try:
             handle.channel.write(message.frame(self.max_frame_bytes), self.startup_timeout_s)
@@ -205,16 +220,28 @@ class RemoteExecutor(ExecutorBase):
                 self._discard()
                 raise ExecutorError(
                     f"the {type(self).__name__} worker failed to start: "
-                    f"{_describe_failure(exc, why)}"
+                    f"{describe_failure(exc, why)}"
                 ) from None
             if isinstance(reply, ErrorReply) and reply.id == cid:
                 self._discard()
+                if reply.type == "HardeningError":
+                    raise ExecutorError(f"the {type(self).__name__} worker could not confine itself to "
+                                        f"its grants, so it exited without running code: "
+                                        f"{truncate_text(reply.message, 2000)}{self._hardening_hint()}")
                 raise ExecutorError(f"the worker refused its configuration: {reply.message}")
             if not (isinstance(reply, Ok) and reply.id == cid):
                 self._discard()
                 raise ExecutorError(f"the worker answered {reply.op!r} to configure")
             self._configure_id = None
+            try:
+                self._on_configured(reply.hardening)
+            except BaseException:
+                self._discard()
+                raise
         return self._link.handle  # type: ignore[return-value]
+
+    def _hardening_hint(self) -> str:
+        return ""
 
     def _discard(self) -> None:
         self._link.kill()
@@ -256,7 +283,7 @@ class RemoteExecutor(ExecutorBase):
         except (WorkerDied, DeadlinePassed, ProtocolError) as exc:
             why = self._link.exit_description()
             self._restart()
-            raise ExecutorError(f"the worker failed during {what}: {_describe_failure(exc, why)}") from None
+            raise ExecutorError(f"the worker failed during {what}: {describe_failure(exc, why)}") from None
         except BaseException:
             self._restart()
             raise
@@ -480,13 +507,3 @@ def _exc_text(exc: BaseException) -> str:
         return truncate_text(str(exc), 4000)
     except Exception:
         return f"<{type(exc).__name__} with an unprintable message>"
-
-
-def _describe_failure(exc: BaseException, why: str) -> str:
-    if isinstance(exc, DeadlinePassed):
-        text = "it did not answer in time"
-    elif isinstance(exc, WorkerDied):
-        text = "it died"
-    else:
-        text = f"it sent a bad frame: {str(exc)[:300]}"
-    return f"{text} ({why})" if why else text

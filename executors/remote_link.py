@@ -37,7 +37,7 @@ from pathlib import Path
 from .protocol import FrameBuffer, Shutdown, parse_worker_message
 
 __all__ = ["Channel", "DeadlinePassed", "WorkerDied", "WorkerHandle", "WorkerLink",
-           "WORKER_PARENT", "prepare_worker_code", "worker_command"]
+           "WORKER_PARENT", "describe_failure", "prepare_worker_code", "worker_command"]
 
 #: the directory that holds the `worker` package (this package's own directory)
 WORKER_PARENT = str(Path(__file__).resolve().parent)
@@ -69,7 +69,7 @@ def prepare_worker_code() -> None:
     try:
         import compileall
 
-        compileall.compile_dir(str(Path(WORKER_PARENT) / "worker"), maxlevels=0, quiet=2)
+        compileall.compile_dir(str(Path(WORKER_PARENT) / "worker"), maxlevels=1, quiet=2)  # + hardening/
     except Exception:  # a read-only install: the worker compiles in memory, just slower
         pass
 
@@ -188,3 +188,14 @@ class WorkerLink:
                 handle.kill()
             with contextlib.suppress(Exception):
                 handle.channel.close()
+
+
+def describe_failure(exc: BaseException, why: str) -> str:
+    """Why a worker failed a request, in words: timed out, died, or sent a bad frame."""
+    if isinstance(exc, DeadlinePassed):
+        text = "it did not answer in time"
+    elif isinstance(exc, WorkerDied):
+        text = "it died"
+    else:
+        text = f"it sent a bad frame: {str(exc)[:300]}"
+    return f"{text} ({why})" if why else text

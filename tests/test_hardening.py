@@ -1,8 +1,8 @@
-"""executors.hardening: Landlock, privilege drop and namespaces, checked against the real kernel.
+"""executors.worker.hardening: Landlock, privilege drop and namespaces, checked against the real kernel.
 
 Every confinement happens in a fresh child Python (never in the pytest process: it is
 irreversible). The child imports the package standalone, as the worker will (only the stdlib on
-sys.path besides executors/), applies the hardening the test asks for, runs probes and prints
+sys.path besides executors/worker/), applies the hardening the test asks for, runs probes and prints
 their outcomes with repr() (not json: `import json` after confinement is one of the probes).
 Refusals in the Landlock-only tests happen while the child is still root (DAC bypassed), so
 each one is Landlock's doing.
@@ -28,11 +28,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from unavailable import unavailable
 
-EXECUTORS_DIR = str(Path(__file__).resolve().parent.parent / "executors")
-sys.path.insert(0, EXECUTORS_DIR)
+WORKER_DIR = str(Path(__file__).resolve().parent.parent / "executors" / "worker")
+sys.path.insert(0, WORKER_DIR)
 import hardening  # noqa: E402  (standalone, as the worker imports it; safe: nothing applied here)
 
-sys.path.remove(EXECUTORS_DIR)
+sys.path.remove(WORKER_DIR)
 
 ABI = hardening.abi_version()
 IS_ROOT = os.geteuid() == 0
@@ -42,7 +42,7 @@ CHILD = textwrap.dedent(
     r"""
     import errno, marshal, os, sys
     spec = marshal.loads(bytes.fromhex(sys.argv[1]))
-    sys.path.insert(0, spec["executors_dir"])
+    sys.path.insert(0, spec["worker_dir"])
     import hardening
     fds = {path: os.open(path, os.O_RDONLY) for path in spec.get("pre_open", ())}
     for step in spec.get("before", ()):
@@ -122,7 +122,7 @@ CHILD = textwrap.dedent(
 
 def run_child(probes=(), *, restrict=None, harden=None, pre_open=(), before=(), timeout=60):
     spec = {
-        "executors_dir": EXECUTORS_DIR,
+        "worker_dir": WORKER_DIR,
         "restrict": plain(restrict),
         "harden": plain(harden),
         "pre_open": list(pre_open),
@@ -509,7 +509,7 @@ def test_workers_of_the_same_user_cannot_signal_each_other(needs_landlock, needs
             "-c",
             "import sys, time; sys.path.insert(0, sys.argv[1]); import hardening; "
             "hardening.harden(network=False); print('ready', flush=True); time.sleep(30)",
-            EXECUTORS_DIR,
+            WORKER_DIR,
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -595,6 +595,59 @@ def test_imports_still_work_after_full_hardening(needs_landlock, needs_root):
     nobody = pwd.getpwnam("nobody")
     closed = hardening.runtime.first_closed_ancestor(sys.base_prefix, nobody.pw_uid, nobody.pw_gid)
     assert report["mounts"]["covered"] == ([closed] if closed else [])
+
+
+def test_a_fresh_network_namespace_is_shareable_and_a_populated_one_is_refused(needs_landlock, needs_root):
+    """`shareable` says which namespaces a later worker may join; joining verifies: the host's
+    own network namespace (interfaces besides lo) is refused before anything else happens."""
+    report, _ = run_child(harden={"network": False})
+    assert report["shareable"]["net"] is True
+    assert report["shareable"]["mnt"] == report["mounts"]["namespace"]
+    host_net = "import os\nos.dup2(os.open('/proc/self/ns/net', os.O_RDONLY), 50)"
+    _, res = run_child([("harden", {"network": False, "join": {"net": 50}}), ("ids",)], before=[host_net])
+    assert res[0]["type"] == "HardeningError" and "not empty" in res[0]["msg"], res[0]
+    assert ok(res[1])[0] == (0, 0, 0)  # nothing was applied: still root
+
+
+def test_joining_a_stale_mount_namespace_falls_back_to_its_own(needs_landlock, needs_root, tmp_path):
+    """A joined mount namespace is a snapshot. A path that names another inode there than here
+    (a file system mounted since) makes the worker go back to its own namespace."""
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    child = (
+        "import os, sys\n"
+        f"sys.path.insert(0, {WORKER_DIR!r})\n"
+        "from hardening import runtime\n"
+        "fd = int(sys.argv[1])\n"
+        "own = os.readlink('/proc/self/ns/mnt')\n"
+        "same = runtime.join_mount_namespace(fd, [sys.argv[2]])\n"
+        "print(same, os.readlink('/proc/self/ns/mnt') == own, os.getcwd())\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-I", "-c", "import os, sys; sys.path.insert(0, sys.argv[1]); import hardening;"
+         "hardening.runtime._enter_private_namespace(); print('ready', flush=True); sys.stdin.read()",
+         WORKER_DIR], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        ns = os.open(f"/proc/{holder.pid}/ns/mnt", os.O_RDONLY)
+        try:
+            def join(path):
+                out = subprocess.run([sys.executable, "-I", "-c", child, "3", str(path)], pass_fds=(3,),
+                                     capture_output=True, text=True, cwd=tmp_path, check=True,
+                                     preexec_fn=lambda: os.dup2(ns, 3))
+                return out.stdout.split()
+
+            assert join(probe) == ["True", "False", str(tmp_path)]  # joined, cwd kept
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(probe)], check=True)
+            try:
+                assert join(probe) == ["False", "True", str(tmp_path)]  # stale: back home
+            finally:
+                subprocess.run(["umount", str(probe)], check=True)
+        finally:
+            os.close(ns)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
 
 
 def test_numpy_imports_after_full_hardening(needs_landlock, needs_root):
@@ -708,7 +761,7 @@ def test_the_package_is_stdlib_only():
         "print(sorted(new - set(sys.stdlib_module_names) - {'hardening'}))"
     )
     out = subprocess.run(
-        [sys.executable, "-I", "-c", code, EXECUTORS_DIR],
+        [sys.executable, "-I", "-c", code, WORKER_DIR],
         capture_output=True,
         text=True,
         check=True,

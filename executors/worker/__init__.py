@@ -5,7 +5,10 @@
   loop          the worker loop: requests in, replies out; one runtime holds the namespace
   open_runtime  the open policy's namespace and soft deadline (the restricted policy uses
                 `executors.restricted.RestrictedRuntime`, imported only when configured so)
-  harden        what the worker does to itself before reading a frame (rlimits, death signal)
+  harden        what the worker does to itself before reading a frame (rlimits, death signal),
+                and `confine()`: the kernel confinement to the host's grants at configure
+  hardening/    Landlock, namespaces, privilege drop (stdlib + _ctypes; the host imports it too,
+                only to ask the kernel's Landlock ABI)
   main          the entry point (`python -m executors.worker`, or the host's boot line)
 
 This package imports nothing from the rest of `executors` (so it runs from a bare read-only

@@ -5,8 +5,10 @@ The host passes process settings as a JSON object in argv[1] (`harden(spec)`):
   parent   the host's pid: die with it (PR_SET_PDEATHSIG), and exit at once if it is already gone
   rlimits  {"RLIMIT_AS": bytes, ...}: applied with soft = hard, so model code cannot raise them
            (unless it runs as root)
-Kernel file-system and network rules (Landlock) are a separate module next to this one; each
-setting is one small function so that more can be added without touching the others.
+Each setting is one small function so that more can be added without touching the others.
+
+The kernel confinement (Landlock, namespaces, root dropped: the `hardening` package next to this
+module) comes later, at `configure`, once the runtime has been imported: `confine(access, keep)`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import os
 import time
 
-__all__ = ["CpuBackstop", "harden", "has_children", "protect_channel"]
+__all__ = ["CpuBackstop", "close_other_fds", "confine", "harden", "has_children", "protect_channel"]
 
 
 def harden(spec: dict) -> None:
@@ -26,10 +28,10 @@ def harden(spec: dict) -> None:
 def _die_with_parent(parent) -> None:
     if not isinstance(parent, int):
         return
-    try:
-        import ctypes
+    try:  # through the hardening package's libc binding: `import ctypes` costs milliseconds
+        from .hardening import _kernel
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+        _kernel.prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
     except Exception:
         pass
     if os.getppid() != parent:  # the host died before the death signal was armed
@@ -81,28 +83,68 @@ def protect_channel() -> tuple[int, int, int | None]:
 
 
 def has_children() -> bool:
-    """Does this process have live child processes (forks, subprocesses) right now?"""
-    me = os.getpid()
+    """Does this process (any of its threads) have child processes, live or zombie, right now?
+    waitid(WNOWAIT) asks the kernel without reaping anything and without /proc, which Landlock
+    keeps closed to a confined worker."""
     try:
-        for tid in os.listdir(f"/proc/{me}/task"):
-            with open(f"/proc/{me}/task/{tid}/children", "rb") as f:
-                if f.read().strip():
-                    return True
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        return True  # None: children, none exited yet; a result: a zombie waits to be reaped
+    except ChildProcessError:
         return False
-    except OSError:
-        pass
-    try:  # no /proc/.../children: scan parent pids
-        for name in os.listdir("/proc"):
-            if name.isdigit():
-                try:
-                    with open(f"/proc/{name}/stat", "rb") as f:
-                        if int(f.read().rsplit(b")", 1)[1].split()[1]) == me:
-                            return True
-                except (OSError, ValueError, IndexError):
-                    continue
-    except OSError:
-        pass
-    return False
+    except (AttributeError, OSError):
+        return False
+
+
+def close_other_fds(keep) -> None:
+    """Close every descriptor but `keep`: Landlock does not revoke what is already open."""
+    # Never an empty range: CPython's closerange(n, n) becomes close_range(n, n - 1), and
+    # closerange(0, 0) closes every descriptor (close_range(0, ~0)).
+    start = 0
+    for fd in sorted(set(keep)):
+        if fd > start:
+            os.closerange(start, fd)
+        start = max(start, fd + 1)
+    try:
+        top = os.sysconf("SC_OPEN_MAX")
+    except (OSError, ValueError):
+        top = 65536
+    if top > start:
+        os.closerange(start, top)
+
+
+def _paths(value, what: str) -> list:
+    if not isinstance(value, list) or not all(isinstance(p, str) and p.startswith("/") for p in value):
+        raise ValueError(f"access.{what} must be a list of absolute paths")
+    return value
+
+
+def confine(access: dict, keep) -> dict:
+    """Confine this process for good with the host's grants (the `access` of `configure`):
+    close stray descriptors, then `hardening.harden()` (network namespace, mount namespace,
+    root dropped to access["user"], Landlock). Returns the report as a plain dict; raises
+    HardeningError (an OSError) or ValueError, after which the worker must not run code."""
+    from . import hardening
+
+    read = _paths(access.get("read", []), "read")
+    write = _paths(access.get("write", []), "write")
+    network = access.get("network", False)
+    if not isinstance(network, bool):
+        raise ValueError("access.network must be true or false")
+    user = access.get("user")
+    if user is not None:
+        if not (isinstance(user, list) and len(user) == 2 and all(type(x) is int for x in user)):
+            raise ValueError("access.user must be [uid, gid] or null")
+        user = (user[0], user[1])
+    join = access.get("join") or None  # {"net": fd, "mnt": fd}: inherited; harden() closes them
+    if join is not None and not (type(join) is dict and all(type(v) is int for v in join.values())):
+        raise ValueError("access.join must map 'net' / 'mnt' to descriptors")
+    cpu, wall = time.thread_time(), time.perf_counter()
+    close_other_fds((*keep, *(join or {}).values()))
+    report = hardening.harden(read, write, network, user=user, join=join).to_dict()
+    # what confinement cost this worker (CPU is steady under load; the benchmark reads it)
+    report["cost_us"] = {"cpu": round((time.thread_time() - cpu) * 1e6),
+                         "wall": round((time.perf_counter() - wall) * 1e6)}
+    return report
 
 
 class CpuBackstop:

@@ -14,7 +14,7 @@ import sys
 import time
 
 from .errors import ToolError
-from .harden import CpuBackstop
+from .harden import CpuBackstop, confine
 from .open_runtime import OpenRuntime, Step, StepError
 from .wire import (
     DEFAULT_MAX_FRAME_BYTES,
@@ -142,7 +142,7 @@ class Worker:
         tools = {name: self._tool_stub(name) for name in sorted(self.tool_names)}
         if policy == "open":
             self.runtime = OpenRuntime(self.limits, tools)
-            return self.send(reply("ok", msg.get("id")))
+            return self._confine_and_answer(msg)
         try:
             runtime_class, limits_class = _import_restricted(msg.get("package_paths") or [])
         except Exception as exc:
@@ -156,7 +156,26 @@ class Worker:
         limits = limits_class(**{k: v for k, v in self.limits.items() if k in fields})
         self.runtime = runtime_class(tools=tools, authorized_imports=list(msg.get("authorized_imports") or []),
                                      limits=limits)
-        self.send(reply("ok", msg.get("id")))
+        self._confine_and_answer(msg)
+
+    def _confine_and_answer(self, msg: dict) -> None:
+        """With the runtime imported and built (what it needs is loaded), confine the process to
+        the host's grants before any model code can run, and say what is in force. A worker that
+        cannot confine itself says why and exits: it must not run code half confined."""
+        access = msg.get("access")
+        if access is None:
+            return self.send(reply("ok", msg.get("id")))
+        keep = (0, 1, 2, self.fd_in, self.fd_out) + (() if self.capture_fd is None else (self.capture_fd,))
+        try:
+            if type(access) is not dict:
+                raise ValueError("access must be an object")
+            report = confine(access, keep)
+        except BaseException as exc:
+            try:
+                self._error(msg, "HardeningError", f"{type(exc).__name__}: {safe_str(exc)}")
+            finally:
+                os._exit(4)
+        self.send(reply("ok", msg.get("id"), hardening=report))
 
     def on_reset(self, msg: dict) -> None:
         self.runtime.reset()

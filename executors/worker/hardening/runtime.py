@@ -217,3 +217,49 @@ def expose_paths(paths, uid: int, gid: int) -> MountReport:
     return MountReport(
         namespace=True, covered=sorted(plan), exposed=exposed, unreachable=unreachable
     )
+
+
+def needs_exposure(paths, uid: int, gid: int) -> bool:
+    """Would expose_paths() have to mount anything for these paths?"""
+    plan, _unreachable = _plan(paths, uid, gid)
+    return bool(plan)
+
+
+def _identities(paths) -> list:
+    out = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+            out.append((st.st_dev, st.st_ino))
+        except OSError:
+            out.append(None)
+    return out
+
+
+def join_mount_namespace(fd: int, paths) -> bool:
+    """As root: join the mount namespace behind `fd` (one where an earlier worker exposed the same
+    runtime) instead of building one (~0.02 ms instead of ~1.2 ms). It is a snapshot: a file
+    system mounted on the host since then is not in it. So every path in `paths` must name the
+    same inode there as here; if one does not, this process goes back to its own namespace and
+    False is returned (the caller builds its own). The cwd is kept (setns moves it to the root)."""
+    cwd = os.getcwd()
+    before = _identities(paths)
+    own = os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        try:
+            _kernel.setns(fd, _kernel.CLONE_NEWNS)
+        except OSError as exc:
+            raise HardeningError(exc.errno, f"setns(CLONE_NEWNS) failed: {exc.strerror}")
+        same = _identities(paths) == before and not _shared_mounts()
+        if not same:
+            try:
+                _kernel.setns(own, _kernel.CLONE_NEWNS)
+            except OSError as exc:
+                raise HardeningError(exc.errno, f"cannot leave a stale mount namespace: {exc}")
+        try:
+            os.chdir(cwd)
+        except OSError as exc:
+            raise HardeningError(exc.errno, f"the working directory {cwd} is gone after setns")
+        return same
+    finally:
+        os.close(own)

@@ -108,6 +108,10 @@ def unshare(flags: int) -> None:
     _check("unshare", _libc_function("unshare", returns_long=False)(_CLong(flags)))
 
 
+def setns(fd: int, nstype: int) -> None:
+    _check("setns", _libc_function("setns", returns_long=False)(_CLong(fd), _CLong(nstype)))
+
+
 def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None):
     fn = _libc_function("mount", returns_long=False)
     encoded = [None if s is None else os.fsencode(s) for s in (source, target, fstype, data)]

@@ -213,3 +213,22 @@ def enter_network_namespace() -> NetworkNamespaceReport:
     return NetworkNamespaceReport(
         entered=True, interfaces=_interfaces(), note="new network namespace; lo left down"
     )
+
+
+def join_network_namespace(fd: int) -> NetworkNamespaceReport:
+    """As root: join the empty network namespace behind `fd` (made by an earlier worker and held
+    open by the host): ~0.1 ms instead of ~0.5 ms for a new one, and no namespace to tear down
+    per worker. Verified to hold only `lo`; HardeningError otherwise. That `lo` is still down is
+    not asked (it would cost an extension-module import): the namespace belongs to the initial
+    user namespace, so only a process with CAP_NET_ADMIN there could bring it up, and every
+    worker in it drops all capabilities before any model code runs."""
+    try:
+        _kernel.setns(fd, _kernel.CLONE_NEWNET)
+    except OSError as exc:
+        raise HardeningError(exc.errno, f"setns(CLONE_NEWNET) failed: {exc.strerror}")
+    interfaces = _interfaces()
+    if interfaces != ("lo",):
+        raise HardeningError(1, f"the shared network namespace is not empty: {interfaces}")
+    return NetworkNamespaceReport(
+        entered=True, interfaces=interfaces, note="joined the host's shared empty network namespace"
+    )
