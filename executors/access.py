@@ -174,7 +174,7 @@ def _inside(path: str, root: str) -> bool:
 
 
 def _refuse_host_code(path: str, what: str) -> None:
-    fix = f"grant a dedicated directory instead, or pass Access(..., force=True) if you mean it"
+    fix = "grant a dedicated directory instead, or pass Access(..., force=True) if you mean it"
     if path in _SYSTEM_DIRS or path == os.path.realpath(os.path.expanduser("~")):
         raise AccessError(f"Access({what}=...) would let model code write {path}, a system or "
                           f"home directory; {fix}")

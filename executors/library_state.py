@@ -9,7 +9,6 @@ restored after it when they differ. Stdlib only; the libraries are reached throu
 
 from __future__ import annotations
 
-import copy
 import sys
 import warnings
 from collections.abc import Callable, Iterable

@@ -161,7 +161,7 @@ def test_library_evaluators_go_through_the_policy(dirs):
     import dataclasses
     import typing
 
-    def f(x: "().__class__.__base__"):  # noqa: F722 - a forward reference that escapes
+    def f(x: ().__class__.__base__):  # noqa: F722 - a forward reference that escapes
         return x
 
     with GUARD.step(grants(dirs)):

@@ -70,7 +70,11 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            targets = [target] + [f"{target}.{alias.name}" for alias in node.names]
+            submodules = [f"{target}.{alias.name}" for alias in node.names]
+            # `from . import sub` (no module) loads the package, which is being initialized
+            # already when a submodule does it: only the submodule counts as an edge.
+            only_submodules = not node.module and all(m in known for m in submodules)
+            targets = submodules if only_submodules else [target, *submodules]
         found.update(t for t in targets if t in known)
     found.discard(name)
     return found
