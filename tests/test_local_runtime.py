@@ -9,7 +9,7 @@ import pytest
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from executors import Limits, LocalExecutor
-from executors.policy import FORBIDDEN_ATTRIBUTES
+from executors.restricted.policy import FORBIDDEN_ATTRIBUTES
 
 
 def test_forbidden_attributes_cover_restrictedpython_inspect_attributes():

@@ -409,7 +409,7 @@ ATTEMPTS: list[Attempt] = [
                 pass
             def __call__(self, name, *args, **kwargs):
                 return name
-        E = enum.Enum('E', {'check_attr_name': 1}, module='executors.guards', type=Passthrough)
+        E = enum.Enum('E', {'check_attr_name': 1}, module='executors.restricted.guards', type=Passthrough)
         enum.global_enum(E)
         """) + OS("getattr(add, '__globals__')['os']"), cpython=False),
     A("enum_global_enum_overwrites_builtins", textwrap.dedent("""

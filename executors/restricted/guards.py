@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .base import FinalAnswer
+from ..base import FinalAnswer
 from .policy import (
     FORBIDDEN_ATTRIBUTES,
     FORMAT_ATTRIBUTES,

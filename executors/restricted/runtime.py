@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from .base import (
+from ..base import (
     FINAL_ANSWER_NAME,
     ExecutionError,
     ExecutionResult,
