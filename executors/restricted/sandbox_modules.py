@@ -3,32 +3,20 @@
 Model code never holds a real module. It gets a read-only proxy whose attributes are the
 module's public members, minus module-valued attributes (`re.enum`, `random._os` is private
 anyway) unless that submodule is authorized too, minus the dangerous members listed in policy.
-A few members are replaced by sandbox-aware versions (deadline-aware `time.sleep`, metered
-infinite iterators, a private `random.Random`, `pprint` that prints into the captured output).
+A few members are then replaced by sandbox-aware versions (module_patches.py).
 """
 
 from __future__ import annotations
 
-import functools as _functools
 import importlib
-import itertools
-import math
-import time as _time
 import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .guards import (
-    MAX_INT_BITS,
-    ImportPolicyError,
-    LimitExceeded,
-    PolicyError,
-    RunState,
-    exact_name,
-    guarded_lshift,
-    guarded_pow,
-)
-from .host_guard import CLASS_SUBSTITUTES, HostGuard, SandboxType
+from .budget import RunState
+from .errors import ImportPolicyError
+from .host_guard import HostGuard
+from .module_patches import PatchContext, patch_members
 from .policy import HIDDEN_MODULE_MEMBERS, IO_ALLOWED
 
 _READ_ONLY: dict[type, Callable[[Any], Any]] = {
@@ -95,9 +83,8 @@ class SandboxImporter:
         self, authorized: Iterable[str], state: RunState, print_fn: Callable[..., None], host: HostGuard
     ) -> None:
         self.auth = Authorization(authorized)
-        self.state = state
         self.host = host
-        self.print_fn = print_fn
+        self.patch_ctx = PatchContext(state, host, print_fn)
         self.cache: dict[str, ModuleProxy] = {}
 
     # the builtin `__import__` seen by model code
@@ -180,229 +167,5 @@ class SandboxImporter:
                 value = value.copy()
             self.host.share(value)
             members[attr] = value
-        self._replace(name, members)
+        patch_members(name, members, self.patch_ctx)
         return members
-
-    # -- sandbox-aware replacements -----------------------------------------------------------
-    def _replace(self, name: str, members: dict[str, Any]) -> None:
-        state = self.state
-        if name == "time":
-            members["sleep"] = self._sleep
-        elif name == "itertools":
-            def count(start: Any = 0, step: Any = 1) -> Any:
-                return state.guard_iter(itertools.count(start, step))
-
-            def cycle(iterable: Any) -> Any:
-                return state.guard_iter(itertools.cycle(iterable))
-
-            def repeat(obj: Any, times: Any = None) -> Any:
-                return itertools.repeat(obj, times) if times is not None else state.guard_iter(itertools.repeat(obj))
-
-            members.update(count=count, cycle=cycle, repeat=repeat)
-            # Combinatoric iterators are lazily huge: metered like any other unsized iterator.
-            for attr in ("product", "permutations", "combinations", "combinations_with_replacement"):
-                members[attr] = _metered(state, getattr(itertools, attr))
-        elif name == "random":
-            import random as _random
-
-            rng = _random.Random()
-            for attr, value in list(members.items()):
-                if getattr(value, "__self__", None) is getattr(_random, "_inst", None):
-                    members[attr] = getattr(rng, attr)
-        elif name == "pprint":
-            def pprint(obj: Any, *args: Any, **kwargs: Any) -> None:
-                import pprint as _pprint
-
-                kwargs.pop("stream", None)
-                self.print_fn(_pprint.pformat(obj, *args, **kwargs))
-
-            members.update(pprint=pprint, pp=pprint)
-        elif name == "functools":
-            checked = self.host.checked_decorator
-            writable = self.host.writable
-
-            def update_wrapper(wrapper: Any, wrapped: Any, assigned: Any = _functools.WRAPPER_ASSIGNMENTS,
-                               updated: Any = _functools.WRAPPER_UPDATES) -> Any:
-                # Only the standard attributes: `updated=("__globals__",)` would merge a host
-                # function's globals into the model's namespace.
-                if tuple(assigned) != _functools.WRAPPER_ASSIGNMENTS or tuple(updated) != _functools.WRAPPER_UPDATES:
-                    raise PolicyError("functools.update_wrapper/wraps: only the default assigned/updated are allowed")
-                return _functools.update_wrapper(writable(wrapper), wrapped)
-
-            def wraps(wrapped: Any, assigned: Any = _functools.WRAPPER_ASSIGNMENTS,
-                      updated: Any = _functools.WRAPPER_UPDATES) -> Any:
-                return _functools.partial(update_wrapper, wrapped=wrapped, assigned=assigned, updated=updated)
-
-            def singledispatch(func: Any) -> Any:
-                dispatcher = _functools.singledispatch(func)
-                register = dispatcher.register
-
-                def checked_register(cls: Any, func: Any = None) -> Any:
-                    # register(f) reads f's annotations with typing.get_type_hints, which eval()s
-                    # strings: only real types there.
-                    for target in (cls, func):
-                        annotations = getattr(target, "__annotations__", None)
-                        if isinstance(annotations, dict) and any(
-                            not isinstance(v, type) for v in annotations.values()
-                        ):
-                            raise PolicyError("singledispatch.register: annotations must be classes; or pass the class: register(int, func)")
-                    return register(cls, func)
-
-                dispatcher.register = checked_register
-                return dispatcher
-
-            members.update(update_wrapper=update_wrapper, wraps=wraps, singledispatch=singledispatch,
-                           total_ordering=checked(_functools.total_ordering))
-        elif name == "enum":
-            for attr in ("Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"):
-                if attr in members:
-                    members[attr] = _checked_enum(members[attr])
-        elif name == "dataclasses":
-            import dataclasses as _dataclasses
-
-            writable = self.host.writable
-
-            def dataclass(cls: Any = None, /, **kwargs: Any) -> Any:
-                if cls is None:
-                    return lambda c: _dataclasses.dataclass(writable(c), **kwargs)
-                return _dataclasses.dataclass(writable(cls), **kwargs)
-
-            members["dataclass"] = dataclass
-        elif name == "typing":
-            for attr in ("final", "no_type_check", "runtime_checkable"):
-                if attr in members:
-                    members[attr] = self.host.checked_decorator(members[attr])
-            get_origin = members.get("get_origin")
-            if get_origin is not None:
-                members["get_origin"] = lambda tp: _no_metaclass(get_origin(tp))
-            members.pop("clear_overloads", None)
-        elif name == "calendar":
-            for attr in ("c", "prmonth", "prcal"):
-                members.pop(attr, None)
-        elif name == "math":
-            factorial = members.get("factorial")
-
-            def guarded_factorial(n: Any) -> Any:
-                if isinstance(n, int) and n > 100_000:
-                    raise MemoryError(f"factorial({n}) is too large for the sandbox (limit 100,000)")
-                return factorial(n)
-
-            if factorial is not None:
-                members["factorial"] = guarded_factorial
-
-            def guarded_comb(n: Any, k: Any) -> Any:
-                _check_binomial("comb", n, k)
-                return math.comb(n, k)
-
-            def guarded_perm(n: Any, k: Any = None) -> Any:
-                _check_binomial("perm", n, n if k is None else k)
-                return math.perm(n, k)
-
-            members.update(comb=guarded_comb, perm=guarded_perm)
-        elif name == "operator":
-            import operator as _operator
-
-            members.update(pow=guarded_pow, ipow=guarded_pow, lshift=guarded_lshift, ilshift=guarded_lshift)
-
-            def attrgetter(*names: Any) -> Any:
-                names = tuple(exact_name(n) for n in names)
-                for dotted in names:
-                    for part in dotted.split("."):
-                        _check_static_name(part)
-                return _operator.attrgetter(*names)
-
-            def methodcaller(name: Any, *args: Any, **kwargs: Any) -> Any:
-                name = exact_name(name)
-                _check_static_name(name)
-                return _operator.methodcaller(name, *args, **kwargs)
-
-            members.update(attrgetter=attrgetter, methodcaller=methodcaller)
-
-    def _sleep(self, seconds: Any) -> None:
-        state = self.state
-        if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
-            raise TypeError("time.sleep() needs a number of seconds")
-        if seconds < 0:
-            raise ValueError("sleep length must be non-negative")
-        remaining = state.deadline - _time.monotonic()
-        if seconds > remaining:
-            state.expire("timeout")
-            raise LimitExceeded("timeout")
-        _time.sleep(seconds)
-        state.check_clock()
-
-
-def _check_binomial(what: str, n: Any, k: Any) -> None:
-    if isinstance(n, int) and isinstance(k, int) and n > 0 and k > 0:
-        small = min(k, n - k) if what == "comb" else k
-        bits = small * max(1, int(n).bit_length())
-        if bits > MAX_INT_BITS:
-            raise MemoryError(
-                f"math.{what}({n}, {k}) is too large for the sandbox (about {int(bits * 0.30103):,} digits)"
-            )
-
-
-def _no_metaclass(value: Any) -> Any:
-    return SandboxType if isinstance(value, type) and issubclass(value, type) else value
-
-
-class _CheckedEnumType(type(__import__("enum").Enum)):  # type: ignore[misc]
-    """The functional API (`Enum('E', names)`) takes member names from data: no '_' names,
-    which would otherwise become methods (`__reduce_ex__`, ...) of the new class."""
-
-    def __call__(cls, value: Any, names: Any = None, *args: Any, **kwargs: Any) -> Any:
-        if names is not None:
-            names = _checked_enum_names(names)
-        return super().__call__(value, names, *args, **kwargs)
-
-
-def _checked_enum_names(names: Any) -> Any:
-    """Materialize the names first (a lazy or lying container could change after the check),
-    then refuse '_' names. Returns what the functional API gets."""
-    if type(names) not in (str, list, tuple, dict):
-        raise PolicyError("enum member names must be given as a str, list, tuple or dict")
-    if isinstance(names, str):
-        items = names.replace(",", " ").split()
-    elif isinstance(names, dict):
-        names = [(str.__str__(k) if isinstance(k, str) else k, names[k]) for k in list(names.keys())]
-        items = [k for k, _ in names]
-    else:
-        names = [tuple(item) if isinstance(item, (tuple, list)) else item for item in list(names)]
-        items = [item[0] if isinstance(item, tuple) and item else item for item in names]
-    for item in items:
-        if type(item) is not str or item.startswith("_"):
-            raise PolicyError(f"enum member name {item!r} is not allowed (plain names without a leading '_')")
-    return names
-
-
-_CHECKED_ENUMS: dict[type, type] = {}
-
-
-def _checked_enum(base: type) -> type:
-    checked = _CHECKED_ENUMS.get(base)
-    if checked is None:
-        class Checked(base, metaclass=_CheckedEnumType):  # type: ignore[misc,valid-type]
-            __module__ = "enum"
-
-        Checked.__name__ = Checked.__qualname__ = base.__name__
-        checked = _CHECKED_ENUMS[base] = Checked
-        CLASS_SUBSTITUTES[base] = checked
-    return checked
-
-
-def _check_static_name(name: Any) -> None:
-    """Names for attrgetter/methodcaller: public, and none that has a runtime guard."""
-    from .guards import check_attr_name
-    from .policy import GUARDED_LOADS
-
-    check_attr_name(name)
-    if name.startswith("_") or name in GUARDED_LOADS:
-        raise PolicyError(f"attrgetter/methodcaller cannot use the attribute {name!r}")
-
-
-def _metered(state: RunState, make: Callable[..., Any]) -> Callable[..., Any]:
-    def metered(*args: Any, **kwargs: Any) -> Any:
-        return state.guard_iter(make(*args, **kwargs))
-
-    metered.__name__ = metered.__qualname__ = getattr(make, "__name__", "iterator")
-    return metered
