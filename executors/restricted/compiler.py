@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 from collections import OrderedDict
+from collections.abc import Callable
 from types import CodeType
 
 from ..base import ExecutionError
@@ -23,7 +24,11 @@ Compiled = tuple[CodeType | None, ExecutionError | None, str]
 
 
 class StepCompiler:
-    def __init__(self) -> None:
+    """`reserved_names()`: the names the code may not rebind (tools, final_answer); asked only
+    when a source is compiled, not on a cache hit."""
+
+    def __init__(self, reserved_names: Callable[[], frozenset[str]]) -> None:
+        self._reserved_names = reserved_names
         self._cache: OrderedDict[str, Compiled] = OrderedDict()
         self.sources: OrderedDict[str, list[str]] = OrderedDict()  # file name -> lines
         self._step = 0
@@ -32,7 +37,7 @@ class StepCompiler:
         """Forget compiled code (the reserved names changed: a new tool)."""
         self._cache.clear()
 
-    def compile(self, code: str, reserved_names: frozenset[str]) -> Compiled:
+    def compile(self, code: str) -> Compiled:
         """(code object or None, the error for the model or None, the file name)."""
         key = code
         hit = self._cache.get(key)
@@ -42,7 +47,7 @@ class StepCompiler:
         self._step += 1
         filename = f"{STEP_FILE_PREFIX}{self._step}>"
         lines = code.splitlines()
-        entry = (*_compile(code, filename, lines, reserved_names), filename)
+        entry = (*_compile(code, filename, lines, self._reserved_names()), filename)
         self.sources[filename] = lines
         while len(self.sources) > _MAX_SOURCES:
             self.sources.popitem(last=False)

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..base import (
     FINAL_ANSWER_NAME,
+    MAX_SOURCE_CHARS,
     ExecutionError,
     ExecutionResult,
     FinalAnswer,
@@ -57,7 +58,8 @@ class RestrictedRuntime:
             raise TypeError(f"limits must be an executors.Limits, not {type(self.limits).__name__}")
         self.authorized_imports = normalize_imports(authorized_imports)
         self._tools: dict[str, Callable[..., Any]] = {}
-        self._compiler = StepCompiler()
+        self._compiler = StepCompiler(lambda: self.reserved_names)
+        self._outcome: list[Any] = [None, None, None]
         self._buffer = OutputBuffer(self.limits.max_output_chars)
         self._lock = threading.Lock()
         self._new_namespace()
@@ -184,13 +186,14 @@ class RestrictedRuntime:
     # -- execute -------------------------------------------------------------------------------
     def execute(self, code: str) -> ExecutionResult:
         started = time.perf_counter()
-        refused = check_code(code)
-        if refused is not None:
-            return ExecutionResult(error=refused)
+        if type(code) is not str or len(code) > MAX_SOURCE_CHARS:  # (no call on the hot path)
+            refused = check_code(code)
+            if refused is not None:
+                return ExecutionResult(error=refused)
         if not self._lock.acquire(blocking=False):
             return ExecutionResult(error=ExecutionError("ExecutorBusy", _BUSY))
         try:
-            compiled, error, _filename = self._compiler.compile(code, self.reserved_names)
+            compiled, error, _filename = self._compiler.compile(code)
             if error is not None:
                 return ExecutionResult(error=error, duration_s=time.perf_counter() - started)
             return self._run(compiled, started)
@@ -199,32 +202,13 @@ class RestrictedRuntime:
 
     def _run(self, compiled: CodeType, started: float) -> ExecutionResult:
         state = self.state
-        ns = state.ns
         self._buffer = buffer = OutputBuffer(self.limits.max_output_chars)
         self._start_step()
         # Assigned, never deleted: a deletion leaves a dummy slot that slows every later lookup
         # in the namespace (module-level code looks every name up in this dict).
-        ns[RESULT] = None
-        outcome: list[Any] = [None, None, None]  # output, output_repr, error
-
-        def collect(exc: BaseException | None) -> None:
-            if state.final_called:
-                outcome[0] = state.final_value
-            elif exc is None:
-                outcome[0] = ns[RESULT]
-                ns[RESULT] = None
-
-        def render(exc: BaseException | None) -> None:
-            try:
-                if outcome[0] is not None:
-                    outcome[1] = safe_repr(outcome[0], self.limits.max_output_chars)
-                if exc is not None and not state.final_called:
-                    outcome[2] = describe_error(exc, self.limits, state.reason,
-                                                locate(exc, self._compiler.sources))
-            except BaseException:  # noqa: BLE001 - an interrupt landed while rendering
-                pass
-
-        exc = self._under_limits(compiled, collect, render)
+        state.ns[RESULT] = None
+        self._outcome = outcome = [None, None, None]  # output, output_repr, error
+        exc = self._under_limits(compiled, self._collect_output, self._render_output)
         output, output_repr, error = outcome
         if exc is not None and error is None and not state.final_called:
             error = ExecutionError(type(exc).__name__, "the code failed")
@@ -237,6 +221,26 @@ class RestrictedRuntime:
             duration_s=time.perf_counter() - started,
             output_repr=output_repr,
         )
+
+    def _collect_output(self, exc: BaseException | None) -> None:
+        state = self.state
+        if state.final_called:
+            self._outcome[0] = state.final_value
+        elif exc is None:
+            ns = state.ns
+            self._outcome[0] = ns[RESULT]
+            ns[RESULT] = None
+
+    def _render_output(self, exc: BaseException | None) -> None:
+        outcome = self._outcome
+        try:
+            if outcome[0] is not None:
+                outcome[1] = safe_repr(outcome[0], self.limits.max_output_chars)
+            if exc is not None and not self.state.final_called:
+                outcome[2] = describe_error(exc, self.limits, self.state.reason,
+                                            locate(exc, self._compiler.sources))
+        except BaseException:  # noqa: BLE001 - an interrupt landed while rendering
+            pass
 
     def _start_step(self) -> None:
         limits = self.limits
