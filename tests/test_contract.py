@@ -257,7 +257,13 @@ log.append(d['k'])
 class Body:
     n = Full()
     n {symbol}= 1
+    d = {{'k': Full()}}
+    d[key()] {symbol}= 1
+    box = Box()
+    box.item {symbol}= 1
 log.append(Body.n)
+log.append(Body.d['k'])
+log.append(Body.box.item)
 log.append(sorted(k for k in vars(Body) if not k.startswith('__')))
 log
 """

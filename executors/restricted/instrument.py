@@ -196,7 +196,7 @@ class Instrumenter(ast.NodeTransformer):
         statements, held = _inplace_statements(node, fn)
         if held and self.in_class_body:
             # the held object would otherwise stay behind as a class attribute
-            statements.append(ast.Delete(targets=[_store(name) for name in held]))
+            statements.append(ast.Delete(targets=[ast.Name(id=name, ctx=ast.Del()) for name in held]))
         return [self.visit(_located(stmt, node)) for stmt in statements]
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
