@@ -163,8 +163,7 @@ class RestrictedRuntime:
             for name, value in values.items():
                 rendered[name] = safe_repr(value, limit)
 
-        self._start_step()
-        self._under_limits(None, _nothing, render)
+        self._under_limits(None, render)
         self.state.reason = "finished"
         # a repr an interrupt cut short (between two safe_repr calls) is the plain one
         return {name: rendered[name] if name in rendered else object.__repr__(values[name])
@@ -196,40 +195,24 @@ class RestrictedRuntime:
             compiled, error, _filename = self._compiler.compile(code)
             if error is not None:
                 return ExecutionResult(error=error, duration_s=time.perf_counter() - started)
-            return self._run(compiled, started)
+            state = self.state
+            self._buffer = buffer = OutputBuffer(self.limits.max_output_chars)
+            outcome = self._outcome = [None, None, None]  # output, output_repr, error
+            exc = self._under_limits(compiled, self._render_output)
+            output, output_repr, error = outcome
+            if exc is not None and error is None and not state.final_called:
+                error = ExecutionError(type(exc).__name__, "the code failed")
+            state.reason = "finished"
+            return ExecutionResult(
+                output=output,
+                logs=buffer.getvalue(),
+                is_final_answer=state.final_called,
+                error=error,
+                duration_s=time.perf_counter() - started,
+                output_repr=output_repr,
+            )
         finally:
             self._lock.release()
-
-    def _run(self, compiled: CodeType, started: float) -> ExecutionResult:
-        state = self.state
-        self._buffer = buffer = OutputBuffer(self.limits.max_output_chars)
-        self._start_step()
-        # Assigned, never deleted: a deletion leaves a dummy slot that slows every later lookup
-        # in the namespace (module-level code looks every name up in this dict).
-        state.ns[RESULT] = None
-        self._outcome = outcome = [None, None, None]  # output, output_repr, error
-        exc = self._under_limits(compiled, self._collect_output, self._render_output)
-        output, output_repr, error = outcome
-        if exc is not None and error is None and not state.final_called:
-            error = ExecutionError(type(exc).__name__, "the code failed")
-        state.reason = "finished"
-        return ExecutionResult(
-            output=output,
-            logs=buffer.getvalue(),
-            is_final_answer=state.final_called,
-            error=error,
-            duration_s=time.perf_counter() - started,
-            output_repr=output_repr,
-        )
-
-    def _collect_output(self, exc: BaseException | None) -> None:
-        state = self.state
-        if state.final_called:
-            self._outcome[0] = state.final_value
-        elif exc is None:
-            ns = state.ns
-            self._outcome[0] = ns[RESULT]
-            ns[RESULT] = None
 
     def _render_output(self, exc: BaseException | None) -> None:
         outcome = self._outcome
@@ -242,7 +225,8 @@ class RestrictedRuntime:
         except BaseException:  # noqa: BLE001 - an interrupt landed while rendering
             pass
 
-    def _start_step(self) -> None:
+    def _start(self) -> None:
+        """A fresh step for the run state: budget, deadline, no final answer yet."""
         limits = self.limits
         state = self.state
         state.ops = 0
@@ -258,15 +242,19 @@ class RestrictedRuntime:
         # No timeout (None): no deadline, the other limits still hold.
         timeout = limits.timeout_s
         state.deadline = float("inf") if timeout is None else time.monotonic() + timeout
+        # Assigned, never deleted: a deletion leaves a dummy slot that slows every later lookup
+        # in the namespace (module-level code looks every name up in this dict).
+        state.ns[RESULT] = None
 
     def _under_limits(
-        self, compiled: CodeType | None, collect: Callable[[BaseException | None], None],
-        render: Callable[[BaseException | None], None],
+        self, compiled: CodeType | None, render: Callable[[BaseException | None], None],
     ) -> BaseException | None:
-        """Run `compiled` in the namespace under every limit; then, with interrupts paused,
-        `collect(exc)`; then `render(exc)` (which may run model code: __repr__) under the
+        """A step: run `compiled` in the namespace under every limit; then, with interrupts
+        paused, put its output (the final answer, or the last expression's value) in
+        `self._outcome[0]`; then `render(exc)` (which may run model code: __repr__) under the
         limits again. Returns what the code raised. (`render` is called from this frame, as
         the code is: both get the same recursion headroom.)"""
+        self._start()
         state = self.state
         ns = state.ns
         exc: BaseException | None = None
@@ -292,7 +280,11 @@ class RestrictedRuntime:
                             CPU_ALARM.disarm()
                         if not rendered:
                             rendered = True
-                            collect(exc)
+                            if state.final_called:
+                                self._outcome[0] = state.final_value
+                            elif exc is None:
+                                self._outcome[0] = ns[RESULT]
+                                ns[RESULT] = None
                             if state.reason in (None, "final"):
                                 state.reason = None
                                 ns[LIVE] = True
@@ -316,10 +308,6 @@ class RestrictedRuntime:
                 _unwatch(state)
                 self.host_guard.restore()
         return exc
-
-
-def _nothing(exc: BaseException | None) -> None:
-    pass
 
 
 def _unwatch(state: RunState) -> None:
