@@ -32,7 +32,7 @@ __all__ = [
 FINAL_ANSWER_NAME = "final_answer"
 
 # Modules model code may import by default. Each is handed over as a proxy that exposes only
-# public, non-module attributes, minus the members listed in policy.py as dangerous.
+# public, non-module attributes, minus the members listed in restricted/policy.py as dangerous.
 DEFAULT_AUTHORIZED_IMPORTS: tuple[str, ...] = (
     "math", "cmath", "statistics", "re", "json", "random", "collections", "collections.abc",
     "datetime", "itertools", "functools", "decimal", "fractions", "string", "textwrap", "heapq",

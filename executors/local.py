@@ -40,6 +40,11 @@ class LocalExecutor(ExecutorBase):
     def set_variables(self, values: Mapping[str, Any]) -> None:
         self._runtime.set_variables(values)
 
+    def get_variables(self, names: Iterable[str] | None = None) -> dict[str, Any]:
+        """The model's variables (all, or those named): plain data (JSON values, tuples, sets,
+        bytes) as a copy, anything else as its repr. Unknown names raise KeyError."""
+        return self._runtime.get_variables(names)
+
     def reset(self) -> None:
         self._runtime.reset()
 

@@ -19,8 +19,8 @@ import pytest
 from library_escapes import ATTEMPTS, CLASSES, NEIGHBOURS, Attempt
 
 from executors.base import DEFAULT_AUTHORIZED_IMPORTS
-from executors.policy import inspect_tree
-from executors.sandbox_modules import Authorization
+from executors.restricted.checker import inspect_tree
+from executors.restricted.sandbox_modules import Authorization
 
 # Flip when the capability guard lands: every attempt must then be refused (or contained) by
 # LocalExecutor and SubprocessExecutor, and every neighbour must keep working in both.

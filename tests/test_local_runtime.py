@@ -82,3 +82,69 @@ def test_module_proxies_are_per_executor_and_read_only():
     b.execute("import random\nrandom.seed(2)")
     assert a.execute("random.seed(1)\nrandom.random() == x").output is True
     assert a.execute("import math\nmath.pi = 3").error is not None
+
+
+def test_instrumenter_and_namespace_share_their_names():
+    """Every `_` name the instrumenter writes into model code is one the namespace binds (or a
+    target the rewritten code stores itself): both sides take them from names.py."""
+    import ast
+
+    from executors.restricted import names
+    from executors.restricted.instrument import instrument
+    from executors.restricted.runtime import RestrictedRuntime
+
+    program = (
+        "class C:\n    n = 2\n    n **= 2\n    def m(self):\n        self._x = 1\n        return self._x\n"
+        "def gen():\n    yield 1\nfor i in range(2):\n    pass\nwhile False:\n    pass\nelse:\n    pass\n"
+        "while False:\n    pass\nc = C()\nc.n **= 2\nd = {'k': 1}\nd['k'] <<= 1\nx = 2 ** 3 << 1\n"
+        "f = lambda: 1\ng = (v for v in [1])\ns = '{}'.format(1)\nt = type(c).__class__\n"
+        "match c:\n    case C(n=1):\n        pass\n    case C():\n        pass\n"
+        "try:\n    pass\nexcept Exception:\n    pass\nx"
+    )
+    tree = instrument(ast.parse(program))
+    loads = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id.startswith("_")
+             and isinstance(n.ctx, ast.Load)}
+    stores = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id.startswith("_")
+              and not isinstance(n.ctx, ast.Load)}
+    assert loads - {names.AUG_TARGET, names.AUG_KEY} <= set(names.BOUND)
+    assert stores <= {names.LOOP_TARGET, names.RESULT, names.AUG_TARGET, names.AUG_KEY}
+    assert {names.FOR, names.LIVE, names.DEAD, names.POW, names.IPOW, names.ILSHIFT,
+            names.PRIVATE_ATTR, names.WRITABLE, names.ATTR, names.FMT_ATTR} <= loads
+    assert set(names.BOUND) - {names.RESULT} <= set(RestrictedRuntime().ns)
+
+
+def test_a_run_without_deadline_leaves_the_watchdog_working():
+    # No deadline, and one too far for a timed wait: neither may break the shared watchdog.
+    for timeout in (None, 1e12):
+        with LocalExecutor(limits=Limits(timeout_s=timeout)) as ex:
+            assert ex.execute("sum(range(1000))").output == 499500
+    with LocalExecutor(limits=Limits(timeout_s=0.5, max_operations=None)) as ex:
+        t0 = time.monotonic()
+        r = ex.execute("while True:\n    pass")
+        assert r.error.type == "TimeoutError" and time.monotonic() - t0 < 3
+
+
+def test_get_variables_is_refused_while_code_runs():
+    box = {}
+
+    def peek():
+        try:
+            ex.get_variables()
+        except RuntimeError as exc:
+            box["refused"] = str(exc)
+        return 1
+
+    ex = LocalExecutor(tools={"peek": peek})
+    assert ex.execute("a = 1\npeek()").output == 1
+    assert "running code" in box["refused"]
+    assert ex.get_variables() == {"a": 1}
+
+
+def test_get_variables_copies_shared_parts_once_and_refuses_cycles():
+    ex = LocalExecutor()
+    # 2**40 paths through shared lists: copied once per distinct list
+    r = ex.execute("a = [1]\nfor i in range(40):\n    a = [a, a]\nloop = [1]\nloop.append(loop)")
+    assert r.error is None
+    got = ex.get_variables(["a", "loop"])
+    assert got["a"][0] is got["a"][1]
+    assert got["loop"] == "[1, [...]]"

@@ -2,7 +2,7 @@
 
 The property: whenever RestrictedPython's transformer (`compile_restricted_exec`) rejects a
 generated program for a *security* reason, our policy refuses that program too — statically,
-by `executors.policy.inspect_tree`, with a violation on the lines of the construct
+by `executors.restricted.checker.inspect_tree`, with a violation on the lines of the construct
 RestrictedPython named (one rule is enforced at run time instead: the import of `builtins`,
 which LocalExecutor refuses when the statement runs).
 
@@ -54,11 +54,11 @@ from RestrictedPython.transformer import INSPECT_ATTRIBUTES, RestrictingNodeTran
 
 from executors import LocalExecutor
 from executors.fuzzing import escape_attempts, probe_tools, programs
-from executors.policy import (
+from executors.restricted.checker import inspect_tree
+from executors.restricted.policy import (
     DEFINABLE_DUNDERS,
     FORBIDDEN_ATTRIBUTES,
     READABLE_DUNDERS,
-    inspect_tree,
     is_private_name,
 )
 

@@ -8,18 +8,24 @@ What is inserted, and why it is cheap:
   operation budget up front; anything else is consumed in C-speed chunks that are charged and
   checked between chunks.
 - `while` loops become `for _loop in _for(_forever): if not test: break`, metered the same way.
-- `**` / `<<` go through size checks; `.format` / `.format_map` through a field check.
+- `**` / `<<` (and `**=` / `<<=`) go through size checks; `.format` / `.format_map` through a
+  field check; attribute writes and `_x` attributes through the host guard.
 - The last expression statement's value is stored for `ExecutionResult.output`.
+
+Every name inserted here comes from names.py, where the runtime takes the names it binds.
 """
 
 from __future__ import annotations
 
 import ast
+import copy
 
+from . import names as n
 from .policy import FORMAT_ATTRIBUTES, GUARDED_LOADS, PUBLIC_UNDERSCORE_NAMES, is_private_name
 
-RESULT_NAME = "_result_"
-LIVE = "_live"
+# `a ** b` / `a << b` and their in-place forms: the guard that checks the result's size first.
+_SIZE_GUARDS = {ast.Pow: n.POW, ast.LShift: n.LSHIFT}
+_INPLACE_SIZE_GUARDS = {ast.Pow: n.IPOW, ast.LShift: n.ILSHIFT}
 
 
 def _located(node: ast.AST, src: ast.AST) -> ast.AST:
@@ -48,8 +54,17 @@ def _call(fn: str, *args: ast.expr) -> ast.Call:
     return ast.Call(func=_name(fn), args=list(args), keywords=[])
 
 
+def _store(id_: str) -> ast.Name:
+    return ast.Name(id=id_, ctx=ast.Store())
+
+
+def _alive() -> ast.BoolOp:
+    """`_live or _dead()`: two bytecodes while the step runs."""
+    return ast.BoolOp(op=ast.Or(), values=[_name(n.LIVE), _call(n.DEAD)])
+
+
 def _live_check() -> ast.Expr:
-    return ast.Expr(ast.BoolOp(op=ast.Or(), values=[_name(LIVE), _call("_dead")]))
+    return ast.Expr(_alive())
 
 
 def _with_check(body: list[ast.stmt], node: ast.AST) -> list[ast.stmt]:
@@ -65,6 +80,7 @@ class Instrumenter(ast.NodeTransformer):
 
     def __init__(self) -> None:
         self.function_depth = 0
+        self.in_class_body = False
 
     def visit_Constant(self, node: ast.Constant) -> ast.AST:  # skip NodeVisitor's legacy hooks
         return node
@@ -75,9 +91,17 @@ class Instrumenter(ast.NodeTransformer):
     def _loop_body(self, body: list[ast.stmt], node: ast.AST) -> list[ast.stmt]:
         return _with_check(body, node) if self.function_depth else body
 
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        outer, self.in_class_body = self.in_class_body, True
+        self.generic_visit(node)
+        self.in_class_body = outer
+        return node
+
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         self.function_depth += 1
+        outer, self.in_class_body = self.in_class_body, False
         self.generic_visit(node)
+        self.in_class_body = outer
         self.function_depth -= 1
         body = node.body
         doc = (
@@ -92,13 +116,12 @@ class Instrumenter(ast.NodeTransformer):
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
         self.generic_visit(node)
-        guard = ast.BoolOp(op=ast.Or(), values=[_name(LIVE), _call("_dead")])
-        node.body = _located(ast.BoolOp(op=ast.And(), values=[guard, node.body]), node.body)
+        node.body = _located(ast.BoolOp(op=ast.And(), values=[_alive(), node.body]), node.body)
         return node
 
     def visit_For(self, node: ast.For) -> ast.AST:
         self.generic_visit(node)
-        node.iter = _located(_call("_for", node.iter), node.iter)
+        node.iter = _located(_call(n.FOR, node.iter), node.iter)
         node.body = self._loop_body(node.body, node)
         return node
 
@@ -106,14 +129,14 @@ class Instrumenter(ast.NodeTransformer):
         self.generic_visit(node)
         if node.orelse:
             # while/else: keep the loop, meter each iteration with a call (rare construct).
-            tick = _located(ast.Expr(_call("_tick")), node)
+            tick = _located(ast.Expr(_call(n.TICK)), node)
             node.body = [tick, *node.body]
             return node
         stop = ast.If(test=ast.UnaryOp(op=ast.Not(), operand=node.test), body=[ast.Break()], orelse=[])
         _located(stop, node.test)
         loop = ast.For(
-            target=ast.Name(id="_loop", ctx=ast.Store()),
-            iter=_call("_for", _name("_forever")),
+            target=_store(n.LOOP_TARGET),
+            iter=_call(n.FOR, _name(n.FOREVER)),
             body=self._loop_body([stop, *node.body], node),
             orelse=[],
             type_comment=None,
@@ -131,14 +154,13 @@ class Instrumenter(ast.NodeTransformer):
                     classes.append(_as_load(sub.cls))
         if not classes:
             return node
-        check = _located(ast.Expr(_call("_match_check", *classes)), node)
+        check = _located(ast.Expr(_call(n.MATCH_CHECK, *classes)), node)
         return [check, node]
 
     def visit_Yield(self, node: ast.AST) -> ast.AST:
         # The host may resume a generator after the step: check again after every resume.
         self.generic_visit(node)
-        check = ast.BoolOp(op=ast.Or(), values=[_name(LIVE), _call("_dead")])
-        pair = ast.Tuple(elts=[node, check], ctx=ast.Load())
+        pair = ast.Tuple(elts=[node, _alive()], ctx=ast.Load())
         return _located(ast.Subscript(value=pair, slice=ast.Constant(0), ctx=ast.Load()), node)
 
     visit_YieldFrom = visit_Yield
@@ -146,13 +168,12 @@ class Instrumenter(ast.NodeTransformer):
     def visit_GeneratorExp(self, node: ast.GeneratorExp) -> ast.AST:
         # A generator expression may be consumed by the host after the step: check per item.
         self.generic_visit(node)
-        guard = ast.BoolOp(op=ast.Or(), values=[_name(LIVE), _call("_dead")])
-        node.elt = _located(ast.BoolOp(op=ast.And(), values=[guard, node.elt]), node.elt)
+        node.elt = _located(ast.BoolOp(op=ast.And(), values=[_alive(), node.elt]), node.elt)
         return node
 
     def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
         self.generic_visit(node)
-        node.iter = _located(_call("_for", node.iter), node.iter)
+        node.iter = _located(_call(n.FOR, node.iter), node.iter)
         return node
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
@@ -162,21 +183,21 @@ class Instrumenter(ast.NodeTransformer):
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         self.generic_visit(node)
-        fn = {ast.Pow: "_pow", ast.LShift: "_lshift"}.get(type(node.op))
+        fn = _SIZE_GUARDS.get(type(node.op))
         if fn is None:
             return node
         return _located(_call(fn, node.left, node.right), node)
 
-    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
-        self.generic_visit(node)
-        fn = {ast.Pow: "_pow", ast.LShift: "_lshift"}.get(type(node.op))
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST | list[ast.AST]:
+        fn = _INPLACE_SIZE_GUARDS.get(type(node.op))
         if fn is None:
+            self.generic_visit(node)
             return node
-        # x **= y  ->  x = _pow(x, y). For attribute/subscript targets the target expression is
-        # evaluated twice; acceptable for these rare operators.
-        load = _as_load(node.target)
-        assign = ast.Assign(targets=[node.target], value=_call(fn, load, node.value))
-        return _located(assign, node)
+        statements, held = _inplace_statements(node, fn)
+        if held and self.in_class_body:
+            # the held object would otherwise stay behind as a class attribute
+            statements.append(ast.Delete(targets=[ast.Name(id=name, ctx=ast.Del()) for name in held]))
+        return [self.visit(_located(stmt, node)) for stmt in statements]
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         self.generic_visit(node)
@@ -184,20 +205,38 @@ class Instrumenter(ast.NodeTransformer):
         private = is_private_name(attr) and attr not in PUBLIC_UNDERSCORE_NAMES
         if type(node.ctx) is not ast.Load:
             # obj.attr = v / del obj.attr  ->  _w(obj).attr ...: no writes into host objects.
-            guard = "_wp" if private else "_w"
+            guard = n.PRIVATE_WRITABLE if private else n.WRITABLE
             node.value = _located(_call(guard, node.value), node.value)
             return node
         if private:
-            return _located(_call("_pattr", node.value, ast.Constant(attr)), node)
+            return _located(_call(n.PRIVATE_ATTR, node.value, ast.Constant(attr)), node)
         if attr in GUARDED_LOADS:
-            fn = "_fmt_attr" if attr in FORMAT_ATTRIBUTES else "_attr"
+            fn = n.FMT_ATTR if attr in FORMAT_ATTRIBUTES else n.ATTR
             return _located(_call(fn, node.value, ast.Constant(attr)), node)
         return node
 
 
-def _as_load(target: ast.expr) -> ast.expr:
-    import copy
+def _inplace_statements(node: ast.AugAssign, fn: str) -> tuple[list[ast.stmt], list[str]]:
+    """`target op= value` as assignments around the in-place guard `fn`, with the target's parts
+    evaluated once and in CPython's order: the object (and key), its current value, `value`.
+    Returns the statements and the names that hold the object (and key)."""
+    target = node.target
+    if type(target) is ast.Attribute:
+        hold = ast.Assign(targets=[_store(n.AUG_TARGET)], value=target.value)
+        place: ast.expr = ast.Attribute(value=_name(n.AUG_TARGET), attr=target.attr, ctx=ast.Store())
+        held = [n.AUG_TARGET]
+    elif type(target) is ast.Subscript:
+        pair = ast.Tuple(elts=[_store(n.AUG_TARGET), _store(n.AUG_KEY)], ctx=ast.Store())
+        hold = ast.Assign(targets=[pair], value=ast.Tuple(elts=[target.value, target.slice], ctx=ast.Load()))
+        place = ast.Subscript(value=_name(n.AUG_TARGET), slice=_name(n.AUG_KEY), ctx=ast.Store())
+        held = [n.AUG_TARGET, n.AUG_KEY]
+    else:  # a name
+        return [ast.Assign(targets=[target], value=_call(fn, _as_load(target), node.value))], []
+    update = ast.Assign(targets=[place], value=_call(fn, _as_load(place), node.value))
+    return [hold, update], held
 
+
+def _as_load(target: ast.expr) -> ast.expr:
     clone = copy.deepcopy(target)
     for sub in ast.walk(clone):
         if hasattr(sub, "ctx"):
@@ -213,7 +252,7 @@ def instrument(tree: ast.Module, needed: bool = True) -> ast.Module:
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body[-1]
         tree.body[-1] = _located(
-            ast.Assign(targets=[ast.Name(id=RESULT_NAME, ctx=ast.Store())], value=last.value), last
+            ast.Assign(targets=[_store(n.RESULT)], value=last.value), last
         )
 
     return tree

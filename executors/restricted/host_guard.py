@@ -15,10 +15,11 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from .guards import PolicyError, check_attr_name, exact_name
+from .errors import PolicyError
+from .guards import check_attr_name, exact_name
+from .names import STEP_FILE_PREFIX
 from .policy import PUBLIC_UNDERSCORE_NAMES, is_private_name
 
-_SANDBOX_FILE_PREFIX = "<step-"
 _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), frozenset, range)
 _SNAPSHOT_TYPES = (list, dict, set, bytearray)
 
@@ -31,7 +32,7 @@ def _refuse_write(obj: Any) -> PolicyError:
     )
 
 
-# Host classes that model code must only see as a checked stand-in (filled by sandbox_modules:
+# Host classes that model code must only see as a checked stand-in (filled by module_patches:
 # enum.Enum -> its checked subclass); `cls.mro()` answers with the stand-ins.
 CLASS_SUBSTITUTES: dict[type, type] = {}
 
@@ -150,7 +151,7 @@ class HostGuard:
 
     @staticmethod
     def _own_function(fn: types.FunctionType) -> bool:
-        return fn.__code__.co_filename.startswith(_SANDBOX_FILE_PREFIX)
+        return fn.__code__.co_filename.startswith(STEP_FILE_PREFIX)
 
     def vars(self, *args: Any) -> Any:
         if len(args) != 1:

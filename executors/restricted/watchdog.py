@@ -26,6 +26,7 @@ _clear_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void
 )
 
 REFIRE_S = 0.02
+_NEVER = float("inf")  # the deadline of a run without a timeout
 # Host tools are not interrupted at the deadline, but a tool that is still running this long
 # after it (or model code it called back) is interrupted anyway: the limit must hold.
 TOOL_GRACE_S = 0.5
@@ -64,6 +65,8 @@ class Watchdog:
 
     def watch(self, run: Run) -> None:
         """Start watching this step of `run` (cheap: the thread is woken only when needed)."""
+        if run.deadline == _NEVER:
+            return  # no deadline (Limits.timeout_s=None): nothing to enforce
         with self._cond:
             self._ensure_thread()
             if id(run) in self._queued:
@@ -114,7 +117,8 @@ class Watchdog:
                     if run.ended:
                         continue
                     if run.generation != generation:
-                        self._push(run)  # a later step of the same run: watch its own deadline
+                        if run.deadline != _NEVER:
+                            self._push(run)  # a later step of the same run: its own deadline
                     elif run.deadline <= now:
                         run.expire("timeout")
                         self._expired.add(run)
@@ -126,7 +130,7 @@ class Watchdog:
                         run.fired = True
                 if self._expired:
                     timeout = REFIRE_S
-                elif self._heap:
+                elif self._heap and self._heap[0][0] - now < threading.TIMEOUT_MAX:
                     timeout = max(0.0, self._heap[0][0] - now)
                 else:
                     timeout = None

@@ -1,0 +1,90 @@
+"""Process-wide caps held while a run is active: the address space and the recursion limit.
+
+Both are settings of the whole process (not of a thread), so concurrent runs in several threads
+share one setting: the most generous of the active requests. They are restored when the last
+run leaves.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import threading
+
+
+class ProcessCaps:
+    """The caps of every active run in this process (one instance: PROCESS_CAPS)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.active = 0
+        self.saved_as: tuple[int, int] | None = None
+        self.saved_recursion = sys.getrecursionlimit()
+        self.page = os.sysconf("SC_PAGE_SIZE")
+        self._statm: int | None = None
+
+    def _vm_bytes(self) -> int:
+        # A kept-open /proc file re-read with pread: a few microseconds instead of an open().
+        if self._statm is None:
+            self._statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+        return int(os.pread(self._statm, 128, 0).split()[0]) * self.page
+
+    def enter(self, memory_mb: int | None, depth: int) -> None:
+        with self.lock:
+            # The recursion limit is per interpreter, not per thread: while other host threads
+            # run, model recursion is bounded at 1000 frames rather than max_recursion_depth.
+            if _other_host_threads():
+                # Other host threads: never below Python's default (1000), which still keeps
+                # C recursion (repr of a deep structure) far from the C stack's end.
+                depth = max(depth, 1000)
+            if self.active == 0:
+                self.saved_recursion = sys.getrecursionlimit()
+                self.saved_as = resource.getrlimit(resource.RLIMIT_AS) if memory_mb else None
+                sys.setrecursionlimit(depth)
+            elif depth > sys.getrecursionlimit():
+                sys.setrecursionlimit(depth)
+            if memory_mb:
+                try:
+                    want = self._vm_bytes() + memory_mb * 1024 * 1024
+                    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+                    if self.saved_as is None:
+                        self.saved_as = (soft, hard)
+                    if hard != resource.RLIM_INFINITY:
+                        want = min(want, hard)
+                    if self.active == 0 or soft == resource.RLIM_INFINITY or want > soft:
+                        resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+                except (OSError, ValueError):
+                    pass  # no /proc or no rlimits here: size checks still apply
+            self.active += 1
+
+    def leave(self) -> None:
+        with self.lock:
+            self.active -= 1
+            if self.active == 0:
+                if self.saved_as is not None:
+                    try:
+                        resource.setrlimit(resource.RLIMIT_AS, self.saved_as)
+                    except (OSError, ValueError):
+                        pass
+                    self.saved_as = None
+                sys.setrecursionlimit(self.saved_recursion)
+
+
+PROCESS_CAPS = ProcessCaps()
+
+
+def _other_host_threads() -> bool:
+    """A non-daemon thread besides this one is running host work (daemon threads are taken
+    to be background helpers, like our watchdog)."""
+    current = threading.current_thread()
+    return any(t is not current and not t.daemon and t.is_alive() for t in threading.enumerate())
+
+
+def frame_depth() -> int:
+    """How many frames are on this thread's stack (the recursion limit counts from the bottom)."""
+    frame, depth = sys._getframe(), 0
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back
+    return depth

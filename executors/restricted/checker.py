@@ -1,0 +1,228 @@
+"""The policy check: one walk of the model's AST against the tables in policy.py.
+
+Collects every place where the code leaves the whitelist (all of them, so the model can fix its
+code in one go), and tells the instrumenter whether the tree needs any runtime checks at all.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from .policy import (
+    ALLOWED_NODES,
+    DEFINABLE_DUNDERS,
+    FORBIDDEN_ATTRIBUTES,
+    FORBIDDEN_BUILTINS,
+    GUARDED_LOADS,
+    READABLE_DUNDERS,
+    REFUSED_DUNDERS,
+    REFUSED_NODE_ADVICE,
+    is_private_name,
+)
+
+
+@dataclass(frozen=True)
+class Violation:
+    message: str
+    lineno: int | None
+    col: int | None = None
+
+
+# Node kinds whose presence means the instrumenter has work to do (see instrument.py).
+_INSTRUMENTED = (
+    ast.For, ast.While, ast.FunctionDef, ast.Lambda, ast.comprehension, ast.ExceptHandler,
+)
+
+
+class PolicyChecker:
+    """Collects every place where the code leaves the whitelist, in one flat walk of the tree
+    (a dispatch only for the node kinds that need a look: this runs on every step)."""
+
+    def __init__(self, reserved_names: frozenset[str] = frozenset()) -> None:
+        self.violations: list[Violation] = []
+        self.reserved = reserved_names
+        self.methods: set[int] = set()  # ids of FunctionDefs directly in a class body
+        self.class_stmts: set[int] = set()  # ids of statements directly in a class body
+        self.slots_ok: set[int] = set()  # ids of checked `__slots__` Name targets
+        self.needs_instrumenting = False
+
+    def refuse(self, node: ast.AST, message: str) -> None:
+        self.violations.append(
+            Violation(message, getattr(node, "lineno", None), getattr(node, "col_offset", None))
+        )
+
+    def run(self, tree: ast.AST) -> None:
+        allowed = ALLOWED_NODES
+        handlers = _HANDLERS
+        instrumented = _INSTRUMENTED
+        for node in ast.walk(tree):
+            kind = type(node)
+            if kind not in allowed:
+                advice = REFUSED_NODE_ADVICE.get(kind.__name__, "rewrite it with plain statements")
+                self.refuse(node, f"'{kind.__name__}' syntax is not allowed: {advice}")
+                continue
+            handler = handlers.get(kind)
+            if handler is not None:
+                handler(self, node)
+            if not self.needs_instrumenting and (
+                isinstance(node, instrumented)
+                or (kind is ast.BinOp and type(node.op) in (ast.Pow, ast.LShift))
+                or (kind is ast.AugAssign and type(node.op) in (ast.Pow, ast.LShift))
+                or (kind is ast.Attribute
+                    and (type(node.ctx) is not ast.Load or node.attr in GUARDED_LOADS
+                         or node.attr.startswith("_")))
+                or kind in (ast.Yield, ast.YieldFrom, ast.GeneratorExp, ast.Match)
+            ):
+                self.needs_instrumenting = True
+
+    def check_name(self, node: ast.AST, name: str | None, *, store: bool = False) -> None:
+        if name is None:
+            return
+        if name.startswith("_") and name != "_":
+            if name == "__name__" and not store:
+                return
+            self.refuse(
+                node,
+                f"the name '{name}' is not allowed: names starting with '_' are reserved; "
+                f"use a name without the leading underscore",
+            )
+            return
+        if store and name in self.reserved:
+            self.refuse(
+                node,
+                f"'{name}' is a built-in tool and cannot be reassigned or deleted; "
+                f"use another variable name (e.g. '{name}_result')",
+            )
+        if not store and name in FORBIDDEN_BUILTINS:
+            self.refuse(node, f"'{name}' is not available: {FORBIDDEN_BUILTINS[name]}")
+        if store and name in FORBIDDEN_ATTRIBUTES:
+            # A class attribute or dataclass field by that name would make match patterns read
+            # the interpreter attribute of the same name.
+            self.refuse(node, f"the name '{name}' is reserved by the interpreter; use another name")
+
+    # -- handlers (no recursion: the walk visits children) ----------------------------------------
+    def on_Name(self, node: ast.Name) -> None:
+        if id(node) in self.slots_ok:
+            return
+        self.check_name(node, node.id, store=type(node.ctx) is not ast.Load)
+
+    def on_Attribute(self, node: ast.Attribute) -> None:
+        attr = node.attr
+        if attr.startswith("_"):
+            if is_private_name(attr):
+                return  # checked at run time: only on the model's own objects
+            if not (type(node.ctx) is ast.Load and attr in READABLE_DUNDERS):
+                self.refuse(
+                    node,
+                    f"the attribute '{attr}' is not allowed: attributes starting with '_' are "
+                    f"private",
+                )
+        elif attr in FORBIDDEN_ATTRIBUTES:
+            self.refuse(node, f"the attribute '{attr}' is not allowed: it exposes interpreter internals")
+
+    def on_FunctionDef(self, node: ast.FunctionDef) -> None:
+        name = node.name
+        if id(node) in self.methods and name.startswith("__") and name.endswith("__"):
+            if name not in DEFINABLE_DUNDERS:
+                why = REFUSED_DUNDERS.get(name)
+                self.refuse(node, f"defining the method '{name}' is not allowed in this sandbox"
+                            + (f": {why}" if why else ""))
+        elif id(node) in self.methods and is_private_name(name):
+            pass  # a private helper method of the model's own class
+        else:
+            self.check_name(node, name, store=True)
+
+    def on_Assign(self, node: ast.Assign) -> None:
+        # `__slots__ = ("x", "y")` directly in a class body: literal public names only.
+        if (len(node.targets) == 1 and type(node.targets[0]) is ast.Name
+                and node.targets[0].id == "__slots__" and id(node) in self.class_stmts):
+            value = node.value
+            names = value.elts if type(value) in (ast.Tuple, ast.List) else [value]
+            if all(type(n) is ast.Constant and isinstance(n.value, str) and n.value.isidentifier()
+                   and not n.value.startswith("_") and n.value not in FORBIDDEN_ATTRIBUTES
+                   for n in names):
+                self.slots_ok.add(id(node.targets[0]))
+            else:
+                self.refuse(node, "__slots__ must be a literal tuple of public attribute names")
+
+    def on_ClassDef(self, node: ast.ClassDef) -> None:
+        self.check_name(node, node.name, store=True)
+        for kw in node.keywords:
+            self.refuse(
+                kw,
+                f"class keyword '{kw.arg}' is not allowed (no metaclasses or class hooks); "
+                "use a plain class",
+            )
+        for stmt in node.body:
+            if type(stmt) is ast.FunctionDef:
+                self.methods.add(id(stmt))
+            self.class_stmts.add(id(stmt))
+
+    def on_arg(self, node: ast.arg) -> None:
+        if node.arg.startswith("_") and node.arg != "_":
+            self.check_name(node, node.arg, store=True)
+    # String annotations (forward references) are allowed: what would eval() them
+    # (typing.get_type_hints, ForwardRef) is hidden, and singledispatch.register checks them.
+
+    def on_keyword(self, node: ast.keyword) -> None:
+        if node.arg is not None and node.arg.startswith("_"):
+            self.refuse(node, f"the keyword argument '{node.arg}' is not allowed (leading '_')")
+
+    def on_Global(self, node: ast.Global) -> None:
+        for name in node.names:
+            self.check_name(node, name, store=True)
+
+    def on_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        self.check_name(node, node.name, store=True)
+
+    def on_MatchAs(self, node: ast.AST) -> None:
+        self.check_name(node, node.name, store=True)
+
+    def on_MatchMapping(self, node: ast.AST) -> None:
+        self.check_name(node, node.rest, store=True)
+
+    def on_MatchClass(self, node: ast.AST) -> None:
+        # Keyword sub-patterns read attributes natively: no runtime guard sees them.
+        for attr in node.kwd_attrs:
+            if attr.startswith("_") or attr in FORBIDDEN_ATTRIBUTES or attr in GUARDED_LOADS:
+                self.refuse(node, f"matching on the attribute '{attr}' is not allowed")
+
+    def on_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if any(part.startswith("_") for part in alias.name.split(".")):
+                self.refuse(node, f"importing '{alias.name}' is not allowed (private module)")
+            bound = alias.asname or alias.name.split(".")[0]
+            self.check_name(node, bound, store=True)
+
+    def on_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level:
+            self.refuse(node, "relative imports are not allowed; import modules by their full name")
+        module = node.module or ""
+        if any(part.startswith("_") for part in module.split(".")):
+            self.refuse(node, f"importing from '{module}' is not allowed (private module)")
+        for alias in node.names:
+            if alias.name == "*":
+                self.refuse(node, f"'from {module} import *' is not allowed; import the names you need")
+                continue
+            self.check_name(node, alias.name)
+            self.check_name(node, alias.asname or alias.name, store=True)
+
+
+_HANDLERS = {
+    getattr(ast, name[3:]): getattr(PolicyChecker, name)
+    for name in dir(PolicyChecker)
+    if name.startswith("on_") and hasattr(ast, name[3:])
+}
+_HANDLERS[ast.Nonlocal] = PolicyChecker.on_Global
+if hasattr(ast, "MatchStar"):
+    _HANDLERS[ast.MatchStar] = PolicyChecker.on_MatchAs
+
+
+def inspect_tree(tree: ast.AST, reserved_names: frozenset[str] = frozenset()) -> tuple[list[Violation], bool]:
+    """(violations sorted by position, whether the tree needs instrumenting)."""
+    checker = PolicyChecker(reserved_names)
+    checker.run(tree)
+    violations = sorted(checker.violations, key=lambda v: (v.lineno or 0, v.col or 0))
+    return violations, checker.needs_instrumenting
+

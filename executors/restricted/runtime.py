@@ -1,0 +1,320 @@
+"""The in-process restricted runtime: check → instrument → compile → exec with guarded builtins.
+
+Used by LocalExecutor, and by the worker process under the restricted policy. Stdlib and our own
+modules only.
+"""
+
+from __future__ import annotations
+
+import decimal
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from types import CodeType
+from typing import Any
+
+from ..base import (
+    FINAL_ANSWER_NAME,
+    MAX_SOURCE_CHARS,
+    ExecutionError,
+    ExecutionResult,
+    FinalAnswer,
+    Limits,
+    ToolError,
+    check_code,
+    normalize_imports,
+    normalize_tools,
+)
+from .budget import RunState
+from .caps import PROCESS_CAPS, frame_depth
+from .compiler import StepCompiler
+from .errors import LimitExceeded, PolicyError
+from .names import LIVE, RESULT
+from .namespace import build_namespace, retire_namespace
+from .output import OutputBuffer
+from .report import describe_error, locate, safe_repr
+from .sandbox_modules import ModuleProxy
+from .variables import NotPlain, plain_copy
+from .watchdog import CPU_ALARM, WATCHDOG, Interrupt
+
+__all__ = ["RestrictedRuntime", "PolicyError", "safe_repr"]
+
+_BUSY = "this executor is already running code in another thread; use one executor per thread"
+_UNRENDERED = object()
+
+
+class RestrictedRuntime:
+    """Runs model code in this process under the restricted policy. Not thread-safe per
+    instance: one `execute()` at a time (use one runtime per thread)."""
+
+    def __init__(
+        self,
+        tools: Mapping[str, Callable[..., Any]] | Iterable[Any] | None = None,
+        authorized_imports: Iterable[str] | None = None,
+        limits: Limits | None = None,
+    ) -> None:
+        self.limits = limits or Limits()
+        if not isinstance(self.limits, Limits):
+            raise TypeError(f"limits must be an executors.Limits, not {type(self.limits).__name__}")
+        self.authorized_imports = normalize_imports(authorized_imports)
+        self._tools: dict[str, Callable[..., Any]] = {}
+        self._compiler = StepCompiler(lambda: self.reserved_names)
+        self._outcome: list[Any] = [None, None, None]
+        self._buffer = OutputBuffer(self.limits.max_output_chars)
+        self._lock = threading.Lock()
+        self._new_namespace()
+        self.register_tools(tools)
+
+    # -- namespace ----------------------------------------------------------------------------
+    def _new_namespace(self) -> None:
+        ns: dict[str, Any] = {}
+        # The run state (and its watchdog entry) outlives reset(): only the namespace is new.
+        state = getattr(self, "state", None) or RunState(ns)
+        state.ns = ns
+        self.state = state
+        self.host_guard = build_namespace(ns, state, lambda: self._buffer, self.authorized_imports)
+        self.ns = ns
+        for name, fn in self._tools.items():
+            ns[name] = self._tool_proxy(name, fn)
+
+    def _tool_proxy(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        state = self.state
+        lock = WATCHDOG.lock
+
+        def tool(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                if state.ns[LIVE] is not True:
+                    state.dead()
+                state.in_tool = True
+            try:
+                result = fn(*args, **kwargs)
+            except (FinalAnswer, LimitExceeded, Interrupt):
+                raise
+            except Exception as exc:  # noqa: BLE001 - any tool failure is reported to the model
+                raise ToolError(f"tool '{name}' failed: {type(exc).__name__}: {exc}") from None
+            finally:
+                state.in_tool = False
+            state.check_clock()
+            return result
+
+        tool.__name__ = tool.__qualname__ = name
+        tool.__doc__ = getattr(fn, "__doc__", None)
+        return tool
+
+    # -- public API ----------------------------------------------------------------------------
+    def register_tools(self, tools: Mapping[str, Callable[..., Any]] | Iterable[Any] | None) -> None:
+        new = normalize_tools(tools)
+        self._tools.update(new)
+        for name, fn in new.items():
+            self.ns[name] = self._tool_proxy(name, fn)
+        self._compiler.clear()
+
+    def set_variables(self, values: Mapping[str, Any]) -> None:
+        for name in values:
+            if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+                raise ValueError(f"variable name {name!r} must be a public Python identifier")
+            if name in self._tools or name == FINAL_ANSWER_NAME:
+                raise ValueError(f"variable name {name!r} is taken by a tool")
+        self.ns.update(values)
+
+    def get_variables(self, names: Iterable[str] | None = None) -> dict[str, Any]:
+        """The model's variables (all, or those named): plain data as a copy, anything else as
+        its repr, rendered under the sandbox's limits. Tools, final_answer, imported modules
+        and names starting with '_' are not variables; naming one raises KeyError."""
+        if isinstance(names, str):
+            raise TypeError("get_variables() takes a list of names, not a string")
+        wanted = None if names is None else list(names)
+        if not self._lock.acquire(blocking=False):
+            raise RuntimeError(f"cannot read variables now: {_BUSY}")
+        try:
+            variables = self._variables()
+            if wanted is not None:
+                unknown = [name for name in wanted if name not in variables]
+                if unknown:
+                    raise KeyError(f"no such variables: {', '.join(map(repr, unknown))}")
+                variables = {name: variables[name] for name in wanted}
+            values: dict[str, Any] = {}
+            for name, value in variables.items():
+                try:
+                    values[name] = plain_copy(value)
+                except NotPlain:
+                    values[name] = _UNRENDERED
+            to_render = {name: variables[name] for name, v in values.items() if v is _UNRENDERED}
+            if to_render:
+                values.update(self._render_variables(to_render))
+            return values
+        finally:
+            self._lock.release()
+
+    def _variables(self) -> dict[str, Any]:
+        tools = self._tools
+        return {
+            name: value for name, value in self.ns.items()
+            if type(name) is str and not name.startswith("_") and name not in tools
+            and name != FINAL_ANSWER_NAME and type(value) is not ModuleProxy
+        }
+
+    def _render_variables(self, values: dict[str, Any]) -> dict[str, str]:
+        """repr() of model objects runs model code: under the limits, like a step."""
+        limit = self.limits.max_output_chars
+        rendered: dict[str, str] = {}
+
+        def render(exc: BaseException | None) -> None:
+            for name, value in values.items():
+                rendered[name] = safe_repr(value, limit)
+
+        self._under_limits(None, render)
+        self.state.reason = "finished"
+        # a repr an interrupt cut short (between two safe_repr calls) is the plain one
+        return {name: rendered[name] if name in rendered else object.__repr__(values[name])
+                for name in values}
+
+    def reset(self) -> None:
+        """Forget every variable. Functions and objects from before become inert."""
+        retire_namespace(self.ns)
+        self._new_namespace()
+
+    def close(self) -> None:
+        self.ns[LIVE] = False
+        self.state.reason = "finished"
+
+    @property
+    def reserved_names(self) -> frozenset[str]:
+        return frozenset(self._tools) | {FINAL_ANSWER_NAME}
+
+    # -- execute -------------------------------------------------------------------------------
+    def execute(self, code: str) -> ExecutionResult:
+        started = time.perf_counter()
+        if type(code) is not str or len(code) > MAX_SOURCE_CHARS:  # (no call on the hot path)
+            refused = check_code(code)
+            if refused is not None:
+                return ExecutionResult(error=refused)
+        if not self._lock.acquire(blocking=False):
+            return ExecutionResult(error=ExecutionError("ExecutorBusy", _BUSY))
+        try:
+            compiled, error, _filename = self._compiler.compile(code)
+            if error is not None:
+                return ExecutionResult(error=error, duration_s=time.perf_counter() - started)
+            state = self.state
+            self._buffer = buffer = OutputBuffer(self.limits.max_output_chars)
+            outcome = self._outcome = [None, None, None]  # output, output_repr, error
+            exc = self._under_limits(compiled, self._render_output)
+            output, output_repr, error = outcome
+            if exc is not None and error is None and not state.final_called:
+                error = ExecutionError(type(exc).__name__, "the code failed")
+            state.reason = "finished"
+            return ExecutionResult(
+                output=output,
+                logs=buffer.getvalue(),
+                is_final_answer=state.final_called,
+                error=error,
+                duration_s=time.perf_counter() - started,
+                output_repr=output_repr,
+            )
+        finally:
+            self._lock.release()
+
+    def _render_output(self, exc: BaseException | None) -> None:
+        outcome = self._outcome
+        try:
+            if outcome[0] is not None:
+                outcome[1] = safe_repr(outcome[0], self.limits.max_output_chars)
+            if exc is not None and not self.state.final_called:
+                outcome[2] = describe_error(exc, self.limits, self.state.reason,
+                                            locate(exc, self._compiler.sources))
+        except BaseException:  # noqa: BLE001 - an interrupt landed while rendering
+            pass
+
+    def _start(self) -> None:
+        """A fresh step for the run state: budget, deadline, no final answer yet."""
+        limits = self.limits
+        state = self.state
+        state.ops = 0
+        state.max_ops = limits.max_operations or (1 << 62)
+        state.reason = None
+        state.final_called = False
+        state.final_value = None
+        state.thread_id = threading.get_ident()
+        state.ended = False
+        state.fired = False
+        state.in_tool = False
+        state.generation += 1
+        # No timeout (None): no deadline, the other limits still hold.
+        timeout = limits.timeout_s
+        state.deadline = float("inf") if timeout is None else time.monotonic() + timeout
+        # Assigned, never deleted: a deletion leaves a dummy slot that slows every later lookup
+        # in the namespace (module-level code looks every name up in this dict).
+        state.ns[RESULT] = None
+
+    def _under_limits(
+        self, compiled: CodeType | None, render: Callable[[BaseException | None], None],
+    ) -> BaseException | None:
+        """A step: run `compiled` in the namespace under every limit; then, with interrupts
+        paused, put its output (the final answer, or the last expression's value) in
+        `self._outcome[0]`; then `render(exc)` (which may run model code: __repr__) under the
+        limits again. Returns what the code raised. (`render` is called from this frame, as
+        the code is: both get the same recursion headroom.)"""
+        self._start()
+        state = self.state
+        ns = state.ns
+        exc: BaseException | None = None
+        depth = frame_depth() + self.limits.max_recursion_depth + 12
+        with decimal.localcontext():
+            WATCHDOG.watch(state)
+            alarm = CPU_ALARM.arm(state)
+            PROCESS_CAPS.enter(self.limits.max_memory_mb, depth)
+            rendered = settled = released = False
+            try:
+                ns[LIVE] = True
+                try:
+                    if compiled is not None:
+                        exec(compiled, ns)
+                except BaseException as raised:  # noqa: BLE001 - everything is reported
+                    exc = raised
+                # From here on an interrupt may still land anywhere (one sent just before the
+                # code ended): every step is retried until the run is settled.
+                while not settled:
+                    try:
+                        WATCHDOG.pause(state, True)
+                        if alarm:
+                            CPU_ALARM.disarm()
+                        if not rendered:
+                            rendered = True
+                            if state.final_called:
+                                self._outcome[0] = state.final_value
+                            elif exc is None:
+                                self._outcome[0] = ns[RESULT]
+                                ns[RESULT] = None
+                            if state.reason in (None, "final"):
+                                state.reason = None
+                                ns[LIVE] = True
+                            # Render under the limits: model __repr__/__str__ run here.
+                            WATCHDOG.pause(state, False)
+                            render(exc)
+                            continue  # pause again before leaving
+                        settled = True
+                    except Interrupt:
+                        continue
+                    except MemoryError:
+                        # The code left no memory under the cap for us: lift the cap and go on.
+                        if released:
+                            raise
+                        released = True
+                        PROCESS_CAPS.leave()
+            finally:
+                ns[LIVE] = False
+                if not released:
+                    PROCESS_CAPS.leave()
+                _unwatch(state)
+                self.host_guard.restore()
+        return exc
+
+
+def _unwatch(state: RunState) -> None:
+    # An interrupt may land while we leave; retry until the watchdog has let go of this run.
+    while True:
+        try:
+            WATCHDOG.unwatch(state)
+            return
+        except Interrupt:
+            continue

@@ -1,0 +1,171 @@
+"""Authorized imports for the restricted runtime: module proxies and the guarded `__import__`.
+
+Model code never holds a real module. It gets a read-only proxy whose attributes are the
+module's public members, minus module-valued attributes (`re.enum`, `random._os` is private
+anyway) unless that submodule is authorized too, minus the dangerous members listed in policy.
+A few members are then replaced by sandbox-aware versions (module_patches.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+import types
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .budget import RunState
+from .errors import ImportPolicyError
+from .host_guard import HostGuard
+from .module_patches import PatchContext, patch_members
+from .policy import HIDDEN_MODULE_MEMBERS, IO_ALLOWED
+
+_READ_ONLY: dict[type, Callable[[Any], Any]] = {
+    list: tuple, dict: types.MappingProxyType, set: frozenset, bytearray: bytes,
+}
+
+
+class ModuleProxy:
+    """A read-only namespace standing in for a module. Has no `__name__` on purpose: CPython's
+    `from m import x` falls back to `sys.modules[m.__name__ + '.x']` when `x` is missing."""
+
+    def __init__(self, label: str, members: dict[str, Any]) -> None:
+        object.__setattr__(self, "_label", label)
+        self.__dict__.update(members)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called for missing names.
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(
+            f"module '{self._label}' has no attribute '{name}' in the sandbox "
+            "(private, hidden, or a submodule that is not authorized)"
+        )
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"module '{self._label}' is read-only in the sandbox")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"module '{self._label}' is read-only in the sandbox")
+
+    def __repr__(self) -> str:
+        return f"<module '{self._label}'>"
+
+
+class Authorization:
+    """Which module names may be imported: exact names and "pkg.*" patterns."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.exact: set[str] = set()
+        self.prefixes: list[str] = []
+        for name in names:
+            if name == "*":
+                raise ValueError("authorizing every module ('*') is not supported by the restricted policy")
+            if name.endswith(".*"):
+                base = name[:-2]
+                self.exact.add(base)
+                self.prefixes.append(base + ".")
+            else:
+                self.exact.add(name)
+
+    def allows(self, name: str) -> bool:
+        return name in self.exact or any(name.startswith(p) for p in self.prefixes)
+
+    def on_path(self, name: str) -> bool:
+        """`name` is an authorized module or a package on the way to one."""
+        if self.allows(name):
+            return True
+        dotted = name + "."
+        return any(a.startswith(dotted) for a in self.exact)
+
+
+class SandboxImporter:
+    def __init__(
+        self, authorized: Iterable[str], state: RunState, print_fn: Callable[..., None], host: HostGuard
+    ) -> None:
+        self.auth = Authorization(authorized)
+        self.host = host
+        self.patch_ctx = PatchContext(state, host, print_fn)
+        self.cache: dict[str, ModuleProxy] = {}
+
+    # the builtin `__import__` seen by model code
+    def __call__(self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+        if level:
+            raise ImportPolicyError("relative imports are not allowed")
+        if not isinstance(name, str) or not name or any(p.startswith("_") for p in name.split(".")):
+            raise ImportPolicyError(f"importing {name!r} is not allowed")
+        if not self.auth.allows(name) and not (fromlist and self.auth.on_path(name)):
+            raise ImportPolicyError(self._refusal(name))
+        proxy = self.proxy(name)
+        if fromlist:
+            for item in fromlist:
+                if not isinstance(item, str) or item.startswith("_") or item == "*":
+                    raise ImportPolicyError(f"importing {item!r} from {name} is not allowed")
+                if item not in proxy.__dict__:
+                    full = f"{name}.{item}"
+                    if self.auth.allows(full):
+                        self._load(full)
+                        proxy = self.proxy(name, refresh=True)
+                    else:
+                        raise ImportPolicyError(
+                            f"cannot import '{item}' from '{name}': it is not available in the "
+                            f"sandbox (private, a module that is not authorized, or hidden)"
+                        )
+            return proxy
+        top = name.split(".")[0]
+        if top != name:
+            self._load(name)
+            return self.proxy(top, refresh=True)
+        return proxy
+
+    def _refusal(self, name: str) -> str:
+        allowed = ", ".join(sorted(self.auth.exact))
+        return (
+            f"import of '{name}' is not allowed. Authorized modules: {allowed}. "
+            "Solve the task with these modules and the tools you were given."
+        )
+
+    def _load(self, name: str) -> types.ModuleType:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            raise ImportError(f"No module named '{name}'") from None
+
+    def proxy(self, name: str, *, refresh: bool = False) -> ModuleProxy:
+        cached = self.cache.get(name)
+        if cached is not None and not refresh:
+            return cached
+        module = self._load(name)
+        members = self._members(name, module)
+        proxy = ModuleProxy(name, members)
+        self.cache[name] = proxy
+        return proxy
+
+    def _members(self, name: str, module: types.ModuleType) -> dict[str, Any]:
+        hidden = HIDDEN_MODULE_MEMBERS.get(name, {})
+        members: dict[str, Any] = {}
+        public = getattr(module, "__all__", None)
+        names = set(dir(module)) | (set(public) if isinstance(public, (list, tuple)) else set())
+        for attr in names:
+            if not isinstance(attr, str) or attr.startswith("_") or attr in hidden:
+                continue
+            if name == "io" and attr not in IO_ALLOWED:
+                continue
+            try:
+                value = getattr(module, attr)
+            except AttributeError:
+                continue
+            if isinstance(value, types.ModuleType):
+                full = f"{name}.{attr}"
+                if value.__name__ == full and self.auth.on_path(full):
+                    members[attr] = self.proxy(full)
+                continue
+            if isinstance(value, type) and issubclass(value, type):
+                continue  # metaclasses create classes with any dunder (ABCMeta, EnumType)
+            if type(value) in _READ_ONLY:
+                value = _READ_ONLY[type(value)](value)  # module-level containers: read-only views
+            elif type(value).__name__ == "Context" and name == "decimal":
+                value = value.copy()
+            self.host.share(value)
+            members[attr] = value
+        patch_members(name, members, self.patch_ctx)
+        return members
