@@ -497,9 +497,9 @@ def test_ray_worker_killed_mid_batch_is_retried(ray_instance, tmp_path):
 
 def test_ray_hung_task_is_cut_at_timeout(ray_instance, tmp_path):
     tasks = [{"id": "hang", "task": "wait forever", "hang": True}, *scripted_tasks(2)]
-    run_batch(SCRIPTED, tasks, out=tmp_path, backend="ray", workers=2, timeout_s=2, progress=None)
+    run_batch(SCRIPTED, tasks, out=tmp_path, backend="ray", workers=2, timeout_s=6, progress=None)
     rows = rows_by_id(tmp_path)
-    assert rows["hang"]["status"] == "timeout" and rows["hang"]["wall_s"] < 10
+    assert rows["hang"]["status"] == "timeout" and rows["hang"]["wall_s"] < 20
     assert rows["t000"]["status"] == rows["t001"]["status"] == "success"
 
 
