@@ -238,6 +238,7 @@ class RestrictedRuntime:
         state.ended = False
         state.fired = False
         state.in_tool = False
+        state.settling = False
         state.generation += 1
         # No timeout (None): no deadline, the other limits still hold.
         timeout = limits.timeout_s

@@ -40,6 +40,7 @@ class Run(Protocol):
     deadline: float
     thread_id: int
     in_tool: bool
+    settling: bool
     ended: bool
     fired: bool
     generation: int
@@ -93,13 +94,15 @@ class Watchdog:
                 run.fired = False
 
     def pause(self, run: Run, paused: bool) -> None:
-        """While paused no interrupt is sent to the run (host code is running in its thread).
-        Pausing also clears an interrupt that was sent but not delivered yet. Safe to call
-        while an interrupt may land: it retries until the change is made."""
+        """While paused no interrupt is sent to the run (the runtime is finishing the step in its
+        thread: never interrupted, however late — unlike a host tool, which is interrupted
+        TOOL_GRACE_S past the deadline). Pausing also clears an interrupt that was sent but not
+        delivered yet. Safe to call while an interrupt may land: it retries until the change is
+        made."""
         while True:
             try:
                 with self._cond:
-                    run.in_tool = paused
+                    run.settling = paused
                     if paused and run.fired:
                         _clear_async_exc(run.thread_id, None)
                         run.fired = False
@@ -125,6 +128,8 @@ class Watchdog:
                 for run in list(self._expired):
                     if run.ended:
                         self._expired.discard(run)
+                    elif run.settling:
+                        continue
                     elif not run.in_tool or now > run.deadline + TOOL_GRACE_S:
                         _set_async_exc(run.thread_id, Interrupt)
                         run.fired = True
@@ -173,7 +178,7 @@ class CpuAlarm:
 
     def _on_signal(self, signum: int, frame: object) -> None:
         run = self.run
-        if run is None or run.ended or run.in_tool or time.monotonic() <= run.deadline:
+        if run is None or run.ended or run.in_tool or run.settling or time.monotonic() <= run.deadline:
             return
         self.run = None
         run.expire("timeout")

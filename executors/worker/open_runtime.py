@@ -88,19 +88,45 @@ class OpenRuntime:
 
     def get_variables(self, names=None) -> dict:
         """The model's variables: not tools, `final_answer`, modules or names starting with `_`
-        (a name the model rebound to its own value is its variable). KeyError for unknown names."""
+        (a name the model rebound to its own value is its variable). KeyError for unknown names.
+        Plain data (exact JSON types, tuples, sets, bytes) comes back as a copy; anything else
+        as its repr, rendered under the step's deadline (a hostile __repr__ gets the default)."""
         module = type(sys)
         variables = {
             name: value for name, value in self.globals.items()
             if not name.startswith("_") and type(value) is not module
             and value is not self.tools.get(name) and value is not self.final_answer
         }
-        if names is None:
-            return variables
-        missing = [name for name in names if name not in variables]
-        if missing:
-            raise KeyError(f"no variable named {', '.join(map(repr, missing))}")
-        return {name: variables[name] for name in names}
+        if names is not None:
+            missing = [name for name in names if name not in variables]
+            if missing:
+                raise KeyError(f"no variable named {', '.join(map(repr, missing))}")
+            variables = {name: variables[name] for name in names}
+        out = {}
+        for name, value in variables.items():
+            try:
+                out[name] = _plain_copy(value, 0)
+            except _NotPlain:
+                out[name] = self._repr_in_time(value)
+        return out
+
+    def _repr_in_time(self, value) -> str:
+        """repr() runs model code: give it the step's deadline, else the default repr."""
+        limit = int(self.limits.get("max_output_chars") or 20_000)
+        timeout = self.limits.get("timeout_s")
+        self.fired = False
+        try:
+            if timeout:
+                signal.setitimer(signal.ITIMER_REAL, float(timeout), RE_FIRE_S)
+            try:
+                text = repr(value)
+                if type(text) is not str:
+                    raise TypeError
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        except BaseException:  # noqa: BLE001 - Deadline or anything a hostile __repr__ raised
+            text = object.__repr__(value)
+        return truncate_text(text, limit)
 
     # -- model-facing ---------------------------------------------------------------------------
     def _final_answer(self, *args, **kwargs):
@@ -185,6 +211,29 @@ class OpenRuntime:
     def _timeout_error(self) -> StepError:
         return StepError("TimeoutError", f"execution exceeded the {self.limits.get('timeout_s')} s time limit "
                          "(Limits.timeout_s); make the code faster or do less per step.")
+
+
+class _NotPlain(Exception):
+    pass
+
+
+_SCALARS = (type(None), bool, int, float, complex, str, bytes)
+_MAX_PLAIN_DEPTH = 50
+
+
+def _plain_copy(value, depth: int):
+    """A copy made of exact built-in types only (subclasses may carry model code), else
+    _NotPlain."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if depth > _MAX_PLAIN_DEPTH:
+        raise _NotPlain
+    if kind in (list, tuple, set, frozenset):
+        return kind(_plain_copy(item, depth + 1) for item in value)
+    if kind is dict:
+        return {_plain_copy(k, depth + 1): _plain_copy(v, depth + 1) for k, v in value.items()}
+    raise _NotPlain
 
 
 def _step_error(exc: BaseException, code: str) -> StepError:
