@@ -6,7 +6,7 @@ import warnings
 
 import pytest
 
-from executors.library_state import SETTINGS, StepSettings
+from executors.restricted.library_state import SETTINGS, StepSettings
 
 
 def test_numpy_settings_are_restored():

@@ -100,6 +100,27 @@ def _mpl_set_backend(mpl: Any, saved: str) -> None:
         dict.__setitem__(mpl.rcParams, "backend", saved)
 
 
+def _mpl_colormaps(mpl: Any) -> frozenset:
+    return frozenset(mpl.colormaps)
+
+
+def _mpl_set_colormaps(mpl: Any, saved: frozenset) -> None:
+    for name in set(mpl.colormaps) - saved:
+        mpl.colormaps.unregister(name)
+
+
+def _pyplot_figures(mpl: Any) -> frozenset:
+    plt = sys.modules.get("matplotlib.pyplot")
+    return frozenset(plt.get_fignums()) if plt is not None else frozenset()
+
+
+def _close_new_figures(mpl: Any, saved: frozenset) -> None:
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        for number in set(plt.get_fignums()) - saved:
+            plt.close(number)
+
+
 SETTINGS: tuple[Setting, ...] = (
     Setting("numpy", "print options (np.set_printoptions)", _np_printoptions, _np_set_printoptions),
     Setting("numpy", "floating-point error handling (np.seterr)",
@@ -108,9 +129,14 @@ SETTINGS: tuple[Setting, ...] = (
             lambda np: np.geterrcall(), lambda np, saved: np.seterrcall(saved)),
     Setting("numpy", "the legacy global random state (np.random.seed)", _np_random_state,
             _np_set_random_state),
+    Setting("numpy", "the ufunc buffer size (np.setbufsize)",
+            lambda np: np.getbufsize(), lambda np, saved: np.setbufsize(saved)),
     Setting("pandas", "options (pd.set_option, pd.options.*)", _pd_options, _pd_set_options),
     Setting("matplotlib", "rcParams", _mpl_rcparams, _mpl_set_rcparams),
     Setting("matplotlib", "the default backend", _mpl_backend, _mpl_set_backend),
+    Setting("matplotlib", "registered colormaps", _mpl_colormaps, _mpl_set_colormaps),
+    # Figures the step left open in pyplot's global state (the result carries them first).
+    Setting("matplotlib", "open pyplot figures", _pyplot_figures, _close_new_figures),
 )
 
 
@@ -174,3 +200,36 @@ def _same(a: Any, b: Any) -> bool:
         return bool(result.all()) and getattr(a, "shape", None) == getattr(b, "shape", None)
     except Exception:  # noqa: BLE001 - uncomparable: treat as changed, restore to be safe
         return False
+
+
+# Authorized libraries whose import sets up caches or configuration (matplotlib's font list and
+# config directory): imported when the executor is built, as the host, so that their set-up does
+# not run inside a step, where the capability guard would refuse it.
+WARM_UP: dict[str, tuple[str, ...]] = {
+    "numpy": ("numpy",),
+    "pandas": ("pandas",),
+    "matplotlib": ("matplotlib", "matplotlib.pyplot"),
+}
+
+
+def warm_up(authorized: Iterable[str]) -> list[str]:
+    """Import the set-up-heavy authorized libraries now; returns the ones that failed (missing:
+    the executor reports that at construction or first import)."""
+    import importlib
+
+    failed = []
+    tops = {name.split(".")[0] for name in authorized}
+    for top in sorted(tops & WARM_UP.keys()):
+        for module in WARM_UP[top]:
+            if module in sys.modules:
+                continue
+            if module == "matplotlib.pyplot":
+                # no display in a sandbox: a headless backend unless the host chose one
+                import os
+
+                os.environ.setdefault("MPLBACKEND", "Agg")
+            try:
+                importlib.import_module(module)
+            except Exception:  # noqa: BLE001 - reported where it matters (the import in a step)
+                failed.append(module)
+    return failed
