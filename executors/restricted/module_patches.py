@@ -116,6 +116,8 @@ def _patch_numpy_random(members: Members, ctx: PatchContext) -> None:
     for attr, value in list(members.items()):
         if getattr(value, "__self__", None) is shared and hasattr(rng, attr):
             members[attr] = getattr(rng, attr)
+    if "seed" in members:  # a module function that seeds the shared one (not a bound method)
+        members["seed"] = rng.seed
 
 
 _FILE_BACKENDS = frozenset({"agg", "svg", "pdf", "ps", "pgf", "cairo", "template"})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import types
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -19,6 +20,10 @@ from .host_guard import HostGuard
 from .library_rules import hidden_reason, module_refusal
 from .module_patches import PatchContext, patch_members
 from .policy import HIDDEN_MODULE_MEMBERS, IO_ALLOWED
+
+# Submodules that are part of what their parent is for (`os.path` is posixpath): authorizing the
+# parent authorizes them.
+_PART_OF_PARENT = frozenset({"os.path"})
 
 _READ_ONLY: dict[type, Callable[[Any], Any]] = {
     list: tuple, dict: types.MappingProxyType, set: frozenset, bytearray: bytes,
@@ -168,12 +173,15 @@ class SandboxImporter:
             if name == "io" and attr not in IO_ALLOWED:
                 continue
             try:
-                value = getattr(module, attr)
+                with warnings.catch_warnings():  # deprecated members warn on access: not the model's doing
+                    warnings.simplefilter("ignore")
+                    value = getattr(module, attr)
             except AttributeError:
                 continue
             if isinstance(value, types.ModuleType):
                 full = f"{name}.{attr}"
-                if value.__name__ == full and self.auth.on_path(full):
+                if (value.__name__ == full and self.auth.on_path(full)) or \
+                        (full in _PART_OF_PARENT and self.auth.allows(name)):
                     members[attr] = self.proxy(full)
                 continue
             if isinstance(value, type) and issubclass(value, type):
