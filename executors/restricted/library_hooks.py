@@ -21,6 +21,7 @@ from typing import Any
 from .capabilities import GUARD
 from .errors import PolicyError
 from .guards import check_format_template
+from .library_state import touch
 
 _INSTALLED: set[str] = set()
 
@@ -67,6 +68,16 @@ def _hook_matplotlib() -> None:
     for library, key in REFUSED_SETTINGS:
         if library == "matplotlib" and key in validators:
             validators[key] = _refusing(library, key, validators[key])
+    rc = matplotlib.RcParams
+    for name in ("__setitem__", "__delitem__", "_set"):
+        original = rc.__dict__.get(name)
+        if original is not None:
+            setattr(rc, name, _touching("matplotlib", original))
+    registry = type(matplotlib.colormaps)
+    for name in ("register", "unregister"):
+        original = registry.__dict__.get(name)
+        if original is not None:
+            setattr(registry, name, _touching("matplotlib", original))
     formatter = matplotlib.ticker.StrMethodFormatter
     original_call = formatter.__call__
 
@@ -81,12 +92,36 @@ def _hook_matplotlib() -> None:
 def _hook_pandas() -> None:
     from pandas._config import config
 
+    for name in ("_set_option_impl", "_set_option", "_reset_option", "set_option", "reset_option"):
+        original = config.__dict__.get(name)
+        if callable(original):
+            setattr(config, name, _touching("pandas", original))
+    # the public names were bound when pandas was imported: rebind them too
+    import pandas
+
+    for name in ("set_option", "reset_option"):
+        if callable(getattr(pandas, name, None)) and name in config.__dict__:
+            setattr(pandas, name, config.__dict__[name])
+
     options = config._registered_options
     for library, key in REFUSED_SETTINGS:
         if library == "pandas" and key in options:
             option = options[key]
             options[key] = option._replace(
                 validator=_refusing(library, key, option.validator or (lambda v: v)))
+
+
+def _touching(library: str, setter: Callable[..., Any]) -> Callable[..., Any]:
+    """`setter`, which first lets the running step (if any) snapshot the library's settings."""
+
+    def touched(*args: Any, **kwargs: Any) -> Any:
+        touch(library)
+        return setter(*args, **kwargs)
+
+    touched.__wrapped__ = setter  # type: ignore[attr-defined]
+    touched.__name__ = getattr(setter, "__name__", "setter")
+    touched.__doc__ = getattr(setter, "__doc__", None)
+    return touched
 
 
 HOOKS: dict[str, Callable[[], None]] = {"matplotlib": _hook_matplotlib, "pandas": _hook_pandas}
