@@ -23,9 +23,14 @@ _LAZY = {
     "LocalExecutor": ".local",
     "SubprocessExecutor": ".process",
     "DockerExecutor": ".container",
+    "Access": ".access",
+    "AccessError": ".access",
+    "Isolation": ".access",
 }
 
 __all__ = [
+    "Access",
+    "AccessError",
     "DEFAULT_AUTHORIZED_IMPORTS",
     "DockerExecutor",
     "ExecutionError",
@@ -33,6 +38,7 @@ __all__ = [
     "Executor",
     "ExecutorError",
     "FinalAnswer",
+    "Isolation",
     "Limits",
     "LocalExecutor",
     "SubprocessExecutor",
@@ -40,6 +46,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .access import Access, AccessError, Isolation
     from .container import DockerExecutor
     from .local import LocalExecutor
     from .process import SubprocessExecutor

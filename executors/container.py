@@ -255,6 +255,11 @@ class DockerExecutor(RemoteExecutor):
         name = f"codeagent-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         return WorkerContainer(client, self._spec(), name=name, deaths=self._deaths)
 
+    def _worker_grants(self) -> dict[str, Any] | None:
+        # The grants as the container sees them: each at its own path, the workdir at self.workdir.
+        a = self.access
+        return {"read": list(a.read), "write": [self.workdir, *a.write], "network": bool(self.network)}
+
     def _package_paths(self) -> list[str]:
         return [_INSIDE] if self.policy == "restricted" else []
 
@@ -265,7 +270,9 @@ class DockerExecutor(RemoteExecutor):
         ro = self.mounts_ro
         ro[str(_PACKAGE_DIR)] = f"{_INSIDE}/executors"
         prepare_worker_code()
-        env = {"HOME": self.workdir, "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
+        env = {"HOME": self.workdir, "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8",
+               # native thread pools: one thread each (the container's CPU share is the limit)
+               "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         env.update(self.environment)
         return ContainerSpec(
             image=str(self.image),

@@ -2,7 +2,10 @@
 
 Limits on time, operations, output and recursion hold exactly; memory is capped with size checks
 and a temporary address-space limit (best effort in process: use SubprocessExecutor or
-DockerExecutor for hard memory caps and crash isolation).
+DockerExecutor for hard memory caps and crash isolation). What authorized libraries may do on
+the model's behalf (files, network, processes, native code) is held by the capability guard, an
+audit hook judging each action against `access` — the in-process best effort; the kernel holds
+the same grants in SubprocessExecutor.
 """
 
 from __future__ import annotations
@@ -10,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from .access import Access, Isolation, ResolvedAccess
 from .base import ExecutionResult, ExecutorBase, Limits
 from .restricted import RestrictedRuntime
+from .restricted.capabilities import Grants
 
 __all__ = ["LocalExecutor"]
 
@@ -22,14 +27,59 @@ class LocalExecutor(ExecutorBase):
         tools: Mapping[str, Callable[..., Any]] | Iterable[Any] | None = None,
         authorized_imports: Iterable[str] | None = None,
         limits: Limits | None = None,
+        *,
+        access: Access | None = None,
     ) -> None:
-        self._runtime = RestrictedRuntime(tools, authorized_imports, limits)
+        if access is not None and not isinstance(access, Access):
+            raise TypeError(f"access must be an executors.Access, not {type(access).__name__}")
+        self.access = access or Access()
+        if self.access.require == "kernel":
+            raise ValueError(
+                "Access(require='kernel'): LocalExecutor runs in this process and has no kernel "
+                "layer (the audit hook is its guard); use SubprocessExecutor or DockerExecutor")
+        self._grants: ResolvedAccess = self.access.resolve()
+        grants = Grants.of(read=self._grants.read, write=self._grants.writable,
+                           network=self._grants.network)
+        try:
+            self._runtime = RestrictedRuntime(tools, authorized_imports, limits, grants=grants,
+                                              workdir=self._grants.workdir)
+        except BaseException:
+            self._grants.cleanup()
+            raise
         self.limits = self._runtime.limits
         self.authorized_imports = self._runtime.authorized_imports
+        self._closed = False
 
     @property
     def tools(self) -> dict[str, Callable[..., Any]]:
         return dict(self._runtime._tools)
+
+    @property
+    def workdir(self) -> str:
+        """The code's current directory during a step (a private temporary one by default)."""
+        return self._grants.workdir
+
+    @property
+    def grants(self) -> ResolvedAccess:
+        return self._grants
+
+    @property
+    def isolation(self) -> Isolation:
+        """What holds the code, per concern. In process everything is the policy and the audit
+        hook: a best effort next to the kernel layers of SubprocessExecutor/DockerExecutor."""
+        hook = "audit hook (capability guard, this thread only)"
+        return Isolation("LocalExecutor", {
+            "policy": "restricted AST whitelist (executors.restricted)",
+            "files": f"{hook}: reads in the grants and the Python installation, writes in the "
+                     "workdir and write grants",
+            "network": f"{hook}: {'allowed' if self._grants.network else 'no sockets'}",
+            "processes": f"{hook}: no process creation, signals or native code",
+            "libraries": "dangerous members hidden; string evaluators checked with the policy; "
+                         "library settings restored after each step",
+            "user": "the host's user (same process)",
+            "memory": "size checks + temporary RLIMIT_AS (process-wide, best effort)",
+            "time": "watchdog thread + operation budget",
+        }, missing=("kernel: no kernel layer in process (use SubprocessExecutor)",))
 
     def execute(self, code: str) -> ExecutionResult:
         return self._runtime.execute(code)
@@ -46,10 +96,14 @@ class LocalExecutor(ExecutorBase):
         return self._runtime.get_variables(names)
 
     def reset(self) -> None:
+        """Forget the variables; files in the workdir stay until close()."""
         self._runtime.reset()
 
     def close(self) -> None:
         self._runtime.close()
+        if not self._closed:
+            self._closed = True
+            self._grants.cleanup()
 
     def __repr__(self) -> str:
         return f"LocalExecutor(tools={sorted(self._runtime._tools)}, limits={self.limits})"

@@ -207,6 +207,10 @@ class SubprocessExecutor(RemoteExecutor):
         return {"read": list(a.read), "write": [a.workdir, *a.write], "network": a.network,
                 "user": list(SANDBOX_IDS), "join": dict(self._join)}
 
+    def _worker_grants(self) -> dict[str, Any] | None:
+        a = self.access
+        return {"read": list(a.read), "write": [a.workdir, *a.write], "network": a.network}
+
     def _namespace_key(self) -> tuple:
         return (self.python, tuple(self._package_paths()))
 
@@ -242,6 +246,11 @@ class SubprocessExecutor(RemoteExecutor):
             "LC_ALL": "C.UTF-8",
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONIOENCODING": "utf-8",
+            # Native thread pools (numpy's BLAS) would start threads at import, before the worker
+            # confines itself (Landlock needs a single thread), and would use CPU past the
+            # step's share: one thread each.
+            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+            "NUMEXPR_NUM_THREADS": "1",
         }
         env.update(self._extra_env)
         return env

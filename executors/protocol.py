@@ -95,6 +95,9 @@ class Configure(_Msg):
     # The grants the worker confines itself to before any model code runs (None: it does not):
     # {read: [abs paths], write: [abs paths, the workdir first], network: bool, user: [uid, gid]}
     access: dict[str, Any] | None = None
+    # What the capability guard (the audit hook of the restricted runtime) lets libraries touch:
+    # {read: [abs paths], write: [abs paths, the workdir first], network: bool}; None: nothing.
+    grants: dict[str, Any] | None = None
 
 
 class Execute(_Msg):

@@ -140,6 +140,11 @@ class RemoteExecutor(ExecutorBase):
         """The grants the worker confines itself to at configure (Configure.access); None: none."""
         return None
 
+    def _worker_grants(self) -> dict[str, Any] | None:
+        """What the restricted runtime's capability guard allows (Configure.grants); None: no
+        files or network beyond the Python installation."""
+        return None
+
     def _on_configured(self, hardening: dict[str, Any] | None) -> None:
         """The worker is configured; `hardening` is what it put in force (None: nothing)."""
 
@@ -194,6 +199,7 @@ class RemoteExecutor(ExecutorBase):
             max_frame_bytes=self.max_frame_bytes,
             package_paths=self._package_paths(),
             access=self._worker_access(),
+            grants=self._worker_grants(),
         )
         try:
             handle.channel.write(message.frame(self.max_frame_bytes), self.startup_timeout_s)

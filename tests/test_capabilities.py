@@ -16,8 +16,8 @@ import threading
 
 import pytest
 
-from executors.capabilities import GUARD, CapabilityError, Grants
-from executors.capability_table import ALLOWED, PREFIX_RULES, ROWS
+from executors.restricted.capabilities import GUARD, CapabilityError, Grants
+from executors.restricted.capabilities.table import ALLOWED, PREFIX_RULES, ROWS
 
 
 def _policy(source):

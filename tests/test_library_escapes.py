@@ -1,7 +1,7 @@
 """The library-escape corpus: every attempt really escapes plain CPython, is code the restricted
-policy accepts, and the neighbours (ordinary data code) work. The sandbox assertions (every
-attempt refused in LocalExecutor and SubprocessExecutor, every neighbour still working) are
-written below and switched off until the capability guard exists: flip SANDBOX_ASSERTIONS.
+policy accepts, and the neighbours (ordinary data code) work; and under the capability guard
+every attempt is refused (or contained) in LocalExecutor and SubprocessExecutor while every
+neighbour keeps working in both.
 
 Attempts run in batches: one runner process forks a fresh child per attempt (see
 tests/library_escape_harness.py), so the whole plain corpus takes seconds and touches nothing here.
@@ -22,9 +22,9 @@ from executors.base import DEFAULT_AUTHORIZED_IMPORTS
 from executors.restricted.checker import inspect_tree
 from executors.restricted.sandbox_modules import Authorization
 
-# Flip when the capability guard lands: every attempt must then be refused (or contained) by
-# LocalExecutor and SubprocessExecutor, and every neighbour must keep working in both.
-SANDBOX_ASSERTIONS = False
+# Every attempt must be refused (or contained) by LocalExecutor and SubprocessExecutor, and every
+# neighbour must keep working in both (set False to study the corpus against plain CPython only).
+SANDBOX_ASSERTIONS = True
 SANDBOXED = ("local", "subprocess")
 
 pytestmark = pytest.mark.timeout(600)

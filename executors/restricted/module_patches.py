@@ -104,6 +104,40 @@ def _patch_random(members: Members, ctx: PatchContext) -> None:
             members[attr] = getattr(rng, attr)
 
 
+def _patch_numpy_random(members: Members, ctx: PatchContext) -> None:
+    # numpy's legacy functions (np.random.seed, rand, choice, ...) are methods of one global
+    # RandomState shared with the host: each namespace gets its own, like `random`.
+    import numpy.random as _nprandom
+
+    shared = getattr(getattr(_nprandom, "mtrand", None), "_rand", None)
+    if shared is None:
+        return
+    rng = _nprandom.RandomState()
+    for attr, value in list(members.items()):
+        if getattr(value, "__self__", None) is shared and hasattr(rng, attr):
+            members[attr] = getattr(rng, attr)
+    if "seed" in members:  # a module function that seeds the shared one (not a bound method)
+        members["seed"] = rng.seed
+
+
+_FILE_BACKENDS = frozenset({"agg", "svg", "pdf", "ps", "pgf", "cairo", "template"})
+
+
+def _patch_matplotlib(members: Members, ctx: PatchContext) -> None:
+    # matplotlib.use() switches the host's (process-wide) backend and takes "module://any.module":
+    # in the sandbox figures are drawn off-screen already, so asking for a file backend is a
+    # no-op and anything else is refused.
+    def use(backend: Any, force: bool = True) -> None:
+        name = backend.lower() if isinstance(backend, str) else None
+        if name not in _FILE_BACKENDS:
+            raise PolicyError(
+                f"matplotlib.use({backend!r}) is not available in the sandbox: figures are drawn "
+                "off-screen (Agg) already; save them with savefig into io.BytesIO or leave them "
+                "open and they come back with the result")
+
+    members["use"] = use
+
+
 def _patch_pprint(members: Members, ctx: PatchContext) -> None:
     print_fn = ctx.print_fn
 
@@ -299,6 +333,8 @@ PATCHES: dict[str, Callable[[Members, PatchContext], None]] = {
     "time": _patch_time,
     "itertools": _patch_itertools,
     "random": _patch_random,
+    "numpy.random": _patch_numpy_random,
+    "matplotlib": _patch_matplotlib,
     "pprint": _patch_pprint,
     "functools": _patch_functools,
     "dataclasses": _patch_dataclasses,

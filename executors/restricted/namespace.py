@@ -65,6 +65,7 @@ def build_namespace(
         PolicyError=PolicyError, ToolError=ToolError,
     )
     safe_builtins.update(_metered_reducers(state.guard_iter))
+    importer.sandbox_builtins = safe_builtins
     ns.update({
         "__builtins__": safe_builtins,
         "__name__": "__main__",

@@ -137,7 +137,9 @@ GUARDED_LOADS: frozenset[str] = frozenset(GUARDED_LOAD_REASONS)
 
 # Builtins that do not exist in the sandbox, with what to do instead (shown to the model).
 FORBIDDEN_BUILTINS: dict[str, str] = {
-    "open": "files are not accessible from this sandbox; work with the data the tools return",
+    "open": "use the readers of an authorized library instead (pandas.read_csv, json.loads of a "
+            "tool's text, pathlib.Path(...).read_text() when pathlib is authorized): only files "
+            "the executor grants can be read or written",
     "eval": "dynamic evaluation is not allowed; write the code directly",
     "exec": "dynamic execution is not allowed; write the code directly",
     "compile": "compiling code is not allowed; write the code directly",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..base import ExecutionError, Limits
+from .capabilities import CapabilityError
 from .checker import Violation
 from .errors import ImportPolicyError, LimitExceeded
 from .watchdog import Interrupt
@@ -72,6 +73,8 @@ def describe_error(exc: BaseException, limits: Limits, reason: str | None,
                               limits.max_output_chars)
     if isinstance(exc, ImportPolicyError):
         return ExecutionError("ImportError", message, lineno, line)
+    if isinstance(exc, CapabilityError):  # the kind every model knows; the message names the grant
+        return ExecutionError("PermissionError", message, lineno, line)
     return ExecutionError(name, message, lineno, line)
 
 

@@ -7,6 +7,7 @@ modules only.
 from __future__ import annotations
 
 import decimal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -26,9 +27,14 @@ from ..base import (
     normalize_tools,
 )
 from .budget import RunState
+from .capabilities import GUARD, Grants
 from .caps import PROCESS_CAPS, frame_depth
 from .compiler import StepCompiler
 from .errors import LimitExceeded, PolicyError
+from .evaluators import check_library_source
+from .library_hooks import install_hooks
+from .library_rules import warn_dangerous
+from .library_state import StepSettings, warm_up
 from .names import LIVE, RESULT
 from .namespace import build_namespace, retire_namespace
 from .output import OutputBuffer
@@ -36,6 +42,7 @@ from .report import describe_error, locate, safe_repr
 from .sandbox_modules import ModuleProxy
 from .variables import NotPlain, plain_copy
 from .watchdog import CPU_ALARM, WATCHDOG, Interrupt
+from .workdir import WORKDIRS
 
 __all__ = ["RestrictedRuntime", "PolicyError", "safe_repr"]
 
@@ -52,11 +59,27 @@ class RestrictedRuntime:
         tools: Mapping[str, Callable[..., Any]] | Iterable[Any] | None = None,
         authorized_imports: Iterable[str] | None = None,
         limits: Limits | None = None,
+        *,
+        grants: Grants | None = None,
+        workdir: str | None = None,
     ) -> None:
+        """grants: what libraries may touch on the model's behalf (files, network), enforced by
+        the capability guard (an audit hook) while a step runs; None: nothing but the Python
+        installation. workdir: the directory a step runs in (relative paths resolve there)."""
         self.limits = limits or Limits()
         if not isinstance(self.limits, Limits):
             raise TypeError(f"limits must be an executors.Limits, not {type(self.limits).__name__}")
         self.authorized_imports = normalize_imports(authorized_imports)
+        base = grants or Grants()
+        self.grants = Grants(base.read, base.write, base.network,
+                             base.check_source or check_library_source)
+        self.workdir = workdir
+        self._settings = StepSettings(name.split(".")[0] for name in self.authorized_imports)
+        warn_dangerous(self.authorized_imports)
+        GUARD.install()
+        # Authorized libraries set themselves up (caches, config) as the host, not in a step.
+        warm_up(self.authorized_imports)
+        install_hooks({name.split(".")[0] for name in self.authorized_imports})
         self._tools: dict[str, Callable[..., Any]] = {}
         self._compiler = StepCompiler(lambda: self.reserved_names)
         self._outcome: list[Any] = [None, None, None]
@@ -80,12 +103,17 @@ class RestrictedRuntime:
     def _tool_proxy(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         state = self.state
         lock = WATCHDOG.lock
+        current = GUARD.current
 
         def tool(*args: Any, **kwargs: Any) -> Any:
             with lock:
                 if state.ns[LIVE] is not True:
                     state.dead()
                 state.in_tool = True
+            # A tool is host code: it runs with the host's capabilities, not the step's.
+            step = current()
+            if step is not None:
+                step.suspended += 1
             try:
                 result = fn(*args, **kwargs)
             except (FinalAnswer, LimitExceeded, Interrupt):
@@ -94,6 +122,8 @@ class RestrictedRuntime:
                 raise ToolError(f"tool '{name}' failed: {type(exc).__name__}: {exc}") from None
             finally:
                 state.in_tool = False
+                if step is not None:
+                    step.suspended -= 1
             state.check_clock()
             return result
 
@@ -260,11 +290,15 @@ class RestrictedRuntime:
         ns = state.ns
         exc: BaseException | None = None
         depth = frame_depth() + self.limits.max_recursion_depth + 12
+        settings = self._settings
         with decimal.localcontext():
             WATCHDOG.watch(state)
             alarm = CPU_ALARM.arm(state)
             PROCESS_CAPS.enter(self.limits.max_memory_mb, depth)
             rendered = settled = released = False
+            settings.save()
+            WORKDIRS.enter(self.workdir)
+            guard = GUARD.enter(self.grants, sys._getframe())
             try:
                 ns[LIVE] = True
                 try:
@@ -304,10 +338,13 @@ class RestrictedRuntime:
                         PROCESS_CAPS.leave()
             finally:
                 ns[LIVE] = False
+                GUARD.leave(guard)
+                WORKDIRS.leave()
                 if not released:
                     PROCESS_CAPS.leave()
                 _unwatch(state)
                 self.host_guard.restore()
+                settings.restore()
         return exc
 
 

@@ -10,14 +10,20 @@ from __future__ import annotations
 
 import importlib
 import types
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from .budget import RunState
 from .errors import ImportPolicyError
 from .host_guard import HostGuard
+from .library_rules import hidden_reason, module_refusal
 from .module_patches import PatchContext, patch_members
 from .policy import HIDDEN_MODULE_MEMBERS, IO_ALLOWED
+
+# Submodules that are part of what their parent is for (`os.path` is posixpath): authorizing the
+# parent authorizes them.
+_PART_OF_PARENT = frozenset({"os.path"})
 
 _READ_ONLY: dict[type, Callable[[Any], Any]] = {
     list: tuple, dict: types.MappingProxyType, set: frozenset, bytearray: bytes,
@@ -86,15 +92,27 @@ class SandboxImporter:
         self.host = host
         self.patch_ctx = PatchContext(state, host, print_fn)
         self.cache: dict[str, ModuleProxy] = {}
+        self.sandbox_builtins: dict[str, Any] = {}  # what `import builtins` gives: set by the namespace
 
     # the builtin `__import__` seen by model code
     def __call__(self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+        if type(fromlist) is list:
+            # C code of a library (numpy's lazy `_methods`) imports through the `__import__` of
+            # the frame it runs under: PyImport_Import passes a list, the compiler never does
+            # (model code's import statements pass None or a tuple). It is the library's own
+            # import: it happens, and the library gets the module from sys.modules, not us.
+            return importlib.import_module(name)
         if level:
             raise ImportPolicyError("relative imports are not allowed")
         if not isinstance(name, str) or not name or any(p.startswith("_") for p in name.split(".")):
             raise ImportPolicyError(f"importing {name!r} is not allowed")
         if not self.auth.allows(name) and not (fromlist and self.auth.on_path(name)):
             raise ImportPolicyError(self._refusal(name))
+        refused = module_refusal(name)
+        if refused is not None:
+            raise ImportPolicyError(
+                f"importing '{name}' is not allowed in the sandbox even though it is authorized: "
+                f"{refused}")
         proxy = self.proxy(name)
         if fromlist:
             for item in fromlist:
@@ -141,6 +159,8 @@ class SandboxImporter:
         return proxy
 
     def _members(self, name: str, module: types.ModuleType) -> dict[str, Any]:
+        if name == "builtins":  # the sandbox's own builtins, never the host's
+            return {k: v for k, v in self.sandbox_builtins.items() if not k.startswith("_")}
         hidden = HIDDEN_MODULE_MEMBERS.get(name, {})
         members: dict[str, Any] = {}
         public = getattr(module, "__all__", None)
@@ -148,15 +168,20 @@ class SandboxImporter:
         for attr in names:
             if not isinstance(attr, str) or attr.startswith("_") or attr in hidden:
                 continue
+            if hidden_reason(name, attr) is not None:  # dangerous even when authorized
+                continue
             if name == "io" and attr not in IO_ALLOWED:
                 continue
             try:
-                value = getattr(module, attr)
+                with warnings.catch_warnings():  # deprecated members warn on access: not the model's doing
+                    warnings.simplefilter("ignore")
+                    value = getattr(module, attr)
             except AttributeError:
                 continue
             if isinstance(value, types.ModuleType):
                 full = f"{name}.{attr}"
-                if value.__name__ == full and self.auth.on_path(full):
+                if (value.__name__ == full and self.auth.on_path(full)) or \
+                        (full in _PART_OF_PARENT and self.auth.allows(name)):
                     members[attr] = self.proxy(full)
                 continue
             if isinstance(value, type) and issubclass(value, type):

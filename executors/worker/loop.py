@@ -144,7 +144,7 @@ class Worker:
             self.runtime = OpenRuntime(self.limits, tools)
             return self._confine_and_answer(msg)
         try:
-            runtime_class, limits_class = _import_restricted(msg.get("package_paths") or [])
+            runtime_class, limits_class, grants_class = _import_restricted(msg.get("package_paths") or [])
         except Exception as exc:
             return self._error(
                 msg, "ConfigurationError",
@@ -154,8 +154,12 @@ class Worker:
             )
         fields = set(limits_class.__dataclass_fields__)
         limits = limits_class(**{k: v for k, v in self.limits.items() if k in fields})
+        try:
+            grants = _grants(grants_class, msg.get("grants"))
+        except ValueError as exc:
+            return self._error(msg, "ConfigurationError", safe_str(exc))
         self.runtime = runtime_class(tools=tools, authorized_imports=list(msg.get("authorized_imports") or []),
-                                     limits=limits)
+                                     limits=limits, grants=grants, workdir=os.getcwd())
         self._confine_and_answer(msg)
 
     def _confine_and_answer(self, msg: dict) -> None:
@@ -340,12 +344,31 @@ class Worker:
             return ""
 
 
-def _import_restricted(package_paths: list) -> tuple[type, type]:
-    """(RestrictedRuntime, Limits), imported from the package paths the host named."""
+def _import_restricted(package_paths: list) -> tuple[type, type, type]:
+    """(RestrictedRuntime, Limits, Grants), imported from the package paths the host named."""
     for path in package_paths:
         if isinstance(path, str) and path not in sys.path:
             sys.path.insert(0, path)
     from executors.base import Limits
     from executors.restricted import RestrictedRuntime
+    from executors.restricted.capabilities import Grants
 
-    return RestrictedRuntime, Limits
+    return RestrictedRuntime, Limits, Grants
+
+
+def _grants(grants_class: type, grants) -> object:
+    """The capability guard's grants from Configure.grants (paths as the worker sees them)."""
+    if grants is None:
+        return grants_class()
+    if type(grants) is not dict:
+        raise ValueError("grants must be an object")
+    paths = {}
+    for key in ("read", "write"):
+        value = grants.get(key) or []
+        if type(value) is not list or not all(type(p) is str and p.startswith("/") for p in value):
+            raise ValueError(f"grants.{key} must be a list of absolute paths")
+        paths[key] = value
+    network = grants.get("network", False)
+    if type(network) is not bool:
+        raise ValueError("grants.network must be true or false")
+    return grants_class.of(read=paths["read"], write=paths["write"], network=network)

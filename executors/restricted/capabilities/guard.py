@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .capability_grants import (
+from .grants import (
     SYSTEM_READ_ROOTS,
     CapabilityError,
     Grants,
@@ -33,7 +33,7 @@ from .capability_grants import (
     _resolve,
     python_roots,
 )
-from .capability_table import PREFIX_RULES, RULES
+from .table import PREFIX_RULES, RULES
 
 __all__ = ["CapabilityError", "CapabilityGuard", "Grants", "GUARD", "python_roots"]
 
@@ -81,33 +81,45 @@ class CapabilityGuard:
                 finally:
                     step.busy = False
 
-            self._roots = python_roots()
+            full, code_only = python_roots()
+            system = tuple(_resolve(p) for p in SYSTEM_READ_ROOTS if os.path.exists(p))
+            self._roots = ((*full, *system), code_only)
             sys.addaudithook(audit)
             self._installed = True
 
-    @contextmanager
-    def step(self, grants: Grants) -> Iterator[StepContext]:
-        """Govern the current thread for the duration of a step."""
+    def enter(self, grants: Grants, caller: Any = None) -> StepContext:
+        """Govern the current thread from now until `leave(ctx)`. `caller`: the frame that runs
+        the step (default: the caller's); it and the frames below it are the host's."""
         if not self._installed:
             self.install()
         full, code_only = self._roots or ((), ())
         ctx = StepContext(
             grants=grants,
-            read_roots=(*full, *(_resolve(p) for p in SYSTEM_READ_ROOTS if os.path.exists(p))),
+            read_roots=full,
             code_roots=code_only,
-            host_frames=_host_frames(sys._getframe(1)),
+            host_frames=_host_frames(caller or sys._getframe(1)),
         )
         local = self._local
-        outer = local.step
+        ctx.outer = local.step
         local.step = ctx
         with self._lock:
             self._active += 1
+        return ctx
+
+    def leave(self, ctx: StepContext) -> None:
+        with self._lock:
+            self._active -= 1
+        self._local.step = ctx.outer
+        ctx.outer = None
+
+    @contextmanager
+    def step(self, grants: Grants) -> Iterator[StepContext]:
+        """Govern the current thread for the duration of a `with` block."""
+        ctx = self.enter(grants, sys._getframe(2))
         try:
             yield ctx
         finally:
-            with self._lock:
-                self._active -= 1
-            local.step = outer
+            self.leave(ctx)
 
     @contextmanager
     def suspended(self) -> Iterator[None]:

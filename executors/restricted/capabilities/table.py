@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from .capability_grants import CODE_SUFFIXES, SYSTEM_WRITE_ROOTS, StepContext, under
+from .grants import CODE_SUFFIXES, SYSTEM_WRITE_ROOTS, StepContext, under
 
 Rule = Callable[[StepContext, str, tuple], None]
 

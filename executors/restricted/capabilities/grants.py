@@ -104,6 +104,7 @@ class StepContext:
     suspended: int = 0
     busy: bool = False
     refusals: list[str] = field(default_factory=list)
+    outer: StepContext | None = None  # the step this one interrupted on the same thread
 
     def refuse(self, capability: str, event: str, message: str) -> None:
         self.refusals.append(f"{capability}: {event}")

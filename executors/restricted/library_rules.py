@@ -14,6 +14,8 @@ Three shapes, all `module -> {member: reason}`:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 _PROCESS = "it starts processes as the host"
 _ENV = "it reads or changes the host's environment"
 _INTERP = "it reaches the interpreter's internals (frames, modules, hooks)"
@@ -72,11 +74,33 @@ DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
     "numpy.ctypeslib": {"*": "native code"},
     "numpy.f2py": {"*": "compiles and loads native code"},
     "numpy.testing": {"*": _PROCESS},
-    "matplotlib": {"use": "it imports any module named by a string; the sandbox renders figures"},
+    "matplotlib": {"set_loglevel": "it changes the host's logging"},
+    "pandas": {"read_clipboard": _PROCESS},
+    "pandas.api.extensions": {
+        "register_dataframe_accessor": "it adds a member to every host DataFrame",
+        "register_series_accessor": "it adds a member to every host Series",
+        "register_index_accessor": "it adds a member to every host Index",
+        "register_extension_dtype": "it changes a process-wide registry"},
+    "pandas.plotting": {"register_matplotlib_converters": _GLOBAL,
+                        "deregister_matplotlib_converters": _GLOBAL},
     "matplotlib.pyplot": {"switch_backend": "it imports any module named by a string",
                           "install_repl_displayhook": _INTERP,
                           "uninstall_repl_displayhook": _INTERP},
-    "pandas": {"read_clipboard": _PROCESS},
+    # Process-wide registries and hooks of the stdlib.
+    "os.path": {"expandvars": _ENV},
+    "posixpath": {"expandvars": _ENV},
+    "ntpath": {"expandvars": _ENV},
+    "sqlite3": {"*": "SQL's ATTACH DATABASE creates and writes files with no audit event"},
+    "logging": {"*": "it configures the host's logging: handlers write to the host's streams "
+                     "and files; print instead"},
+    "codecs": {"register": _GLOBAL, "unregister": _GLOBAL, "register_error": _GLOBAL},
+    "copyreg": {"*": _GLOBAL},
+    "mimetypes": {"add_type": _GLOBAL, "init": _GLOBAL, "read_mime_types": _GLOBAL},
+    "faulthandler": {"*": "it writes to the host's stderr and installs signal handlers"},
+    "warnings": {"filterwarnings": _GLOBAL, "simplefilter": _GLOBAL, "resetwarnings": _GLOBAL,
+                 "showwarning": _GLOBAL},
+    "scipy.io": {"mmread": "it reads files in C++ with no audit event",
+                 "mmwrite": "it writes files in C++ with no audit event"},
 }
 
 # For modules hidden with "*": the members model code still gets (all harmless or judged by the
@@ -129,3 +153,44 @@ def hidden_reason(module: str, member: str) -> str | None:
     if "*" in rules and member not in ONLY_MEMBERS.get(module, ()):
         return rules["*"]
     return None
+
+
+def module_refusal(name: str) -> str | None:
+    """Why importing `name` is refused even though it is authorized, or None."""
+    parts = name.split(".")
+    for i in range(1, len(parts)):
+        reason = hidden_reason(".".join(parts[:i]), parts[i])
+        if reason is not None:
+            return reason
+    rules = DANGEROUS_MEMBERS.get(name)
+    if rules and "*" in rules and name not in ONLY_MEMBERS and name != "builtins":
+        return rules["*"]
+    return None
+
+
+_WARNED: set[str] = set()
+
+
+def warn_dangerous(authorized: Iterable[str]) -> list[str]:
+    """Log, once per module and process, that the host authorized a module the table marks
+    dangerous (what the sandbox does about it). Returns the modules warned about now."""
+    import logging
+
+    log = logging.getLogger("executors")
+    warned = []
+    from ..base import DEFAULT_AUTHORIZED_IMPORTS
+
+    for name in authorized:
+        base = name[:-2] if name.endswith(".*") else name
+        reason = DANGEROUS_MODULES.get(base)
+        if base in DEFAULT_AUTHORIZED_IMPORTS:
+            continue  # the defaults are ours: io gives in-memory streams only
+        if reason is None or base in _WARNED:
+            continue
+        _WARNED.add(base)
+        warned.append(base)
+        refused = module_refusal(base)
+        what = f"importing it stays refused ({refused})" if refused else \
+            "its dangerous members stay hidden and the capability guard judges what it does"
+        log.warning("authorized_imports includes %r (%s): %s", base, reason, what)
+    return warned

@@ -1,0 +1,282 @@
+"""Process-wide library settings that a step may change, put back after every step.
+
+In process, model code shares the host's libraries: `pd.set_option`, `np.set_printoptions`,
+`np.seterr`, `np.random.seed`, `matplotlib.rcParams[...] = ...` would outlive the step and change
+how the host's own code behaves. Each row of `SETTINGS` is (module, what, snapshot, restore,
+lazy): snapshots are taken before a step for modules that are authorized and already imported,
+and restored after it when they differ. A *lazy* row is large (pandas options, matplotlib
+rcParams): its snapshot is taken only when the library is about to change it during a step —
+library_hooks.py wraps the setters to call `touch()` first — so a step that changes nothing pays
+nothing for it. (numpy's legacy random state is not a row: each namespace gets its own
+RandomState, see module_patches.) Stdlib only; the libraries are reached through sys.modules.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import warnings
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+
+class Setting(NamedTuple):
+    module: str  # the top-level module that owns the setting
+    what: str  # for the docs and error reports
+    snapshot: Callable[[Any], Any]  # module -> saved value
+    restore: Callable[[Any, Any], None]  # (module, saved) -> None
+    lazy: bool = False  # snapshot on the first change in a step (see touch())
+
+
+def _np_printoptions(np: Any) -> dict:
+    return np.get_printoptions()
+
+
+def _np_set_printoptions(np: Any, saved: dict) -> None:
+    opts = dict(saved)
+    opts.pop("legacy", None) if opts.get("legacy") is False else None
+    np.set_printoptions(**opts)
+
+
+def _flatten(tree: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _pd_options(pd: Any) -> dict:
+    # The option store itself (reading each option through get_option warns for deprecated ones).
+    from pandas._config import config  # only when pandas is already loaded
+
+    return _flatten(config._global_config)
+
+
+def _pd_set_options(pd: Any, saved: dict) -> None:
+    from pandas._config import config
+
+    now = _flatten(config._global_config)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for key, value in saved.items():
+            if key in now and not _same(now[key], value):
+                try:
+                    config.set_option(key, value)  # through set_option: its callbacks run
+                except Exception:  # noqa: BLE001 - a removed option: leave it
+                    continue
+
+
+def _mpl_rcparams(mpl: Any) -> dict:
+    # Shallow, plus a copy of the list values (code can change those in place): a deep copy
+    # costs ~4 ms per step.
+    return {k: list(v) if type(v) is list else v for k, v in dict.items(mpl.rcParams)}
+
+
+def _mpl_set_rcparams(mpl: Any, saved: dict) -> None:
+    current = mpl.rcParams
+    for key in [k for k in dict.keys(current) if k not in saved]:
+        dict.__delitem__(current, key)
+    for key, value in saved.items():
+        now = dict.get(current, key, _MISSING)
+        if now is not value and not (type(value) is list and now == value):
+            # bypass validation: these values were valid; lists are handed over as fresh copies
+            dict.__setitem__(current, key, list(value) if type(value) is list else value)
+
+
+_MISSING = object()
+
+
+_LIST_KEYS: list[str] = []
+
+
+def _mpl_rcparams_lists(mpl: Any) -> dict:
+    rc = mpl.rcParams
+    if not _LIST_KEYS:  # the keys whose values are lists: fixed by matplotlib's validators
+        _LIST_KEYS.extend(k for k, v in dict.items(rc) if type(v) is list)
+    get = dict.get
+    return {k: tuple(v) for k in _LIST_KEYS if type(v := get(rc, k)) is list}
+
+
+def _mpl_set_rcparams_lists(mpl: Any, saved: dict) -> None:
+    for key, value in saved.items():
+        dict.__setitem__(mpl.rcParams, key, list(value))
+
+
+def _mpl_backend(mpl: Any) -> str:
+    return dict.get(mpl.rcParams, "backend")
+
+
+def _mpl_set_backend(mpl: Any, saved: str) -> None:
+    if dict.get(mpl.rcParams, "backend") != saved:
+        dict.__setitem__(mpl.rcParams, "backend", saved)
+
+
+def _mpl_colormaps(mpl: Any) -> frozenset:
+    return frozenset(mpl.colormaps)
+
+
+def _mpl_set_colormaps(mpl: Any, saved: frozenset) -> None:
+    for name in set(mpl.colormaps) - saved:
+        mpl.colormaps.unregister(name)
+
+
+def _pyplot_figures(mpl: Any) -> frozenset:
+    plt = sys.modules.get("matplotlib.pyplot")
+    return frozenset(plt.get_fignums()) if plt is not None else frozenset()
+
+
+def _close_new_figures(mpl: Any, saved: frozenset) -> None:
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        for number in set(plt.get_fignums()) - saved:
+            plt.close(number)
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("numpy", "print options (np.set_printoptions)", _np_printoptions, _np_set_printoptions),
+    Setting("numpy", "floating-point error handling (np.seterr)",
+            lambda np: np.geterr(), lambda np, saved: np.seterr(**saved)),
+    Setting("numpy", "floating-point error callback (np.seterrcall)",
+            lambda np: np.geterrcall(), lambda np, saved: np.seterrcall(saved)),
+    Setting("numpy", "the ufunc buffer size (np.setbufsize)",
+            lambda np: np.getbufsize(), lambda np, saved: np.setbufsize(saved)),
+    Setting("pandas", "options (pd.set_option, pd.options.*)", _pd_options, _pd_set_options,
+            lazy=True),
+    Setting("matplotlib", "rcParams", _mpl_rcparams, _mpl_set_rcparams, lazy=True),
+    # Values changed in place (rcParams["font.family"].append(...)) do not go through a setter.
+    Setting("matplotlib", "rcParams lists", _mpl_rcparams_lists, _mpl_set_rcparams_lists),
+    Setting("matplotlib", "the default backend", _mpl_backend, _mpl_set_backend),
+    Setting("matplotlib", "registered colormaps", _mpl_colormaps, _mpl_set_colormaps, lazy=True),
+    # Figures the step left open in pyplot's global state (the result carries them first).
+    Setting("matplotlib", "open pyplot figures", _pyplot_figures, _close_new_figures),
+)
+
+
+_CURRENT = threading.local()  # the StepSettings of the step running on this thread
+
+
+def touch(module: str) -> None:
+    """A library is about to change a lazy setting of `module`: if a step is running on this
+    thread, snapshot that setting now (once per step)."""
+    step = getattr(_CURRENT, "step", None)
+    if step is not None:
+        step.save_lazy(module)
+
+
+class StepSettings:
+    """Snapshots taken before one step (or, for lazy rows, before the first change in it),
+    restored after it."""
+
+    def __init__(self, authorized_tops: Iterable[str]) -> None:
+        tops = set(authorized_tops)
+        self.rows = [s for s in SETTINGS if s.module in tops and not s.lazy]
+        self.lazy_rows = [s for s in SETTINGS if s.module in tops and s.lazy]
+        self.saved: list[tuple[Setting, Any, Any]] = []
+        self.lazy_saved: set[str] = set()
+        self.warning_filters: list | None = None
+
+    def _save(self, setting: Setting) -> None:
+        module = sys.modules.get(setting.module)
+        if module is None:
+            return
+        try:
+            self.saved.append((setting, module, setting.snapshot(module)))
+        except Exception:  # noqa: BLE001 - a library version without this setting
+            pass
+
+    def save(self) -> None:
+        self.saved = []
+        self.lazy_saved = set()
+        for setting in self.rows:
+            self._save(setting)
+        # Library code may change warning filters on the model's behalf.
+        self.warning_filters = list(warnings.filters)
+        _CURRENT.step = self
+
+    def save_lazy(self, module: str) -> None:
+        if module in self.lazy_saved:
+            return
+        self.lazy_saved.add(module)
+        for setting in self.lazy_rows:
+            if setting.module == module:
+                self._save(setting)
+
+    def restore(self) -> list[str]:
+        """Put every setting back; returns what had to be restored (for tests and reports)."""
+        _CURRENT.step = None
+        restored = []
+        for setting, module, value in self.saved:
+            try:
+                if _differs(setting.snapshot(module), value):
+                    setting.restore(module, value)
+                    restored.append(f"{setting.module}: {setting.what}")
+            except Exception:  # noqa: BLE001 - never fail a step on the way out
+                continue
+        if self.warning_filters is not None and warnings.filters != self.warning_filters:
+            warnings.filters[:] = self.warning_filters
+            warnings._filters_mutated()
+            restored.append("warnings: filters")
+        self.saved = []
+        return restored
+
+
+def _differs(now: Any, saved: Any) -> bool:
+    return not _same(now, saved)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, looking into dicts and sequences when `==` cannot say (numpy arrays compare
+    element-wise)."""
+    if a is b:
+        return True
+    try:
+        result = a == b
+        if type(result) is bool:
+            return result
+    except Exception:  # noqa: BLE001 - e.g. a dict holding arrays: look inside
+        pass
+    try:
+        if isinstance(a, dict) and isinstance(b, dict):
+            return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+            return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+        result = a == b
+        return bool(result.all()) and getattr(a, "shape", None) == getattr(b, "shape", None)
+    except Exception:  # noqa: BLE001 - uncomparable: treat as changed, restore to be safe
+        return False
+
+
+# Authorized libraries whose import sets up caches or configuration (matplotlib's font list and
+# config directory): imported when the executor is built, as the host, so that their set-up does
+# not run inside a step, where the capability guard would refuse it.
+WARM_UP: dict[str, tuple[str, ...]] = {
+    "numpy": ("numpy",),
+    "pandas": ("pandas",),
+    "matplotlib": ("matplotlib", "matplotlib.pyplot"),
+}
+
+
+def warm_up(authorized: Iterable[str]) -> list[str]:
+    """Import the set-up-heavy authorized libraries now; returns the ones that failed (missing:
+    the executor reports that at construction or first import)."""
+    import importlib
+
+    failed = []
+    tops = {name.split(".")[0] for name in authorized}
+    for top in sorted(tops & WARM_UP.keys()):
+        for module in WARM_UP[top]:
+            if module in sys.modules:
+                continue
+            if module == "matplotlib.pyplot":
+                # no display in a sandbox: a headless backend unless the host chose one
+                import os
+
+                os.environ.setdefault("MPLBACKEND", "Agg")
+            try:
+                importlib.import_module(module)
+            except Exception:  # noqa: BLE001 - reported where it matters (the import in a step)
+                failed.append(module)
+    return failed

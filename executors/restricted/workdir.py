@@ -1,0 +1,48 @@
+"""The working directory of in-process steps: relative paths resolve against the workdir.
+
+The current directory is one per process, so it is shared with every host thread. A step moves
+the process into its workdir when no other step is running in another thread, and moves back
+when the last one ends; a step that starts while another step (with another workdir) runs keeps
+the current directory, and its relative paths resolve there (the capability guard still judges
+every path against that step's own grants). Use absolute paths or SubprocessExecutor when
+several in-process steps run at once.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+
+class _Workdirs:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._active = 0
+        self._saved: str | None = None  # the host's directory while a step holds the process
+
+    def enter(self, workdir: str | None) -> None:
+        """One more running step; the first one moves the process into its workdir."""
+        with self._lock:
+            self._active += 1
+            if workdir is None or self._active != 1:
+                return
+            try:
+                saved = os.getcwd()
+                os.chdir(workdir)
+            except OSError:  # the host's cwd or the workdir is gone: stay where we are
+                return
+            self._saved = saved
+
+    def leave(self) -> None:
+        """One step fewer; the last one moves the process back."""
+        with self._lock:
+            self._active -= 1
+            if self._active == 0 and self._saved is not None:
+                try:
+                    os.chdir(self._saved)
+                except OSError:
+                    pass
+                self._saved = None
+
+
+WORKDIRS = _Workdirs()
