@@ -22,7 +22,7 @@ import sys
 
 from .errors import FinalAnswer
 from .harden import has_children
-from .wire import OutputBuffer, safe_repr, safe_str, truncate_text
+from .wire import OutputBuffer, Repr, safe_repr, safe_str, truncate_text
 
 __all__ = ["Deadline", "OpenRuntime", "Step", "StepError"]
 
@@ -107,7 +107,7 @@ class OpenRuntime:
             try:
                 out[name] = _plain_copy(value, 0)
             except _NotPlain:
-                out[name] = self._repr_in_time(value)
+                out[name] = Repr(self._repr_in_time(value), type(value).__name__)
         return out
 
     def _repr_in_time(self, value) -> str:
