@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from .determinism import seed_only_generation
 from .outcome import FuzzReport, Outcome
 from .session import CANARY_ENV, Session
 
@@ -19,7 +20,8 @@ __all__ = ["fuzz", "PROPERTIES"]
 PROPERTIES = ("cpython", "escapes", "bombs")
 _SHARE = {"cpython": 0.6, "escapes": 0.3, "bombs": 0.1}
 # Hypothesis remembers every example of a run to avoid repeats, which slows long runs down:
-# long phases run as several runs of at most _BATCH examples.
+# long phases run as several runs of at most `batch_size` examples (default _BATCH), the k-th with
+# the seed `seed + k`. A distributed campaign (shards.py) runs each such run as one shard.
 _BATCH = 1000
 
 
@@ -70,9 +72,16 @@ def _strategy(prop: str, session: Session, mode: str, imports: Iterable[str] | N
     return resource_bombs(tuple(bomb_kinds or BOMB_KINDS), limits=session.limits)
 
 
+def phase_plan(examples: int, properties: Iterable[str]) -> dict[str, int]:
+    """How many of `examples` each property gets (its share, at least one), in campaign order."""
+    weights = {p: _SHARE[p] for p in properties}
+    total_w = sum(weights.values())
+    return {p: max(1, round(examples * w / total_w)) for p, w in weights.items()}
+
+
 def _run_phase(planned: int, strategy: Any, prop: str, mode: str, phase_deadline: float | None,
                session: Session, report: FuzzReport, seed: int | None,
-               on_outcome: Callable[[Outcome], None] | None) -> None:
+               on_outcome: Callable[[Outcome], None] | None, batch_size: int = _BATCH) -> None:
     """Run hypothesis until `planned` more outcomes are in (or time is up, or nothing new comes).
     A run that hypothesis aborts as flaky (hypothesmith is not always deterministic) is replaced."""
     from hypothesis import seed as hseed
@@ -83,14 +92,15 @@ def _run_phase(planned: int, strategy: Any, prop: str, mode: str, phase_deadline
     while report.total() < target and flaky < 5:
         if phase_deadline is not None and time.perf_counter() > phase_deadline:
             break
-        campaign = _campaign(min(_BATCH, target - report.total()), strategy, prop, mode,
+        campaign = _campaign(min(batch_size, target - report.total()), strategy, prop, mode,
                              phase_deadline, session, report, on_outcome)
         if seed is not None:
             campaign = hseed(seed + batch)(campaign)
         batch += 1
         before = report.total()
         try:
-            campaign()
+            with seed_only_generation():  # the seed alone decides the examples (determinism.py)
+                campaign()
         except _TimeUp:
             break
         except Flaky:
@@ -117,6 +127,7 @@ def fuzz(
     open_policy: bool | None = None,
     seed: int | None = None,
     on_outcome: Callable[[Outcome], None] | None = None,
+    batch_size: int = _BATCH,
 ) -> FuzzReport:
     """Run a campaign: `examples` generated examples (and at most `seconds`), split among the
     properties ("cpython": generated programs compared with CPython — also the internal-error
@@ -126,6 +137,8 @@ def fuzz(
     the CPython reference; pass `register_tools=False` if your factory registers them itself.
     isolate: run the executor in a forked child (default: yes for in-process executors).
     open_policy: whether reaching `os` is allowed (default: read from the executor's `policy`).
+    batch_size: examples per hypothesis run (the k-th run of a phase is seeded `seed + k`); the
+    same campaign sharded over workers (executors.fuzzing.shards) uses it as its shard size.
 
         report = fuzz(LocalExecutor, examples=1000, seconds=60)
         print(report.total("program", "equal"), report.failures)
@@ -134,6 +147,8 @@ def fuzz(
     unknown = set(props) - set(PROPERTIES)
     if unknown or not props:
         raise ValueError(f"properties must be among {PROPERTIES}, got {props}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     from . import program_strategy  # noqa: F401 - needs hypothesis: say so before building anything
 
     report = FuzzReport()
@@ -144,8 +159,7 @@ def fuzz(
                       open_policy=open_policy)
     report.executor = session.executor_name
     weights = {p: _SHARE[p] for p in props}
-    total_w = sum(weights.values())
-    plan = {p: max(1, round(examples * w / total_w)) for p, w in weights.items()}
+    plan = phase_plan(examples, props)
     imports = authorized_imports if authorized_imports is not None else session.authorized_imports
     try:
         for i, prop in enumerate(props):
@@ -154,7 +168,8 @@ def fuzz(
             if deadline is not None:
                 remaining_w = sum(weights[p] for p in props[i:])
                 phase_deadline = time.perf_counter() + (deadline - time.perf_counter()) * weights[prop] / remaining_w
-            _run_phase(plan[prop], strategy, prop, mode, phase_deadline, session, report, seed, on_outcome)
+            _run_phase(plan[prop], strategy, prop, mode, phase_deadline, session, report, seed, on_outcome,
+                       batch_size)
     finally:
         session.close()
         report.duration_s = time.perf_counter() - t_start
