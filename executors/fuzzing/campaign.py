@@ -100,6 +100,20 @@ def _run_phase(planned: int, strategy: Any, prop: str, mode: str, phase_deadline
             break  # nothing new to generate
 
 
+def _run_phases(props: list[str], weights: dict[str, float], plan: dict[str, int], deadline: float | None,
+                session: Session, report: FuzzReport, mode: str, imports: Iterable[str] | None,
+                bomb_kinds: Iterable[str] | None, seed: int | None,
+                on_outcome: Callable[[Outcome], None] | None) -> None:
+    """One phase per property, the time budget split by weight among the phases still to run."""
+    for i, prop in enumerate(props):
+        strategy = _strategy(prop, session, mode, imports, bomb_kinds)
+        phase_deadline = None
+        if deadline is not None:
+            remaining_w = sum(weights[p] for p in props[i:])
+            phase_deadline = time.perf_counter() + (deadline - time.perf_counter()) * weights[prop] / remaining_w
+        _run_phase(plan[prop], strategy, prop, mode, phase_deadline, session, report, seed, on_outcome)
+
+
 def fuzz(
     factory: Callable[[], Any],
     *,
@@ -135,6 +149,7 @@ def fuzz(
     if unknown or not props:
         raise ValueError(f"properties must be among {PROPERTIES}, got {props}")
     from . import program_strategy  # noqa: F401 - needs hypothesis: say so before building anything
+    from ._hypothesis import private_storage
 
     report = FuzzReport()
     t_start = time.perf_counter()
@@ -148,13 +163,9 @@ def fuzz(
     plan = {p: max(1, round(examples * w / total_w)) for p, w in weights.items()}
     imports = authorized_imports if authorized_imports is not None else session.authorized_imports
     try:
-        for i, prop in enumerate(props):
-            strategy = _strategy(prop, session, mode, imports, bomb_kinds)
-            phase_deadline = None
-            if deadline is not None:
-                remaining_w = sum(weights[p] for p in props[i:])
-                phase_deadline = time.perf_counter() + (deadline - time.perf_counter()) * weights[prop] / remaining_w
-            _run_phase(plan[prop], strategy, prop, mode, phase_deadline, session, report, seed, on_outcome)
+        with private_storage():
+            _run_phases(props, weights, plan, deadline, session, report, mode, imports, bomb_kinds, seed,
+                        on_outcome)
     finally:
         session.close()
         report.duration_s = time.perf_counter() - t_start
