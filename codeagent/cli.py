@@ -407,7 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="solve a task with a model", description="Solve TASK with a CodeAgent.")
-    run.add_argument("task", metavar="TASK")
+    run.add_argument("task", metavar="TASK", help="what to do, in words (quote it)")
     _model_options(run)
     run.add_argument("--tools", nargs="+", metavar="MODULE:ATTR", default=[],
                      help="tools to give the agent: a tool, a function, or a list/dict of them")
