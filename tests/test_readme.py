@@ -88,3 +88,16 @@ def test_readme_block_runs(line: int, code: str, tmp_path: Path) -> None:
             assert expected in proc.stdout, f"README.md line {line}: expected {expected!r} in:\n{proc.stdout[-2000:]}"
     if needs_endpoint(code):
         assert stub.requests, "the block did not use the endpoint it was given"
+
+
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_the_examples_the_readme_points_to_run_offline(example: Path, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "CODEAGENT_MODEL")}
+    proc = subprocess.run([sys.executable, str(example)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "success" in proc.stdout or "True" in proc.stdout, proc.stdout[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
