@@ -18,12 +18,13 @@ import subprocess
 import sys
 from collections.abc import Iterable
 
-__all__ = ["NotImportable", "missing_modules", "ensure_importable"]
+__all__ = ["NotImportable", "missing_modules", "ensure_importable", "PROBE_SOURCE"]
 
 PROBE_TIMEOUT_S = 30.0
 
-# Run by another interpreter with the top-level names as arguments; prints the missing ones as JSON.
-_PROBE = """\
+# Run by another interpreter (`python -I -c PROBE_SOURCE name...`, e.g. inside a container image):
+# prints the missing top-level names as one JSON list.
+PROBE_SOURCE = """\
 import importlib.util, json, sys
 missing = []
 for name in sys.argv[1:]:
@@ -97,7 +98,7 @@ def _missing_there(python: str, names: list[str]) -> list[str]:
         return []
     try:
         # -I as the worker runs: no PYTHON* variables, no user site, no current directory.
-        proc = subprocess.run([python, "-I", "-c", _PROBE, *names], capture_output=True, text=True,
+        proc = subprocess.run([python, "-I", "-c", PROBE_SOURCE, *names], capture_output=True, text=True,
                               timeout=PROBE_TIMEOUT_S, cwd="/", stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError) as exc:
         raise ValueError(f"cannot run python={python!r} to check authorized_imports: {exc}") from None
