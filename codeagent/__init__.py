@@ -10,6 +10,7 @@ from typing import Any
 _LAZY = {
     "CodeAgent": ".agent",
     "RunResult": ".run",
+    "RunFailed": ".run",
     "OpenAIModel": ".models",
     "ScriptedModel": ".models",
     "Model": ".models",

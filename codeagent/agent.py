@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, Literal, overload
 
-from executors.base import ExecutionResult, Executor, ExecutorError, Limits
+from executors.base import ExecutionResult, Executor, ExecutorError, Limits, normalize_imports
+from executors.importable import ensure_importable
 
 from .events import CodeAction, ErrorEvent, Event, ModelReplyEvent, RunEnd
 from .formats import DEFAULT_CODE_TAGS, ActionFormat, CodeBlock, normalize_code
 from .memory import Memory, truncate_middle
-from .models import Model
+from .models import Model, check_model
 from .parsing import CodeParseError
 from .prompts import PROMPTS_DIR, load_prompt
 from .replies import ModelReply
@@ -54,7 +55,9 @@ class CodeAgent:
     model: any `Model` (`OpenAIModel`, `ScriptedModel`, or your own `complete(messages, stop)`).
     tools: `Tool` objects, typed functions, or {name: callable}; handed to the executor.
     executor: any `executors.Executor`; default a `LocalExecutor` (restricted, in process), which
-        the agent owns and closes. `authorized_imports` / `limits` configure that default.
+        the agent owns and closes. `authorized_imports` / `limits` configure that default; a module
+        named in `authorized_imports` must be installed (checked here, not at the first import).
+        `additional_authorized_imports` is smolagents' name for `authorized_imports`.
     max_steps: steps before the run ends with status "max_steps".
     max_context_tokens: budget for the messages sent to the model (estimated at ~4 chars/token);
         the oldest steps are dropped first, the system prompt and the task always stay.
@@ -79,16 +82,16 @@ class CodeAgent:
         system_prompt_template: str | None = None,
         empty_reply_retries: int = 3,
         action_format: ActionFormat | None = None,
+        additional_authorized_imports: Iterable[str] | None = None,
     ) -> None:
-        if max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
-        if executor is not None and (authorized_imports is not None or limits is not None):
-            raise ValueError(
-                "authorized_imports and limits configure the default executor; when you pass "
-                "executor=..., give them to that executor's constructor instead"
-            )
-        if max_observation_chars < 200:
-            raise ValueError(f"max_observation_chars must be >= 200, got {max_observation_chars}")
+        check_agent_arguments(model, tools, executor)
+        _check_int("max_steps", max_steps, 1)
+        _check_int("max_observation_chars", max_observation_chars, 200)
+        _check_int("empty_reply_retries", empty_reply_retries, 0)
+        if max_context_tokens is not None:
+            _check_int("max_context_tokens", max_context_tokens, 1, none="None for no budget")
+        authorized_imports = _default_executor_imports(
+            authorized_imports, additional_authorized_imports, executor, limits)
         self.model = model
         self.tools: dict[str, Tool] = tools_by_name(tools)
         self.max_steps = max_steps
@@ -153,8 +156,24 @@ class CodeAgent:
 
     # -- running -----------------------------------------------------------------------------
 
-    def run(self, task: str, *, variables: Mapping[str, Any] | None = None, reset: bool = True) -> RunResult:
-        """Run the task to its end and return what happened (never raises for model/code failures)."""
+    @overload
+    def run(self, task: str, *, variables: Mapping[str, Any] | None = ..., reset: bool = ...,
+            stream: Literal[False] = ...) -> RunResult: ...
+
+    @overload
+    def run(self, task: str, *, variables: Mapping[str, Any] | None = ..., reset: bool = ...,
+            stream: Literal[True]) -> Iterator[Event]: ...
+
+    def run(self, task: str, *, variables: Mapping[str, Any] | None = None, reset: bool = True,
+            stream: bool = False) -> RunResult | Iterator[Event]:
+        """Run the task to its end and return what happened: a `RunResult`.
+
+        It never raises for a model, endpoint or code failure: the result's `status` and `error`
+        say what happened, and `result.raise_for_status()` turns a failed run into an exception.
+        stream=True: return `self.stream(task, ...)` instead, the run's events as they happen.
+        """
+        if stream:
+            return self.stream(task, variables=variables, reset=reset)
         end: RunEnd | None = None
         for event in self.stream(task, variables=variables, reset=reset):
             if isinstance(event, RunEnd):
@@ -311,6 +330,47 @@ class _CodeRun:
         observation = f"Error: {message}"
         self._remember(said, observation)
         return self.rec.fail_step(step, kind, message, observation=observation)
+
+
+def check_agent_arguments(model: Any, tools: Any, executor: Any) -> None:
+    """Fail when the agent is made, with the fix, rather than at its first step."""
+    if isinstance(model, (list, tuple)) and callable(getattr(tools, "complete", None)):
+        raise TypeError("the model comes first: CodeAgent(model, tools=[...]) (smolagents puts tools "
+                        "first); pass both by keyword to be safe")
+    check_model(model)
+    if isinstance(executor, str):
+        raise TypeError(f"executor must be an executor object, not the string {executor!r}: pass e.g. "
+                        "executor=SubprocessExecutor() or DockerExecutor() from the executors package "
+                        "(None: the in-process LocalExecutor)")
+    if executor is not None and not callable(getattr(executor, "execute", None)):
+        raise TypeError(f"executor must have an execute(code) method (an executors.Executor), got "
+                        f"{type(executor).__name__}")
+
+
+def _check_int(name: str, value: Any, minimum: int, *, none: str = "") -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        also = f" (or {none})" if none else ""
+        raise ValueError(f"{name} must be an integer >= {minimum}{also}, got {value!r}")
+
+
+def _default_executor_imports(
+    authorized_imports: Iterable[str] | None, alias: Iterable[str] | None, executor: Any, limits: Any,
+) -> Iterable[str] | None:
+    """The imports of the default executor, checked: valid names, installed on this host."""
+    if alias is not None:
+        if authorized_imports is not None:
+            raise ValueError("pass authorized_imports or its smolagents name additional_authorized_imports, "
+                             "not both")
+        authorized_imports = alias
+    if executor is not None and (authorized_imports is not None or limits is not None):
+        raise ValueError(
+            "authorized_imports and limits configure the default executor; when you pass "
+            "executor=..., give them to that executor's constructor instead"
+        )
+    if authorized_imports is not None:
+        normalize_imports(authorized_imports)  # a string, or a name that is not a module name
+        ensure_importable(authorized_imports)  # the default executor runs the code in this process
+    return authorized_imports
 
 
 def _has_text(reply: ModelReply) -> bool:

@@ -11,8 +11,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterable, Sequence
-from typing import Any, TextIO
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NoReturn, TextIO
 
 from executors.base import ExecutorError, Limits
 
@@ -37,6 +37,40 @@ class UsageError(Exception):
     """A setup problem the user fixes with a flag or an environment variable (exit status 2)."""
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with a usage mistake reported in one line that says where the options are."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (options: {self.prog} --help)\n")
+
+
+def seconds(text: str) -> float:
+    """A time limit in seconds: a number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
+    return value
+
+
+def count(minimum: int) -> Callable[[str], int]:
+    """An integer >= minimum."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a whole number >= {minimum}, got {text!r}")
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    parse.__name__ = f"count >= {minimum}"
+    return parse
+
+
 # -- building blocks ---------------------------------------------------------------------------
 
 
@@ -49,6 +83,7 @@ def make_executor(name: str, *, tools: Any = None, authorized_imports: Sequence[
     if name not in targets:
         raise UsageError(f"unknown executor {name!r}: choose one of {', '.join(EXECUTORS)}")
     module_name, cls_name = targets[name]
+    check_imports(name, authorized_imports)
     try:
         cls = getattr(importlib.import_module(module_name), cls_name)
     except (ImportError, AttributeError) as exc:
@@ -57,6 +92,21 @@ def make_executor(name: str, *, tools: Any = None, authorized_imports: Sequence[
         return cls(tools=tools, authorized_imports=authorized_imports, limits=limits)
     except Exception as exc:
         raise UsageError(f"cannot start the {name} executor: {type(exc).__name__}: {exc}")
+
+
+def check_imports(executor: str, imports: Sequence[str] | None) -> None:
+    """--import of a module that is not installed where the code runs: a usage error, now."""
+    if not imports or executor == "docker":  # the docker executor checks its image itself
+        return
+    from executors.importable import NotImportable, ensure_importable
+
+    # local: this process; subprocess: a worker started from this same interpreter
+    try:
+        ensure_importable(imports, python=None if executor == "local" else sys.executable, setting="--import")
+    except NotImportable as exc:
+        names = " ".join(exc.missing)
+        raise UsageError(f"--import {names}: not installed for {exc.python or sys.executable} "
+                         f"(install it there, or drop that --import)")
 
 
 def load_tools(specs: Iterable[str]) -> list[Any]:
@@ -70,6 +120,8 @@ def load_tools(specs: Iterable[str]) -> list[Any]:
             module = importlib.import_module(module_name)
         except ImportError as exc:
             raise UsageError(f"--tools {spec}: cannot import {module_name!r}: {exc} (is it on PYTHONPATH?)")
+        except Exception as exc:  # the user's module is broken: say where, without a traceback
+            raise UsageError(f"--tools {spec}: importing {module_name!r} raised {type(exc).__name__}: {exc}")
         obj: Any = module
         for part in attr.split("."):
             if not hasattr(obj, part):
@@ -99,6 +151,11 @@ def make_model(args: argparse.Namespace, *, default_model: str | None = None) ->
         api_key = os.environ.get(args.api_key_env)
         if not api_key:
             raise UsageError(f"--api-key-env {args.api_key_env}: that environment variable is not set")
+    if not (api_key or os.environ.get("OPENAI_API_KEY") or args.base_url or os.environ.get("OPENAI_BASE_URL")):
+        raise UsageError(
+            "no API key for OpenAI: set OPENAI_API_KEY (or name another variable with --api-key-env VAR), "
+            "or pass --base-url URL of a local OpenAI-compatible server (e.g. http://localhost:11434/v1)"
+        )
     options: dict[str, Any] = {}
     if getattr(args, "temperature", None) is not None:
         options["temperature"] = args.temperature
@@ -112,7 +169,8 @@ def make_model(args: argparse.Namespace, *, default_model: str | None = None) ->
 
 
 def _limits(args: argparse.Namespace) -> Limits | None:
-    return Limits(timeout_s=args.timeout) if getattr(args, "timeout", None) else None
+    timeout = getattr(args, "timeout", None)
+    return None if timeout is None else Limits(timeout_s=timeout)
 
 
 # -- rendering -----------------------------------------------------------------------------------
@@ -204,9 +262,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     tools = load_tools(args.tools or ())
     model = make_model(args)
     executor = make_executor(args.executor, authorized_imports=args.imports, limits=_limits(args))
-    with executor, CodeAgent(model, tools=tools, executor=executor, max_steps=args.max_steps,
-                             max_context_tokens=args.context_tokens) as agent:
-        result = drive(agent, args.task, as_json=args.json, out=sys.stdout)
+    with executor:
+        try:
+            agent = CodeAgent(model, tools=tools, executor=executor, max_steps=args.max_steps,
+                              max_context_tokens=args.context_tokens)
+        except (TypeError, ValueError) as exc:  # e.g. two --tools with the same name
+            raise UsageError(str(exc))
+        with agent:
+            result = drive(agent, args.task, as_json=args.json, out=sys.stdout)
     _report_adaptations(model)
     if args.save:
         result.save(args.save)
@@ -219,15 +282,27 @@ def _report_adaptations(model: Any) -> None:
         print(f"note: {note} (pass {flag} to skip the failed first request)", file=sys.stderr)
 
 
+def read_source(name: str) -> str:
+    """The code of FILE ('-': stdin) as text; not UTF-8 is a usage error that says where."""
+    where = "stdin" if name == "-" else name
+    try:
+        if name == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(name, "rb") as f:
+                data = f.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read {where}: {exc.strerror or exc}")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise UsageError(f"{where} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}): "
+                         "save it as UTF-8")
+
+
 def cmd_exec(args: argparse.Namespace) -> int:
-    if args.file == "-":
-        code = sys.stdin.read()
-    else:
-        try:
-            with open(args.file, encoding="utf-8") as f:
-                code = f.read()
-        except OSError as exc:
-            raise UsageError(f"cannot read {args.file}: {exc}")
+    code = read_source(args.file)
     executor = make_executor(args.executor, authorized_imports=args.imports, limits=_limits(args))
     with executor:
         result = executor.execute(code)
@@ -281,7 +356,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         calls = ", ".join(f"{name} ×{n}" for name, n in sorted(demo.CALLS.items())) or "none"
         print(f"  {len(executed)} code action(s) · {sum(demo.CALLS.values())} tool calls ({calls}) · "
               f"executor {exec_ms:.1f} ms · wall {wall:.2f} s")
-        print(f"  answer {'matches' if correct else 'DOES NOT match'} the expected {json.dumps(expected)}")
+        if result.success:  # a failed run has no answer to compare: its error is above
+            print(f"  answer {'matches' if correct else 'DOES NOT match'} the expected {json.dumps(expected)}")
         if getattr(model, "scripted", False):
             print("  (scripted model reply — see the note above)")
     return 0 if result.success and correct else 1
@@ -310,42 +386,53 @@ def _model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-system-role", action="store_true", help="endpoint has no system role: merge the "
                                                                  "system prompt into the first user message")
     p.add_argument("--no-stop", action="store_true", help="endpoint rejects `stop`: cut replies client-side")
-    p.add_argument("--temperature", type=float, default=None)
+    p.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the server's)")
+
+
+def _executor_options(p: argparse.ArgumentParser, *, imports: bool = True) -> None:
+    p.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help="where the code runs: local (in this process, restricted), subprocess (a child "
+                        "process, restricted) or docker (a container) (default: local)")
+    if imports:
+        p.add_argument("--import", dest="imports", action="append", metavar="MODULE",
+                       help="a module the code may import besides the safe defaults; 'pkg.*' for its "
+                            "submodules (repeatable)")
+        p.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
+                       help=f"time limit per code action, in seconds (default: {Limits().timeout_s:g})")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="codeagent", description="Agents that act by writing Python, and executors that run it safely.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="solve a task with a model", description="Solve TASK with a CodeAgent.")
-    run.add_argument("task", metavar="TASK")
+    run.add_argument("task", metavar="TASK", help="what to do, in words (quote it)")
     _model_options(run)
     run.add_argument("--tools", nargs="+", metavar="MODULE:ATTR", default=[],
                      help="tools to give the agent: a tool, a function, or a list/dict of them")
-    run.add_argument("--executor", choices=EXECUTORS, default="local")
-    run.add_argument("--import", dest="imports", action="append", metavar="MODULE",
-                     help="extra module the code may import (repeatable)")
-    run.add_argument("--max-steps", type=int, default=10)
-    run.add_argument("--context-tokens", type=int, default=16_000, help="history budget (estimated tokens)")
-    run.add_argument("--timeout", type=float, default=None, help="per-action time limit in seconds")
+    _executor_options(run)
+    run.add_argument("--max-steps", type=count(1), default=10, metavar="N", help="steps before giving up (default: 10)")
+    run.add_argument("--context-tokens", type=count(1), default=16_000, metavar="N",
+                     help="budget of the history sent to the model, in estimated tokens (default: 16000)")
     run.add_argument("--json", action="store_true", help="print NDJSON events instead of the human view")
     run.add_argument("--save", metavar="PATH", help="save the RunResult as JSON")
 
-    ex = sub.add_parser("exec", help="run a Python file in an executor", description="Run FILE ('-' for stdin).")
-    ex.add_argument("file", metavar="FILE")
-    ex.add_argument("--executor", choices=EXECUTORS, default="local")
-    ex.add_argument("--import", dest="imports", action="append", metavar="MODULE")
-    ex.add_argument("--timeout", type=float, default=None)
-    ex.add_argument("--json", action="store_true")
+    ex = sub.add_parser("exec", help="run a Python file in an executor",
+                        description="Run FILE ('-' for stdin) in an executor and print what it printed, "
+                                    "its last value and its error. Exit status 1 when the code failed.")
+    ex.add_argument("file", metavar="FILE", help="a UTF-8 Python file, or '-' to read the code from stdin")
+    _executor_options(ex)
+    ex.add_argument("--json", action="store_true",
+                    help="print the result as one JSON object (output, logs, error, ...)")
 
     demo = sub.add_parser("demo", help="a multi-tool data task solved in one code action",
                           description="Sales/inventory analysis over three tools. Uses a real model when "
                                       "--base-url or OPENAI_BASE_URL is set, else a bundled scripted reply.")
     _model_options(demo)
-    demo.add_argument("--executor", choices=EXECUTORS, default="local")
-    demo.add_argument("--max-steps", type=int, default=6)
-    demo.add_argument("--json", action="store_true")
+    _executor_options(demo, imports=False)
+    demo.add_argument("--max-steps", type=count(1), default=6, metavar="N", help="steps before giving up (default: 6)")
+    demo.add_argument("--json", action="store_true", help="print NDJSON events instead of the human view")
 
     sub.add_parser("fuzz", help="fuzz the executors (options: codeagent fuzz --help)", add_help=False)
     sub.add_parser("batch", help="run many tasks at once, locally or on Ray (options: codeagent batch --help)",

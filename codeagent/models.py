@@ -27,6 +27,7 @@ __all__ = [
     "ModelError",
     "OpenAIModel",
     "ScriptedModel",
+    "check_model",
     "split_reasoning",
     "cut_at_stop",
     "merge_system_into_user",
@@ -52,6 +53,35 @@ class Model(Protocol):
     model_id: str
 
     def complete(self, messages: Sequence[Message], stop: Sequence[str] | None = None) -> ModelReply: ...
+
+
+def check_model(model: Any) -> Any:
+    """`model` if it can be asked for replies (has `complete`), else a TypeError that says what to pass.
+
+    Agents call this when they are made, so a model name or a missing model fails there and not
+    at the first step with "'str' object has no attribute 'complete'".
+    """
+    if model is None:
+        raise TypeError(
+            "model is required: pass model=OpenAIModel('model-name', base_url=...) for a server, "
+            "or model=ScriptedModel([...replies...]) to replay fixed replies offline"
+        )
+    if isinstance(model, str):
+        raise TypeError(
+            f"model must be a model object, not the string {model!r}: pass "
+            f"model=OpenAIModel({model!r}) (add base_url=... for a local OpenAI-compatible server)"
+        )
+    if not callable(getattr(model, "complete", None)):
+        raise TypeError(
+            f"model must have a complete(messages, stop) method (OpenAIModel, ScriptedModel or your "
+            f"own class), got {type(model).__name__}"
+        )
+    return model
+
+
+def _sentence(text: Any) -> str:
+    """`text` without its final period, to be followed by one (the SDK's messages end in one)."""
+    return str(text).rstrip().rstrip(".")
 
 
 def cut_at_stop(text: str, stop: Sequence[str] | None) -> str:
@@ -121,7 +151,11 @@ class OpenAIModel:
         adapt: bool = True,
         client: Any = None,
     ) -> None:
+        if not isinstance(model_id, str) or not model_id.strip():
+            raise TypeError(f"OpenAIModel needs the model's name as a string, e.g. OpenAIModel('gpt-4o-mini'), "
+                            f"got {model_id!r}")
         self.model_id = model_id
+        self.timeout = timeout
         self.adapt = adapt
         self.adaptations: list[str] = []
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
@@ -187,13 +221,19 @@ class OpenAIModel:
             if exc.status_code == 400 and "system" in str(exc).lower() and self.system_role:
                 hint = " If this server has no system role, use system_role=False (--no-system-role)."
             raise ModelError(
-                f"model endpoint {where} returned HTTP {exc.status_code}: {_short(exc.message)}.{hint}",
+                f"model endpoint {where} returned HTTP {exc.status_code}: {_sentence(_short(exc.message))}.{hint}",
                 status=exc.status_code,
             ) from exc
         except openai.APITimeoutError as exc:
-            raise ModelError(f"model endpoint {where} timed out; raise the timeout or check the server") from exc
+            after = f" after {self.timeout:g} s" if isinstance(self.timeout, (int, float)) else ""
+            raise ModelError(
+                f"model endpoint {where} timed out{after}: raise OpenAIModel(timeout=...) or check the server"
+            ) from exc
         except openai.APIConnectionError as exc:
-            raise ModelError(f"cannot reach the model endpoint {where}: {exc}. Check --base-url / OPENAI_BASE_URL.") from exc
+            raise ModelError(
+                f"cannot reach the model endpoint {where}: {_sentence(exc)}. "
+                "Check base_url (--base-url) or OPENAI_BASE_URL, and that the server is running."
+            ) from exc
         if not getattr(response, "choices", None):
             raise ModelError(f"model endpoint {where} returned no choices")
         choice = response.choices[0]
@@ -285,6 +325,10 @@ class ScriptedModel:
     scripted = True
 
     def __init__(self, replies: Iterable[str | ModelReply], *, model_id: str = "scripted") -> None:
+        if isinstance(replies, (str, bytes, ModelReply)) or not isinstance(replies, Iterable):
+            shown = _short(repr(replies), 60)
+            raise TypeError(f"ScriptedModel takes a list of replies, one per model call, got "
+                            f"{type(replies).__name__} {shown}: wrap it in a list, ScriptedModel([{shown}])")
         self.replies = [r if isinstance(r, ModelReply) else ModelReply(text=str(r)) for r in replies]
         self.model_id = model_id
         self.calls: list[list[dict[str, Any]]] = []
@@ -313,7 +357,7 @@ class ScriptedModel:
         self.stops.append(list(stop) if stop else None)
         self.tools.append([dict(t) for t in tools] if tools else None)
         if self._next >= len(self.replies):
-            raise ModelError(f"ScriptedModel ran out of replies after {len(self.replies)}")
+            raise ModelError(f"ScriptedModel ran out of replies after {len(self.replies)}: give it one reply per model call")
         reply = self.replies[self._next]
         self._next += 1
         text, think = split_reasoning(reply.text)

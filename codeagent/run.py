@@ -32,7 +32,7 @@ from .events import (
 )
 from .replies import ModelReply, Usage
 
-__all__ = ["RunStatus", "ErrorKind", "ActionRefused", "StepRecord", "RunResult", "Recorder", "Step"]
+__all__ = ["RunStatus", "ErrorKind", "ActionRefused", "StepRecord", "RunResult", "RunFailed", "Recorder", "Step"]
 
 RunStatus = Literal["success", "max_steps", "failed"]
 NO_USAGE = Usage()
@@ -65,6 +65,20 @@ class ActionRefused(Exception):
         super().__init__(message)
         self.kind = ErrorKind(kind)
         self.message = message
+
+
+class RunFailed(RuntimeError):
+    """`RunResult.raise_for_status()` on a run that gave no final answer; `.result` is that run."""
+
+    def __init__(self, result: RunResult) -> None:
+        self.result = result
+        self.status = result.status
+        if result.status == "max_steps":
+            why = (f"{result.error or 'no final answer'}: raise max_steps (the agent's max_steps=...), "
+                   "or read result.steps to see where the model went")
+        else:
+            why = result.error or "the run failed"
+        super().__init__(f"the run ended with status {result.status!r}: {why}")
 
 
 class _Rendered:
@@ -134,6 +148,17 @@ class RunResult(BaseModel):
     @property
     def success(self) -> bool:
         return self.status == "success"
+
+    def raise_for_status(self) -> RunResult:
+        """This result when the run gave a final answer, else raise `RunFailed` with the reason.
+
+        `run()` never raises for a model, endpoint or code failure (the result records it), so
+        `print(agent.run(task).output)` would show None with no hint: use
+        `agent.run(task).raise_for_status().output` where a failed run should stop the program.
+        """
+        if not self.success:
+            raise RunFailed(self)
+        return self
 
     def replies(self) -> list[ModelReply]:
         """The model's replies, step by step: what a replay of this run answers with."""

@@ -25,7 +25,7 @@ from executors.base import FINAL_ANSWER_NAME
 
 from .events import CodeAction, Event, ModelReplyEvent, RunEnd
 from .memory import estimate_tokens, newest_that_fit, truncate_middle
-from .models import Model, ModelError
+from .models import Model, ModelError, check_model
 from .prompts import load_prompt
 from .replies import ModelReply
 from .run import ActionRefused, ErrorKind, Recorder, RunResult, Step
@@ -127,7 +127,7 @@ class ToolCallingAgent:
     ) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
-        self.model = model
+        self.model = check_model(model)
         self.tools: dict[str, Tool] = tools_by_name(tools)
         self.max_steps = max_steps
         self.max_parallel = max(1, max_parallel)

@@ -110,6 +110,21 @@ def _run_phase(planned: int, strategy: Any, prop: str, mode: str, phase_deadline
             break  # nothing new to generate
 
 
+def _run_phases(props: list[str], weights: dict[str, float], plan: dict[str, int], deadline: float | None,
+                session: Session, report: FuzzReport, mode: str, imports: Iterable[str] | None,
+                bomb_kinds: Iterable[str] | None, seed: int | None,
+                on_outcome: Callable[[Outcome], None] | None, batch_size: int) -> None:
+    """One phase per property, the time budget split by weight among the phases still to run."""
+    for i, prop in enumerate(props):
+        strategy = _strategy(prop, session, mode, imports, bomb_kinds)
+        phase_deadline = None
+        if deadline is not None:
+            remaining_w = sum(weights[p] for p in props[i:])
+            phase_deadline = time.perf_counter() + (deadline - time.perf_counter()) * weights[prop] / remaining_w
+        _run_phase(plan[prop], strategy, prop, mode, phase_deadline, session, report, seed, on_outcome,
+                   batch_size)
+
+
 def fuzz(
     factory: Callable[[], Any],
     *,
@@ -150,6 +165,7 @@ def fuzz(
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     from . import program_strategy  # noqa: F401 - needs hypothesis: say so before building anything
+    from ._hypothesis import private_storage
 
     report = FuzzReport()
     t_start = time.perf_counter()
@@ -162,14 +178,9 @@ def fuzz(
     plan = phase_plan(examples, props)
     imports = authorized_imports if authorized_imports is not None else session.authorized_imports
     try:
-        for i, prop in enumerate(props):
-            strategy = _strategy(prop, session, mode, imports, bomb_kinds)
-            phase_deadline = None
-            if deadline is not None:
-                remaining_w = sum(weights[p] for p in props[i:])
-                phase_deadline = time.perf_counter() + (deadline - time.perf_counter()) * weights[prop] / remaining_w
-            _run_phase(plan[prop], strategy, prop, mode, phase_deadline, session, report, seed, on_outcome,
-                       batch_size)
+        with private_storage():
+            _run_phases(props, weights, plan, deadline, session, report, mode, imports, bomb_kinds, seed,
+                        on_outcome, batch_size)
     finally:
         session.close()
         report.duration_s = time.perf_counter() - t_start
