@@ -1,0 +1,371 @@
+"""Does constrained decoding make SmolLM2-135M write the right single call? Measured over HTTP.
+
+Starts llama-cpp-python's OpenAI server on 127.0.0.1 (as benchmarks/weak_model_e2e.py does), then:
+
+1. Spellings: which constraint spellings the server honours (codeagent.constrain.probe, one
+   spelling at a time: json_schema, json_object + schema, grammar, guided_json, guided_grammar).
+2. Single calls: for 8 tasks (weak_model_e2e's four, and four that need two or three tool calls),
+   every step of the task is asked once with the conversation so far written as it should have
+   gone (the right earlier calls and their results: teacher forcing, no agent loop), and the reply
+   is scored: did it parse as one allowed call (`valid`), and was it the right call with the right
+   arguments, or the right final answer (`right`)? A task counts as solved when every one of its
+   steps is right. Configurations: the prompt (today's SingleCallAgent prompt: one Python call in
+   <code> tags; or a JSON prompt), the constraint (none, json_object + a oneOf schema, GBNF
+   grammar), and few-shot examples (none, as chat turns, as text in the system prompt).
+   Greedy decoding (temperature 0), so each cell is one deterministic sample.
+
+    .venv/bin/python benchmarks/constrained_probe.py --server-python .models/venv/bin/python \\
+        --model-file .models/SmolLM2-135M-Instruct.Q4_1.gguf [--configs a,b] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE / "data_tasks"), str(HERE.parent)]
+
+from weak_model_e2e import add, capital_of, free_port, get_weather, start_server, stop_server  # noqa: E402
+
+from codeagent import ScriptedModel, SingleCallAgent, tool  # noqa: E402
+from codeagent.agent import ActionRefused  # noqa: E402
+from codeagent.constrain import (  # noqa: E402
+    fewshot_messages,
+    fewshot_text,
+    probe_constraint,
+    request_fields,
+    schema_to_gbnf,
+    single_call_schema,
+)
+from codeagent.constrain.probe import sdk_sender  # noqa: E402
+from codeagent.parsing import CodeParseError, fix_final_answer, parse_code  # noqa: E402
+from codeagent.single_call import check_single_call, render_tool_line  # noqa: E402
+
+# -- the tools and tasks ------------------------------------------------------------------------
+
+
+@tool
+def population(city: str) -> int:
+    """The number of people living in a city."""
+    return {"paris": 2102650, "rome": 2748109, "tokyo": 13960000}.get(city.strip().lower(), 100000)
+
+
+@tool
+def temperature(city: str) -> int:
+    """The temperature in a city now, in degrees Celsius."""
+    return {"paris": 21, "london": 14, "rome": 25}.get(city.strip().lower(), 18)
+
+
+@tool
+def price_of(item: str) -> int:
+    """The price of one item, in euros."""
+    return {"apple": 2, "bread": 3}.get(item.strip().lower().rstrip("s"), 5)
+
+
+@tool
+def multiply(a: int, b: int) -> int:
+    """Multiply two integers and return the product."""
+    return a * b
+
+
+@dataclass(frozen=True)
+class Step:
+    """What the model should do at this step: call `tool` with `arguments`, or give the answer."""
+
+    tool: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    result: Any = None  # what the call returns (the next observation)
+    answer_ok: Callable[[Any], bool] | None = None  # for final_answer
+
+
+def final(check: Callable[[Any], bool]) -> Step:
+    return Step("final_answer", answer_ok=check)
+
+
+def call(tool_: Any, **arguments: Any) -> Step:
+    return Step(tool_.name, arguments, tool_(**arguments))
+
+
+def _is(value: Any) -> Callable[[Any], bool]:
+    return lambda v: str(v).strip().strip("'\"").lower() == str(value).lower()
+
+
+def _has(word: str) -> Callable[[Any], bool]:
+    return lambda v: word in str(v).lower()
+
+
+TASKS: list[tuple[str, str, list[Any], list[Step]]] = [
+    ("add", "What is 2 + 40? Use the add tool.", [add], [call(add, a=2, b=40), final(_is(42))]),
+    ("weather", "What is the weather in Paris?", [get_weather],
+     [call(get_weather, city="Paris"), final(_has("sunny"))]),
+    ("capital", "What is the capital of Japan?", [capital_of], [call(capital_of, country="Japan"), final(_has("tokyo"))]),
+    ("greet", "Reply with the word hello as your final answer.", [], [final(_has("hello"))]),
+    ("cap_weather", "What is the weather in the capital of Italy?", [capital_of, get_weather],
+     [call(capital_of, country="Italy"), call(get_weather, city="Rome"), final(_has("cloudy"))]),
+    ("cap_pop", "How many people live in the capital of France?", [capital_of, population],
+     [call(capital_of, country="France"), call(population, city="Paris"), final(_is(2102650))]),
+    ("temp_sum", "What is the temperature in Paris plus the temperature in London?", [temperature, add],
+     [call(temperature, city="Paris"), call(temperature, city="London"), call(add, a=21, b=14), final(_is(35))]),
+    ("price", "How much do 3 apples cost? Look up the price of an apple, then multiply.", [price_of, multiply],
+     [call(price_of, item="apple"), call(multiply, a=3, b=2), final(_is(6))]),
+]
+
+# -- prompts --------------------------------------------------------------------------------------
+
+JSON_SYSTEM = """You solve tasks by calling tools, one call per reply. Each reply is one JSON object: {{"name": "<tool>", "arguments": {{...}}}}. You then see the call's result. When you know the answer, reply {{"name": "final_answer", "arguments": {{"answer": ...}}}}; that ends the task.
+
+Tools:
+{tools}
+final_answer(answer)  # Give the final answer to the task and end it.
+
+Rules: exactly one JSON object per reply; write the argument values themselves, copied from the task or from earlier results."""
+
+JSON_SYSTEM_SHORT = """Call one tool per reply as JSON: {{"name": "<tool>", "arguments": {{...}}}}. Give the answer with {{"name": "final_answer", "arguments": {{"answer": ...}}}}.
+Tools:
+{tools}
+final_answer(answer)"""
+
+
+def agent_system_prompt(tools: Sequence[Any]) -> str:
+    """Today's SingleCallAgent prompt, exactly as the agent builds it."""
+    agent = SingleCallAgent(ScriptedModel([]), tools, bundleable=[t.name for t in tools])
+    try:
+        return agent.system_prompt()
+    finally:
+        agent.close()
+
+
+def json_system_prompt(tools: Sequence[Any], short: bool = False) -> str:
+    lines = "\n".join(render_tool_line(t) for t in tools) or "(none)"
+    return (JSON_SYSTEM_SHORT if short else JSON_SYSTEM).format(tools=lines)
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    prompt: str  # "agent" (Python call in <code> tags) | "json" | "json_short"
+    constrain: str | None  # None | "json_object" | "grammar"
+    fewshot: str  # "none" | "turns" | "text"
+
+
+CONFIGS = {c.name: c for c in [
+    Config("agent", "agent", None, "none"),
+    Config("agent+shots", "agent", None, "turns"),
+    Config("json", "json", None, "none"),
+    Config("json+shots", "json", None, "turns"),
+    Config("json/json_object", "json", "json_object", "none"),
+    Config("json/json_object+shots", "json", "json_object", "turns"),
+    Config("json/grammar", "json", "grammar", "none"),
+    Config("json/grammar+shots", "json", "grammar", "turns"),
+    Config("json/grammar+textshots", "json", "grammar", "text"),
+    Config("short/grammar+shots", "json_short", "grammar", "turns"),
+]}
+DEFAULT_CONFIGS = ",".join(CONFIGS)
+TAGS = ("<code>", "</code>")
+
+
+def render_step(prompt: str, step: Step) -> str:
+    """How a right reply for `step` looks in this prompt's format (for the history)."""
+    arguments = step.arguments if step.tool != "final_answer" else {"answer": step.result}
+    if prompt == "agent":
+        args = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+        return f"{TAGS[0]}{step.tool}({args}){TAGS[1]}"
+    return json.dumps({"name": step.tool, "arguments": arguments})
+
+
+def messages_for(config: Config, task: str, tools: Sequence[Any], done: Sequence[Step]) -> list[dict[str, str]]:
+    if config.prompt == "agent":
+        system = agent_system_prompt(tools)
+        style = "call"
+    else:
+        system = json_system_prompt(tools, short=config.prompt == "json_short")
+        style = "json"
+    tags = TAGS if style == "call" else None
+    shots: list[dict[str, str]] = []
+    if config.fewshot == "turns":
+        shots = fewshot_messages(tools, style, tags)
+        # the agent's own observation spelling, so the example looks like the real conversation
+        for m in shots:
+            if m["role"] == "user" and m["content"].startswith("Observation: "):
+                m["content"] = "Observation:\nLast value: " + m["content"][len("Observation: "):]
+            elif m["role"] == "user":
+                m["content"] = m["content"].replace("Task: ", "Task:\n", 1)
+    elif config.fewshot == "text":
+        system += "\n\n" + fewshot_text(tools, style, tags)
+    messages = [{"role": "system", "content": system}, *shots, {"role": "user", "content": f"Task:\n{task}"}]
+    for step in done:
+        messages.append({"role": "assistant", "content": render_step(config.prompt, step)})
+        messages.append({"role": "user", "content": f"Observation:\nLast value: {step.result!r}"})
+    return messages
+
+
+# -- scoring ----------------------------------------------------------------------------------------
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, str) and isinstance(b, str):
+        return a.strip().lower() == b.strip().lower()
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return float(a) == float(b)
+    return a == b
+
+
+def score(reply: str, step: Step, tools: Sequence[Any]) -> tuple[bool, bool, str]:
+    """(valid: one allowed call, right: the expected call / a right answer, the call or the problem)."""
+    by_name = {t.name: t for t in tools}
+    try:
+        code = fix_final_answer(parse_code(reply, tags=TAGS))
+        calls = check_single_call(code, by_name)
+    except (CodeParseError, ActionRefused) as exc:
+        return False, False, type(exc).__name__
+    if len(calls) != 1:
+        return False, False, "several calls"
+    got = calls[0]
+    if got.name != step.tool:
+        return True, False, got.source
+    if got.name == "final_answer":
+        value = got.args[0] if got.args else next(iter(dict(got.kwargs).values()), None)
+        return True, bool(step.answer_ok and step.answer_ok(value)), got.source
+    try:
+        bound = by_name[got.name].signature.bind(*got.args, **dict(got.kwargs)).arguments
+    except TypeError:
+        return True, False, got.source
+    right = set(bound) == set(step.arguments) and all(_same(bound[k], v) for k, v in step.arguments.items())
+    return True, right, got.source
+
+
+@dataclass
+class Cell:
+    config: str
+    task: str
+    step: int
+    valid: bool
+    right: bool
+    got: str
+    reply: str
+    tokens: int
+    seconds: float
+
+
+def constraint_fields(config: Config, tools: Sequence[Any]) -> dict[str, Any]:
+    if config.constrain is None:
+        return {}
+    schema = single_call_schema(tools)
+    if config.constrain == "grammar":
+        return request_fields("grammar", grammar=schema_to_gbnf(schema, use_llama_cpp=False))
+    return request_fields(config.constrain, schema=schema)
+
+
+def run_config(client: Any, config: Config, max_tokens: int, log: Callable[[str], None]) -> list[Cell]:
+    cells = []
+    for name, task, tools, steps in TASKS:
+        fields = constraint_fields(config, tools)
+        known = {"response_format"}
+        extra = {k: v for k, v in fields.items() if k not in known}
+        for i, step in enumerate(steps):
+            messages = messages_for(config, task, tools, steps[:i])
+            t = time.perf_counter()
+            response = client.chat.completions.create(
+                model="smollm2", messages=messages, max_tokens=max_tokens, temperature=0, seed=7,
+                stop=[TAGS[1], "\nObservation:", "\nTask:"],
+                **{k: v for k, v in fields.items() if k in known}, **({"extra_body": extra} if extra else {}))
+            seconds = time.perf_counter() - t
+            reply = response.choices[0].message.content or ""
+            if config.prompt == "agent" and TAGS[0] in reply and TAGS[1] not in reply:
+                reply += TAGS[1]  # the stop sequence ate it, as in the agent
+            valid, right, got = score(reply, step, tools)
+            tokens = response.usage.total_tokens if response.usage else 0
+            cells.append(Cell(config.name, name, i, valid, right, got, reply, tokens, round(seconds, 2)))
+            log(f"  {config.name:<24} {name:<12} step {i}: {'RIGHT' if right else ('valid' if valid else 'bad  ')} "
+                f"{got[:60]!r:<62} {seconds:.1f}s")
+    return cells
+
+
+# -- report ---------------------------------------------------------------------------------------
+
+
+def table(cells: list[Cell], configs: list[str]) -> str:
+    tasks = [t[0] for t in TASKS]
+    head = f"{'config':<24}" + "".join(f"{t:>12}" for t in tasks) + f"{'solved':>8}{'steps ok':>10}{'valid':>8}"
+    lines = [head, "-" * len(head)]
+    for c in configs:
+        mine = [x for x in cells if x.config == c]
+        row = f"{c:<24}"
+        solved = 0
+        for t in tasks:
+            steps = [x for x in mine if x.task == t]
+            ok = sum(x.right for x in steps)
+            solved += bool(steps) and ok == len(steps)
+            row += f"{f'{ok}/{len(steps)}':>12}"
+        right = sum(x.right for x in mine)
+        valid = sum(x.valid for x in mine)
+        row += f"{f'{solved}/{len(tasks)}':>8}{f'{right}/{len(mine)}':>10}{f'{valid}/{len(mine)}':>8}"
+        lines.append(row)
+    return "\n".join(lines)
+
+
+def probe_spellings(client: Any) -> list[tuple[str, str]]:
+    send = sdk_sender(client, "smollm2", max_tokens=40)
+    out = []
+    for spelling in ("json_schema", "json_object", "grammar", "guided_json", "guided_grammar"):
+        result = probe_constraint(send, order=[spelling])
+        out.append((spelling, "honoured" if result.spelling else result.rejected[0][1]))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--server-python", required=True)
+    parser.add_argument("--model-file", required=True)
+    parser.add_argument("--configs", default=DEFAULT_CONFIGS, help=f"comma-separated, from: {DEFAULT_CONFIGS}")
+    parser.add_argument("--max-tokens", type=int, default=96)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--n-ctx", type=int, default=4096)
+    parser.add_argument("--json", dest="json_path")
+    parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--log", default=str(Path(os.environ.get("TMPDIR", "/tmp")) / "constrained-probe-server.log"))
+    args = parser.parse_args(argv)
+    configs = [c for c in args.configs.split(",") if c]
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown:
+        parser.error(f"unknown configs {unknown}; known: {DEFAULT_CONFIGS}")
+
+    import openai
+
+    port = free_port()
+    server = start_server(args.server_python, args.model_file, port, args.threads, args.n_ctx, Path(args.log))
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", max_retries=0, timeout=300)
+    log = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
+    t0 = time.perf_counter()
+    try:
+        spellings = probe_spellings(client)
+        for s, verdict in spellings:
+            log(f"spelling {s:<15} {verdict}")
+        cells: list[Cell] = []
+        for c in configs:
+            cells += run_config(client, CONFIGS[c], args.max_tokens, log)
+    finally:
+        stop_server(server)
+    print(f"\nllama-cpp-python server, {Path(args.model_file).name}, {args.threads} threads, greedy, "
+          f"{time.perf_counter() - t0:.0f}s")
+    print("\nConstraint spellings:")
+    for s, verdict in spellings:
+        print(f"  {s:<15} {verdict}")
+    print("\nRight steps per task (teacher-forced single calls); solved = every step right\n")
+    print(table(cells, configs))
+    if args.json_path:
+        Path(args.json_path).write_text(json.dumps({"spellings": spellings, "cells": [asdict(c) for c in cells]},
+                                                   indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
