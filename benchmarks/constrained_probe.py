@@ -43,9 +43,11 @@ from codeagent.constrain import (  # noqa: E402
     probe_constraint,
     request_fields,
     schema_to_gbnf,
+    single_call_grammar,
     single_call_schema,
 )
 from codeagent.constrain.probe import sdk_sender  # noqa: E402
+from codeagent.constrain.schemas import python_literal  # noqa: E402
 from codeagent.parsing import CodeParseError, fix_final_answer, parse_code  # noqa: E402
 from codeagent.single_call import check_single_call, render_tool_line  # noqa: E402
 
@@ -159,6 +161,8 @@ class Config:
 CONFIGS = {c.name: c for c in [
     Config("agent", "agent", None, "none"),
     Config("agent+shots", "agent", None, "turns"),
+    Config("agent/grammar", "agent", "grammar", "none"),
+    Config("agent/grammar+shots", "agent", "grammar", "turns"),
     Config("json", "json", None, "none"),
     Config("json+shots", "json", None, "turns"),
     Config("json/json_object", "json", "json_object", "none"),
@@ -176,7 +180,7 @@ def render_step(prompt: str, step: Step) -> str:
     """How a right reply for `step` looks in this prompt's format (for the history)."""
     arguments = step.arguments if step.tool != "final_answer" else {"answer": step.result}
     if prompt == "agent":
-        args = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+        args = ", ".join(f"{k}={python_literal(v)}" for k, v in arguments.items())
         return f"{TAGS[0]}{step.tool}({args}){TAGS[1]}"
     return json.dumps({"name": step.tool, "arguments": arguments})
 
@@ -258,6 +262,8 @@ class Cell:
 def constraint_fields(config: Config, tools: Sequence[Any]) -> dict[str, Any]:
     if config.constrain is None:
         return {}
+    if config.prompt == "agent":  # the agent's own format: one Python call in <code> tags
+        return request_fields("grammar", grammar=single_call_grammar(tools, TAGS))
     schema = single_call_schema(tools)
     if config.constrain == "grammar":
         return request_fields("grammar", grammar=schema_to_gbnf(schema, use_llama_cpp=False))

@@ -46,6 +46,7 @@ def build_cases() -> list[dict[str, Any]]:
         code_action_text,
         fewshot_messages,
         schema_to_gbnf,
+        single_call_grammar,
         single_call_schema,
     )
     from codeagent.constrain.probe import PROBE_SCHEMA
@@ -93,6 +94,10 @@ def build_cases() -> list[dict[str, Any]]:
                 continue  # llama_cpp not importable here: the same grammar as ours
             cases.append({"name": f"single call [{label}], {converter} converter", "grammar": grammar,
                           "accept": shots, "refuse": prose})
+        calls = [m["content"] for m in fewshot_messages(tools, "call", ("<code>", "</code>"))
+                 if m["role"] == "assistant"]
+        cases.append({"name": f"single call as Python [{label}]", "grammar": single_call_grammar(tools),
+                      "accept": calls, "refuse": [f"<code>{p}</code>" for p in prose]})
     for tags in (("<code>", "</code>"), ("```python", "```"), ("<code>", "<end_code>")):
         text = code_action_text({"thought": "add them", "code": "x = add(2, 40)\nfinal_answer(x)"}, tags)
         cases.append({"name": f"code action {tags}", "grammar": code_action_grammar(tags),

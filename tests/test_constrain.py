@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import enum
 import json
+import keyword
 import sys
 from contextlib import contextmanager
 from typing import Any, Literal
@@ -40,10 +41,12 @@ from codeagent.constrain import (
     probe_constraint,
     request_fields,
     schema_to_gbnf,
+    single_call_grammar,
     single_call_schema,
     to_call,
 )
 from codeagent.constrain.probe import PROBE_SCHEMA, probe_conforms, sdk_sender
+from codeagent.constrain.schemas import python_literal
 from codeagent.tools import ToolArgumentError, tools_by_name
 
 # -- tools with every kind of parameter the schemas must describe ------------------------------
@@ -472,6 +475,49 @@ def test_code_grammar_is_thought_then_one_block_ending_at_the_first_close(tags, 
     assert grammar.accepts(reply) == (close_tag not in code + close_tag[:-1])
     assert not grammar.accepts(reply + "more")
     assert not grammar.accepts(f"{open_tag}\n{code}{close_tag}")  # the thought is not optional
+
+
+PY_GRAMMAR = Gbnf(single_call_grammar(TOOLS))
+
+
+def _python_call(instance: dict[str, Any]) -> str:
+    name, arguments = instance["name"], instance["arguments"]
+    if name == "options":  # **kwargs: the grammar spells ASCII identifiers as extra keywords
+        arguments = {k: v for k, v in arguments.items()
+                     if k.isascii() and k.isidentifier() and not keyword.iskeyword(k)}
+    if name == "final_answer":
+        return f"final_answer({python_literal(arguments['answer'])})"
+    positional = [python_literal(arguments["x"])] if name == "positional" else []
+    keywords = [f"{k}={python_literal(v)}" for k, v in arguments.items() if not (name == "positional" and k == "x")]
+    return f"{name}({', '.join(positional + keywords)})"
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instance=_instances())
+def test_single_call_grammar_accepts_every_call_and_each_is_a_valid_call(instance):
+    call = _python_call(instance)
+    assert PY_GRAMMAR.accepts(f"<code>{call}</code>"), call
+    node = ast.parse(call).body[0].value
+    args = [ast.literal_eval(a) for a in node.args]
+    kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+    if instance["name"] == "final_answer":
+        assert args == [instance["arguments"]["answer"]]
+    else:
+        BY_NAME[instance["name"]](*args, **kwargs)
+    if instance["name"] != "options":  # any keyword is one of its parameters
+        mutated = call.replace("(", "(zz=1, ", 1) if not call.endswith("()") else call[:-1] + "zz=1)"
+        assert not PY_GRAMMAR.accepts(f"<code>{mutated}</code>")
+    assert not PY_GRAMMAR.accepts(call)  # the tags are part of the format
+    assert not PY_GRAMMAR.accepts(f"<code>x = {call}</code>")
+
+
+def test_single_call_grammar_rejects_the_measured_mistakes():
+    grammar = Gbnf(single_call_grammar([capital_of], tags=("", "")))
+    assert grammar.accepts('capital_of(country="Japan")')
+    assert grammar.accepts('final_answer("Tokyo")')
+    for text in ('capital(country: "Japan")', "capital_of(country='Japan')", "The capital is Tokyo.",
+                 'def capital_of(country: str) -> str:', 'capital_of(country="Japan")\ncapital_of(country="Peru")'):
+        assert not grammar.accepts(text), text
 
 
 def test_code_grammar_accepts_the_text_code_action_text_renders():

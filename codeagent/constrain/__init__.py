@@ -5,7 +5,8 @@ Pure building blocks, no model calls and no agent state:
 - schemas: `single_call_schema(tools)` (one `oneOf` branch per tool + final_answer),
   `code_action_schema()`, `to_call(instance)` / `code_action_text(instance)` back to what the
   agent's parser reads.
-- grammar: `schema_to_gbnf(schema)`, `code_action_grammar(tags)` (llama.cpp GBNF).
+- grammar: `schema_to_gbnf(schema)`, `single_call_grammar(tools, tags)` (one Python call in the
+  single-call agent's own format), `code_action_grammar(tags)` (llama.cpp GBNF).
 - request: `request_fields(constrain, schema=..., grammar=...)`, the request body fields of each
   spelling ("json_schema", "json_object", "grammar", "guided_json", "guided_grammar").
 - probe: `probe_constraint(send)`, which spelling an endpoint honours.
@@ -13,7 +14,7 @@ Pure building blocks, no model calls and no agent state:
 """
 
 from .fewshot import STYLES, example_arguments, example_shot, fewshot_messages, fewshot_text
-from .grammar import code_action_grammar, schema_to_gbnf
+from .grammar import code_action_grammar, schema_to_gbnf, single_call_grammar
 from .probe import PROBE_ORDER, ProbeResult, probe_constraint
 from .request import SPELLINGS, TOOL_CHOICE_REQUIRED, request_fields
 from .schemas import (
@@ -43,6 +44,7 @@ __all__ = [
     "render_call",
     "request_fields",
     "schema_to_gbnf",
+    "single_call_grammar",
     "single_call_schema",
     "to_call",
 ]

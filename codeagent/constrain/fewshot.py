@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..tools import Tool, tools_by_name
-from .schemas import ARGUMENTS_KEY, FINAL_ANSWER, NAME_KEY, parameter_schema, render_call
+from .schemas import ARGUMENTS_KEY, FINAL_ANSWER, NAME_KEY, parameter_schema, python_literal
 
 __all__ = ["STYLES", "Shot", "example_value", "example_arguments", "example_task", "example_shot",
            "fewshot_messages", "fewshot_text"]
@@ -147,7 +147,10 @@ def _render(style: str, name: str, arguments: Mapping[str, Any], tags: tuple[str
         return json.dumps({NAME_KEY: name, ARGUMENTS_KEY: dict(arguments)}, ensure_ascii=False)
     if style not in STYLES:
         raise ValueError(f"unknown few-shot style {style!r}; use one of {', '.join(STYLES)}")
-    call = render_call(name, arguments)
+    if name == FINAL_ANSWER:
+        call = f"{FINAL_ANSWER}({python_literal(arguments['answer'])})"
+    else:
+        call = f"{name}({', '.join(f'{k}={python_literal(v)}' for k, v in arguments.items())})"
     open_tag, close_tag = tags or (("<code>", "</code>") if style == "code" else ("", ""))
     if style == "call":
         return f"{open_tag}{call}{close_tag}"

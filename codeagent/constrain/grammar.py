@@ -22,11 +22,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["schema_to_gbnf", "code_action_grammar", "gbnf_literal", "JSON_VALUE_RULES"]
+__all__ = ["schema_to_gbnf", "single_call_grammar", "code_action_grammar", "gbnf_literal", "JSON_VALUE_RULES"]
 
 _PRIMITIVES: dict[str, str] = {
     "space": '" "?',
-    "char": r'[^"\\\x7F\x00-\x1F] | [\\] (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])',
+    "char": r'[^"\\\x00-\x1F] | [\\] (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])',
     "string": r'"\"" char* "\"" space',
     "integral-part": '"0" | [1-9] [0-9]*',
     "integer": '"-"? integral-part space',
@@ -49,6 +49,16 @@ _NEEDS: dict[str, tuple[str, ...]] = {
     "array": ("value", "space"),
 }
 JSON_VALUE_RULES = _PRIMITIVES  # exposed for tests and for grammars built on top of these
+
+# The same values written as Python literals (for a one-line call in the agent's own format):
+# True/False/None, and strings in double quotes whose escapes JSON and Python share.
+_PY_PRIMITIVES: dict[str, str] = {
+    **_PRIMITIVES,
+    "boolean": '("True" | "False") space',
+    "null": '"None" space',
+    # no `\/`: Python keeps that backslash
+    "char": r'[^"\\\x00-\x1F] | [\\] (["\\bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])',
+}
 
 
 def gbnf_literal(text: str) -> str:
@@ -83,6 +93,8 @@ def _class_char(ch: str) -> str:
 
 
 class _Converter:
+    primitives = _PRIMITIVES
+
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.root = schema
         self.rules: dict[str, str] = {}
@@ -91,7 +103,7 @@ class _Converter:
 
     def need(self, name: str) -> str:
         if name not in self.rules:
-            self.rules[name] = _PRIMITIVES[name]
+            self.rules[name] = self.primitives[name]
             for dep in _NEEDS.get(name, ()):
                 self.need(dep)
         return name
@@ -138,7 +150,10 @@ class _Converter:
 
     def constant(self, value: Any) -> str:
         self.need("space")
-        return f"{gbnf_literal(json.dumps(value, ensure_ascii=False))} space"
+        return f"{gbnf_literal(self.literal(value))} space"
+
+    def literal(self, value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False)
 
     def ref(self, ref: str) -> str:
         if ref in self.refs:
@@ -178,13 +193,13 @@ class _Converter:
             body = f"{body} {tail}" if body else tail
         return self.add(hint, f'"{{" space {body} "}}" space' if body else '"{" space "}" space')
 
-    def optional_chain(self, pairs: list[str], leading_comma: bool) -> str:
-        """Any in-order subset of `pairs`, comma-separated (after a required part when leading_comma)."""
+    def optional_chain(self, pairs: list[str], leading_comma: bool, sep: str = '"," space') -> str:
+        """Any in-order subset of `pairs`, `sep`-separated (after a required part when leading_comma)."""
         if leading_comma:
-            return " ".join(f'("," space {p})?' for p in pairs)
+            return " ".join(f"({sep} {p})?" for p in pairs)
         alts = []
         for i, first in enumerate(pairs):
-            rest = " ".join(f'("," space {p})?' for p in pairs[i + 1:])
+            rest = " ".join(f"({sep} {p})?" for p in pairs[i + 1:])
             alts.append(f"{first} {rest}".strip())
         return "(" + " | ".join(alts) + ")?"
 
@@ -214,6 +229,65 @@ def schema_to_gbnf(schema: Mapping[str, Any], *, use_llama_cpp: bool = True) -> 
             return json_schema_to_gbnf(json.dumps(schema))
     converter = _Converter(schema)
     return converter.grammar(converter.visit(schema, "root-value"))
+
+
+class _PythonConverter(_Converter):
+    """Values as Python literals; `call()` spells a tool call with keyword arguments."""
+
+    primitives = _PY_PRIMITIVES
+
+    def literal(self, value: Any) -> str:
+        from .schemas import python_literal
+
+        return python_literal(value)
+
+    def call(self, name: str, arguments: Mapping[str, Any], positional: tuple[str, ...] = ()) -> str:
+        """`name(k=v, ...)`: required arguments in order, then any in-order subset of the optional;
+        positional-only parameters by position (they are always first, and have no keyword)."""
+        props: Mapping[str, Any] = arguments.get("properties") or {}
+        required = [k for k in props if k in set(arguments.get("required") or ())]
+        optional = [k for k in props if k not in required]
+        pair = {k: ("" if k in positional else f'"{k}=" ') + self.visit(props[k], f"{name}-{k}") for k in props}
+        body = ' ", " '.join(pair[k] for k in required)
+        if optional:
+            chain = self.optional_chain([pair[k] for k in optional], leading_comma=bool(required), sep='", "')
+            body = f"{body} {chain}" if body else chain
+        extra = arguments.get("additionalProperties")
+        if extra not in (None, False):  # **kwargs: more keywords (identifiers only) of its value type
+            value = self.need("value") if extra is True else self.visit(extra, f"{name}-extra")
+            self.rules.setdefault("identifier", "[a-zA-Z_] [a-zA-Z0-9_]*")
+            item = f'identifier "=" {value}'
+            more = f'(", " {item})*' if body else f"({item} (\", \" {item})*)?"
+            body = f"{body} {more}" if body else more
+        return self.add(f"call-{name}", f'"{name}(" {body} ")"' if body else f'"{name}()"')
+
+
+def single_call_grammar(
+    tools: Any,
+    tags: tuple[str, str] = ("<code>", "</code>"),
+    *,
+    answer_schema: Mapping[str, Any] | None = None,
+) -> str:
+    """One call of one tool, in the single-call agent's own format: `<code>name(k=v, ...)</code>`.
+
+    Values are Python literals of the parameter types (JSON-like, with True/False/None); the
+    final answer is `final_answer(<value>)`. The tags may be empty strings for a bare call.
+    """
+    from ..tools import tools_by_name
+    from .schemas import FINAL_ANSWER, arguments_schema
+
+    defs: dict[str, Any] = {}
+    branches = [(t.name, arguments_schema(t, defs),
+                 tuple(p.name for p in t.signature.parameters.values() if p.kind is p.POSITIONAL_ONLY))
+                for t in tools_by_name(tools).values()]
+    converter = _PythonConverter({"$defs": defs})
+    alts = [converter.call(name, args, positional) for name, args, positional in branches]
+    answer = converter.visit(dict(answer_schema) if answer_schema is not None else {}, "answer")
+    alts.append(converter.add("call-final-answer", f'"{FINAL_ANSWER}(" {answer} ")"'))
+    open_tag, close_tag = tags
+    head = f"{gbnf_literal(open_tag)} " if open_tag else ""
+    tail = f" {gbnf_literal(close_tag)}" if close_tag else ""
+    return converter.grammar(f"{head}({' | '.join(alts)}){tail}")
 
 
 def code_action_grammar(

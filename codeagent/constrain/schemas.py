@@ -41,6 +41,7 @@ __all__ = [
     "final_answer_arguments",
     "to_call",
     "render_call",
+    "python_literal",
 ]
 
 FINAL_ANSWER = "final_answer"
@@ -262,3 +263,17 @@ def _rewrite_refs(node: Any, renames: Mapping[str, str]) -> Any:
     if isinstance(node, list):
         return [_rewrite_refs(v, renames) for v in node]
     return node
+
+
+def python_literal(value: Any) -> str:
+    """A decoded JSON value as a Python literal with double-quoted strings (`city="Paris"`): the
+    spelling the single-call prompt's examples and its grammar use."""
+    if value is True or value is False or value is None:
+        return repr(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({str(value)!r})"
+    if isinstance(value, list):
+        return "[" + ", ".join(python_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{python_literal(k)}: {python_literal(v)}" for k, v in value.items()) + "}"
+    return json.dumps(value, ensure_ascii=False)
