@@ -47,7 +47,7 @@ from codeagent.constrain import (  # noqa: E402
     single_call_schema,
 )
 from codeagent.constrain.probe import sdk_sender  # noqa: E402
-from codeagent.constrain.schemas import python_literal  # noqa: E402
+from codeagent.constrain.schemas import SCALAR_ANSWER_SCHEMA, python_literal  # noqa: E402
 from codeagent.parsing import CodeParseError, fix_final_answer, parse_code  # noqa: E402
 from codeagent.single_call import check_single_call, render_tool_line  # noqa: E402
 
@@ -156,6 +156,8 @@ class Config:
     prompt: str  # "agent" (Python call in <code> tags) | "json" | "json_short"
     constrain: str | None  # None | "json_object" | "grammar"
     fewshot: str  # "none" | "turns" | "text"
+    nudge: bool = False  # each observation ends with "if this answers the task, give the final answer"
+    scalar_answer: bool = False  # the constraint allows only a string / number / boolean final answer
 
 
 CONFIGS = {c.name: c for c in [
@@ -171,7 +173,18 @@ CONFIGS = {c.name: c for c in [
     Config("json/grammar+shots", "json", "grammar", "turns"),
     Config("json/grammar+textshots", "json", "grammar", "text"),
     Config("short/grammar+shots", "json_short", "grammar", "turns"),
+    Config("agent/grammar+shots+nudge", "agent", "grammar", "turns", nudge=True),
+    Config("json/grammar+shots+nudge", "json", "grammar", "turns", nudge=True),
+    Config("json/json_object+shots+nudge", "json", "json_object", "turns", nudge=True),
+    Config("agent/grammar+shots+nudge+scalar", "agent", "grammar", "turns", nudge=True, scalar_answer=True),
+    Config("json/grammar+shots+nudge+scalar", "json", "grammar", "turns", nudge=True, scalar_answer=True),
+    Config("json/json_object+shots+scalar", "json", "json_object", "turns", scalar_answer=True),
 ]}
+NUDGE = {
+    "agent": "If this answers the task, reply <code>final_answer(...)</code> with it; otherwise call the next tool.",
+    "json": 'If this answers the task, reply {"name": "final_answer", "arguments": {"answer": ...}} with it; '
+            "otherwise call the next tool.",
+}
 DEFAULT_CONFIGS = ",".join(CONFIGS)
 TAGS = ("<code>", "</code>")
 
@@ -199,7 +212,7 @@ def messages_for(config: Config, task: str, tools: Sequence[Any], done: Sequence
         # the agent's own observation spelling, so the example looks like the real conversation
         for m in shots:
             if m["role"] == "user" and m["content"].startswith("Observation: "):
-                m["content"] = "Observation:\nLast value: " + m["content"][len("Observation: "):]
+                m["content"] = observation(config, m["content"][len("Observation: "):])
             elif m["role"] == "user":
                 m["content"] = m["content"].replace("Task: ", "Task:\n", 1)
     elif config.fewshot == "text":
@@ -207,8 +220,16 @@ def messages_for(config: Config, task: str, tools: Sequence[Any], done: Sequence
     messages = [{"role": "system", "content": system}, *shots, {"role": "user", "content": f"Task:\n{task}"}]
     for step in done:
         messages.append({"role": "assistant", "content": render_step(config.prompt, step)})
-        messages.append({"role": "user", "content": f"Observation:\nLast value: {step.result!r}"})
+        messages.append({"role": "user", "content": observation(config, repr(step.result))})
     return messages
+
+
+def observation(config: Config, value_repr: str) -> str:
+    """The agent's observation message (`Last value: ...`), with the nudge when the config asks."""
+    text = f"Observation:\nLast value: {value_repr}"
+    if config.nudge:
+        text += "\n" + NUDGE["agent" if config.prompt == "agent" else "json"]
+    return text
 
 
 # -- scoring ----------------------------------------------------------------------------------------
@@ -257,54 +278,89 @@ class Cell:
     reply: str
     tokens: int
     seconds: float
+    retried: bool = False  # the first reply repeated the previous call; this is the second try
 
 
 def constraint_fields(config: Config, tools: Sequence[Any]) -> dict[str, Any]:
     if config.constrain is None:
         return {}
+    answer = SCALAR_ANSWER_SCHEMA if config.scalar_answer else None
     if config.prompt == "agent":  # the agent's own format: one Python call in <code> tags
-        return request_fields("grammar", grammar=single_call_grammar(tools, TAGS))
-    schema = single_call_schema(tools)
+        return request_fields("grammar", grammar=single_call_grammar(tools, TAGS, answer_schema=answer))
+    schema = single_call_schema(tools, answer_schema=answer)
     if config.constrain == "grammar":
         return request_fields("grammar", grammar=schema_to_gbnf(schema, use_llama_cpp=False))
     return request_fields(config.constrain, schema=schema)
 
 
-def run_config(client: Any, config: Config, max_tokens: int, log: Callable[[str], None]) -> list[Cell]:
+REPEAT_LESSON = (  # SingleCallAgent's words when a call comes again unchanged
+    "Observation:\nError: You made this exact call ({call}) in your previous step and its result is above; "
+    "it was not run again. Try something different: another tool, other arguments, or final_answer(...) "
+    "with what you know."
+)
+
+
+def ask(client: Any, config: Config, messages: list[dict[str, str]], fields: dict[str, Any],
+        max_tokens: int) -> tuple[str, int, float]:
+    known = {"response_format"}
+    extra = {k: v for k, v in fields.items() if k not in known}
+    t = time.perf_counter()
+    response = client.chat.completions.create(
+        model="smollm2", messages=messages, max_tokens=max_tokens, temperature=0, seed=7,
+        stop=[TAGS[1], "\nObservation:", "\nTask:"],
+        **{k: v for k, v in fields.items() if k in known}, **({"extra_body": extra} if extra else {}))
+    seconds = time.perf_counter() - t
+    reply = response.choices[0].message.content or ""
+    if config.prompt == "agent" and TAGS[0] in reply and TAGS[1] not in reply:
+        reply += TAGS[1]  # the stop sequence ate it, as in the agent
+    return reply, (response.usage.total_tokens if response.usage else 0), seconds
+
+
+def run_config(client: Any, config: Config, max_tokens: int, log: Callable[[str], None],
+               retry_repeats: bool = False) -> list[Cell]:
+    """Every step of every task once; with retry_repeats, a reply that repeats the previous call
+    gets the agent's refusal and one more try (what the loop would do), scored separately."""
     cells = []
     for name, task, tools, steps in TASKS:
         fields = constraint_fields(config, tools)
-        known = {"response_format"}
-        extra = {k: v for k, v in fields.items() if k not in known}
         for i, step in enumerate(steps):
             messages = messages_for(config, task, tools, steps[:i])
-            t = time.perf_counter()
-            response = client.chat.completions.create(
-                model="smollm2", messages=messages, max_tokens=max_tokens, temperature=0, seed=7,
-                stop=[TAGS[1], "\nObservation:", "\nTask:"],
-                **{k: v for k, v in fields.items() if k in known}, **({"extra_body": extra} if extra else {}))
-            seconds = time.perf_counter() - t
-            reply = response.choices[0].message.content or ""
-            if config.prompt == "agent" and TAGS[0] in reply and TAGS[1] not in reply:
-                reply += TAGS[1]  # the stop sequence ate it, as in the agent
+            reply, tokens, seconds = ask(client, config, messages, fields, max_tokens)
             valid, right, got = score(reply, step, tools)
-            tokens = response.usage.total_tokens if response.usage else 0
-            cells.append(Cell(config.name, name, i, valid, right, got, reply, tokens, round(seconds, 2)))
+            retried = False
+            previous = steps[i - 1] if i else None
+            if retry_repeats and valid and previous is not None and _repeats(got, previous, tools):
+                messages += [{"role": "assistant", "content": reply},
+                             {"role": "user", "content": REPEAT_LESSON.format(call=got)}]
+                reply, more, extra_s = ask(client, config, messages, fields, max_tokens)
+                tokens, seconds, retried = tokens + more, seconds + extra_s, True
+                valid, right, got = score(reply, step, tools)
+            cells.append(Cell(config.name, name, i, valid, right, got, reply, tokens, round(seconds, 2), retried))
             log(f"  {config.name:<24} {name:<12} step {i}: {'RIGHT' if right else ('valid' if valid else 'bad  ')} "
-                f"{got[:60]!r:<62} {seconds:.1f}s")
+                f"{'(after refusal) ' if retried else ''}{got[:60]!r:<62} {seconds:.1f}s")
     return cells
+
+
+def _repeats(got: str, previous: Step, tools: Sequence[Any]) -> bool:
+    """True if the call `got` is the previous step's call again (same tool, same arguments)."""
+    return score(f"{TAGS[0]}{got}{TAGS[1]}", previous, tools)[1]
 
 
 # -- report ---------------------------------------------------------------------------------------
 
 
 def table(cells: list[Cell], configs: list[str]) -> str:
+    """Per task: right steps / steps. With --retry-repeats a step is right if its reply, or the reply
+    after the agent refused a repeated call, was right; `1st try` counts only first replies."""
     tasks = [t[0] for t in TASKS]
-    head = f"{'config':<24}" + "".join(f"{t:>12}" for t in tasks) + f"{'solved':>8}{'steps ok':>10}{'valid':>8}"
+    head = (f"{'config':<34}" + "".join(f"{t[:11]:>12}" for t in tasks)
+            + f"{'solved':>8}{'steps ok':>10}{'1st try':>9}{'valid':>8}")
     lines = [head, "-" * len(head)]
     for c in configs:
         mine = [x for x in cells if x.config == c]
-        row = f"{c:<24}"
+        if not mine:
+            continue
+        row = f"{c:<34}"
         solved = 0
         for t in tasks:
             steps = [x for x in mine if x.task == t]
@@ -312,10 +368,18 @@ def table(cells: list[Cell], configs: list[str]) -> str:
             solved += bool(steps) and ok == len(steps)
             row += f"{f'{ok}/{len(steps)}':>12}"
         right = sum(x.right for x in mine)
+        first = sum(x.right and not x.retried for x in mine)
         valid = sum(x.valid for x in mine)
-        row += f"{f'{solved}/{len(tasks)}':>8}{f'{right}/{len(mine)}':>10}{f'{valid}/{len(mine)}':>8}"
+        row += (f"{f'{solved}/{len(tasks)}':>8}{f'{right}/{len(mine)}':>10}{f'{first}/{len(mine)}':>9}"
+                f"{f'{valid}/{len(mine)}':>8}")
         lines.append(row)
     return "\n".join(lines)
+
+
+def save(path: str | None, spellings: list[tuple[str, str]], cells: list[Cell]) -> None:
+    if path:
+        Path(path).write_text(json.dumps({"spellings": spellings, "cells": [asdict(c) for c in cells]},
+                                         indent=1) + "\n")
 
 
 def probe_spellings(client: Any) -> list[tuple[str, str]]:
@@ -329,17 +393,28 @@ def probe_spellings(client: Any) -> list[tuple[str, str]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--server-python", required=True)
-    parser.add_argument("--model-file", required=True)
+    parser.add_argument("--server-python", help="python of the venv with llama-cpp-python[server]")
+    parser.add_argument("--model-file", help="the GGUF file")
     parser.add_argument("--configs", default=DEFAULT_CONFIGS, help=f"comma-separated, from: {DEFAULT_CONFIGS}")
     parser.add_argument("--max-tokens", type=int, default=96)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument("--json", dest="json_path")
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--table-from", help="print the table of a saved --json file and exit")
+    parser.add_argument("--retry-repeats", action="store_true",
+                        help="a repeated call gets the agent's refusal and one more try")
+    parser.add_argument("--skip-spellings", action="store_true")
     parser.add_argument("--log", default=str(Path(os.environ.get("TMPDIR", "/tmp")) / "constrained-probe-server.log"))
     args = parser.parse_args(argv)
     configs = [c for c in args.configs.split(",") if c]
+    if args.table_from:
+        saved = json.loads(Path(args.table_from).read_text())
+        cells = [Cell(**c) for c in saved["cells"]]
+        print(table(cells, list(dict.fromkeys(c.config for c in cells))))
+        return 0
+    if not (args.server_python and args.model_file):
+        parser.error("--server-python and --model-file are required to measure")
     unknown = [c for c in configs if c not in CONFIGS]
     if unknown:
         parser.error(f"unknown configs {unknown}; known: {DEFAULT_CONFIGS}")
@@ -352,12 +427,13 @@ def main(argv: list[str] | None = None) -> int:
     log = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
     t0 = time.perf_counter()
     try:
-        spellings = probe_spellings(client)
+        spellings = [] if args.skip_spellings else probe_spellings(client)
         for s, verdict in spellings:
             log(f"spelling {s:<15} {verdict}")
         cells: list[Cell] = []
         for c in configs:
-            cells += run_config(client, CONFIGS[c], args.max_tokens, log)
+            cells += run_config(client, CONFIGS[c], args.max_tokens, log, args.retry_repeats)
+            save(args.json_path, spellings, cells)  # after each config: a long run keeps what it measured
     finally:
         stop_server(server)
     print(f"\nllama-cpp-python server, {Path(args.model_file).name}, {args.threads} threads, greedy, "
@@ -367,9 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {s:<15} {verdict}")
     print("\nRight steps per task (teacher-forced single calls); solved = every step right\n")
     print(table(cells, configs))
-    if args.json_path:
-        Path(args.json_path).write_text(json.dumps({"spellings": spellings, "cells": [asdict(c) for c in cells]},
-                                                   indent=1) + "\n")
+    save(args.json_path, spellings, cells)
     return 0
 
 

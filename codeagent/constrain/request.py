@@ -13,8 +13,10 @@ which lands at the top level of the JSON body, where these servers read them.
 | guided_json     | guided_json=schema                                                      | vLLM (before `structured_outputs`) |
 | guided_grammar  | guided_grammar=<grammar text>                                           | vLLM (its grammar backends take GBNF-style EBNF) |
 
-llama-cpp-python's server (0.3.x) answers `json_schema` with an error (its request model only
-knows "text" and "json_object"): measured, see benchmarks/constrained_probe.py.
+Measured on llama-cpp-python's server 0.3.36 (benchmarks/constrained_probe.py): `json_schema` is
+answered with HTTP 500 ("Input should be 'text' or 'json_object'", its request model's literal);
+`json_object` + schema and `grammar` are honoured; `guided_json` / `guided_grammar` are silently
+ignored (unknown fields), which is why the probe checks the reply, not only the status.
 """
 
 from __future__ import annotations

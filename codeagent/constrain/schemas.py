@@ -31,6 +31,7 @@ from ..tools import Tool, tools_by_name
 
 __all__ = [
     "FINAL_ANSWER",
+    "SCALAR_ANSWER_SCHEMA",
     "NAME_KEY",
     "ARGUMENTS_KEY",
     "parameter_schema",
@@ -51,6 +52,9 @@ NAME_KEY = "name"
 ARGUMENTS_KEY = "arguments"
 _NAME_KEYS = ("name", "tool")  # `to_call` also reads the issue's {"tool": ...} spelling
 _ANY: dict[str, Any] = {}
+# A final answer a weak model can write: text, a number or a yes/no. With any JSON value allowed,
+# SmolLM2-135M answers `{"hello": "world"}` or `{}` (measured: benchmarks/constrained_probe.py).
+SCALAR_ANSWER_SCHEMA: dict[str, Any] = {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]}
 
 
 def parameter_schema(annotation: Any) -> dict[str, Any]:
