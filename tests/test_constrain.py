@@ -585,6 +585,20 @@ def test_probe_over_http_falls_back_in_order_and_says_why():
     assert all("grammar" not in b for b in bodies[:2]) and len(bodies) == 3  # a 400 is not retried
 
 
+def test_probe_does_not_retry_a_server_error():
+    """llama-cpp-python answers json_schema with HTTP 500; the SDK would retry a 5xx, the probe must not."""
+    import openai
+    from openai_stub import OpenAIStub
+
+    replies = [{"status": 500, "error": "Input should be 'text' or 'json_object'"}, '{"animal": "zebra", "legs": 4}']
+    with OpenAIStub(replies) as stub:
+        client = openai.OpenAI(base_url=stub.base_url, api_key="x", max_retries=3)
+        result = probe_constraint(sdk_sender(client, "m"))
+        assert stub.responses == [500, 200]
+    assert result.spelling == "json_object"
+    assert result.rejected == (("json_schema", "HTTP 500: Input should be 'text' or 'json_object'"),)
+
+
 def test_probe_that_finds_nothing_says_so():
     def send(messages, fields):
         return (500, "Internal Server Error") if "response_format" in fields else (200, "Waves.")

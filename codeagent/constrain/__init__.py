@@ -15,9 +15,10 @@ Pure building blocks, no model calls and no agent state:
 
 from .fewshot import STYLES, example_arguments, example_shot, fewshot_messages, fewshot_text
 from .grammar import code_action_grammar, schema_to_gbnf, single_call_grammar
-from .probe import PROBE_ORDER, ProbeResult, probe_constraint
+from .probe import PROBE_ORDER, ProbeResult, probe_constraint, sdk_sender
 from .request import SPELLINGS, TOOL_CHOICE_REQUIRED, request_fields
 from .schemas import (
+    SCALAR_ANSWER_SCHEMA,
     arguments_schema,
     code_action_schema,
     code_action_text,
@@ -31,6 +32,7 @@ __all__ = [
     "SPELLINGS",
     "PROBE_ORDER",
     "TOOL_CHOICE_REQUIRED",
+    "SCALAR_ANSWER_SCHEMA",
     "ProbeResult",
     "arguments_schema",
     "code_action_grammar",
@@ -44,6 +46,7 @@ __all__ = [
     "render_call",
     "request_fields",
     "schema_to_gbnf",
+    "sdk_sender",
     "single_call_grammar",
     "single_call_schema",
     "to_call",

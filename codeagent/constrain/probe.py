@@ -116,9 +116,19 @@ def sdk_sender(client: Any, model_id: str, *, max_tokens: int = 48, **options: A
         try:
             response = client.chat.completions.create(**request)
         except openai.APIStatusError as exc:
-            return exc.status_code, str(exc.message)
+            return exc.status_code, _error_text(exc)
         choices = getattr(response, "choices", None) or []
         message = choices[0].message if choices else None
         return 200, (getattr(message, "content", None) or "") if message is not None else ""
 
     return send
+
+
+def _error_text(exc: Any) -> str:
+    """The server's own error message (the SDK's `message` prefixes "Error code: 500 - {...}")."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        inner = body.get("error") if isinstance(body.get("error"), Mapping) else body
+        if isinstance(inner.get("message"), str):
+            return inner["message"]
+    return str(getattr(exc, "message", exc))
