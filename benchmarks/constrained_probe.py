@@ -158,6 +158,7 @@ class Config:
     fewshot: str  # "none" | "turns" | "text"
     nudge: bool = False  # each observation ends with "if this answers the task, give the final answer"
     scalar_answer: bool = False  # the constraint allows only a string / number / boolean final answer
+    norepeat: bool = False  # after the refusal of a repeated call, the grammar excludes that call
 
 
 CONFIGS = {c.name: c for c in [
@@ -179,6 +180,9 @@ CONFIGS = {c.name: c for c in [
     Config("agent/grammar+shots+nudge+scalar", "agent", "grammar", "turns", nudge=True, scalar_answer=True),
     Config("json/grammar+shots+nudge+scalar", "json", "grammar", "turns", nudge=True, scalar_answer=True),
     Config("json/json_object+shots+scalar", "json", "json_object", "turns", scalar_answer=True),
+    Config("agent/grammar+shots+norepeat", "agent", "grammar", "turns", norepeat=True),
+    Config("agent/grammar+shots+nudge+scalar+norepeat", "agent", "grammar", "turns", nudge=True,
+           scalar_answer=True, norepeat=True),
 ]}
 NUDGE = {
     "agent": "If this answers the task, reply <code>final_answer(...)</code> with it; otherwise call the next tool.",
@@ -281,12 +285,14 @@ class Cell:
     retried: bool = False  # the first reply repeated the previous call; this is the second try
 
 
-def constraint_fields(config: Config, tools: Sequence[Any]) -> dict[str, Any]:
+def constraint_fields(config: Config, tools: Sequence[Any], refused: Step | None = None) -> dict[str, Any]:
     if config.constrain is None:
         return {}
     answer = SCALAR_ANSWER_SCHEMA if config.scalar_answer else None
     if config.prompt == "agent":  # the agent's own format: one Python call in <code> tags
-        return request_fields("grammar", grammar=single_call_grammar(tools, TAGS, answer_schema=answer))
+        forbid = {refused.tool: refused.arguments} if refused is not None and config.norepeat else None
+        return request_fields("grammar", grammar=single_call_grammar(tools, TAGS, answer_schema=answer,
+                                                                      forbid=forbid))
     schema = single_call_schema(tools, answer_schema=answer)
     if config.constrain == "grammar":
         return request_fields("grammar", grammar=schema_to_gbnf(schema, use_llama_cpp=False))
@@ -332,7 +338,8 @@ def run_config(client: Any, config: Config, max_tokens: int, log: Callable[[str]
             if retry_repeats and valid and previous is not None and _repeats(got, previous, tools):
                 messages += [{"role": "assistant", "content": reply},
                              {"role": "user", "content": REPEAT_LESSON.format(call=got)}]
-                reply, more, extra_s = ask(client, config, messages, fields, max_tokens)
+                retry_fields = constraint_fields(config, tools, refused=previous)
+                reply, more, extra_s = ask(client, config, messages, retry_fields, max_tokens)
                 tokens, seconds, retried = tokens + more, seconds + extra_s, True
                 valid, right, got = score(reply, step, tools)
             cells.append(Cell(config.name, name, i, valid, right, got, reply, tokens, round(seconds, 2), retried))

@@ -520,6 +520,29 @@ def test_single_call_grammar_rejects_the_measured_mistakes():
         assert not grammar.accepts(text), text
 
 
+SMALL_PAIRS = st.tuples(st.integers(-10**4, 10**4), st.integers(-10**4, 10**4)).map(lambda p: {"a": p[0], "b": p[1]})
+
+
+@settings(max_examples=60, deadline=None)
+@given(refused=SMALL_PAIRS, other=SMALL_PAIRS | SMALL_PAIRS.map(lambda p: {"a": p["a"], "b": p["a"]}),
+       city=st.text(st.characters(min_codepoint=0x20, blacklist_characters='"\\'), max_size=8),
+       other_city=st.text(st.characters(min_codepoint=0x20, blacklist_characters='"\\'), max_size=8))
+def test_forbidding_a_refused_call_excludes_exactly_that_call(refused, other, city, other_city):
+    @tool
+    def weather(city: str) -> str:
+        """Weather."""
+        return city
+
+    grammar = Gbnf(single_call_grammar([add, weather], tags=("", ""),
+                                       forbid={"add": refused, "weather": {"city": city}}))
+    spell = lambda name, args: f"{name}({', '.join(f'{k}={python_literal(v)}' for k, v in args.items())})"  # noqa: E731
+    assert not grammar.accepts(spell("add", refused))
+    assert grammar.accepts(spell("add", other)) == (other != refused)
+    assert not grammar.accepts(spell("weather", {"city": city}))
+    assert grammar.accepts(spell("weather", {"city": other_city})) == (other_city != city)
+    assert grammar.accepts('final_answer("done")')
+
+
 def test_code_grammar_accepts_the_text_code_action_text_renders():
     grammar = Gbnf(code_action_grammar())
     text = code_action_text({"thought": "compute", "code": "x = 17 * 23\nfinal_answer(x)"})

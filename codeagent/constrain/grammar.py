@@ -241,14 +241,24 @@ class _PythonConverter(_Converter):
 
         return python_literal(value)
 
-    def call(self, name: str, arguments: Mapping[str, Any], positional: tuple[str, ...] = ()) -> str:
+    def call(self, name: str, arguments: Mapping[str, Any], positional: tuple[str, ...] = (),
+             forbid: Mapping[str, Any] | None = None) -> str:
         """`name(k=v, ...)`: required arguments in order, then any in-order subset of the optional;
-        positional-only parameters by position (they are always first, and have no keyword)."""
+        positional-only parameters by position (they are always first, and have no keyword).
+        forbid: the arguments of a refused call; the call must then differ in a required one."""
         props: Mapping[str, Any] = arguments.get("properties") or {}
         required = [k for k in props if k in set(arguments.get("required") or ())]
         optional = [k for k in props if k not in required]
         pair = {k: ("" if k in positional else f'"{k}=" ') + self.visit(props[k], f"{name}-{k}") for k in props}
         body = ' ", " '.join(pair[k] for k in required)
+        if forbid is not None and set(forbid) == set(required) and required:
+            differ = [(k, _not_value(self, forbid[k])) for k in required]
+            if all(expr for _, expr in differ):  # else the value cannot be excluded: no restriction
+                alts = []
+                for k, expr in differ:
+                    key = "" if k in positional else f'"{k}=" '
+                    alts.append(' ", " '.join(key + expr if j == k else pair[j] for j in required))
+                body = self.add(f"{name}-not-refused", " | ".join(f"({a})" for a in alts))
         if optional:
             chain = self.optional_chain([pair[k] for k in optional], leading_comma=bool(required), sep='", "')
             body = f"{body} {chain}" if body else chain
@@ -262,16 +272,51 @@ class _PythonConverter(_Converter):
         return self.add(f"call-{name}", f'"{name}(" {body} ")"' if body else f'"{name}()"')
 
 
+def _not_value(conv: _Converter, value: Any) -> str | None:
+    """A grammar expression for the literals of value's type that differ from it (str without
+    characters that need escaping, int); None for other values."""
+    if isinstance(value, str) and not any(c in value for c in '"\\') and all(ord(c) >= 0x20 for c in value):
+        conv.need("string")
+        other = "[^" + "".join(_class_char(c) for c in '"\\') + "\\x00-\\x1F{}]"
+        alts = [f"{gbnf_literal(value[:i])} {other.format(_class_char(value[i]))} char*" for i in range(len(value))]
+        alts += [f"{gbnf_literal(value[:i])} [\\\\] char*" for i in range(len(value))]  # an escape there
+        alts += [gbnf_literal(value[:i]) for i in range(len(value))]  # a proper prefix ("" included)
+        alts.append(f"{gbnf_literal(value)} char char*")  # longer
+        return conv.add("not-" + value[:20], '"\\"" (' + " | ".join(alts) + ') "\\"" space')
+    if isinstance(value, int) and not isinstance(value, bool):
+        conv.need("integer")
+        digits = str(abs(value))
+        sign = '"-" integral-part' if value >= 0 else "integral-part"  # the other sign
+        same = '"-" ' if value < 0 else ""
+        alts = [sign]
+        if digits == "0":
+            alts.append(f"{same}[1-9] [0-9]*")
+        else:
+            first = "".join(d for d in "123456789" if d != digits[0])  # another leading digit
+            alts += [f'{same}"0"', f"{same}[{first}] [0-9]*"]
+            for i in range(1, len(digits)):
+                other = "[" + "".join(d for d in "0123456789" if d != digits[i]) + "]"
+                alts.append(f"{same}{gbnf_literal(digits[:i])} {other} [0-9]*")
+                alts.append(f"{same}{gbnf_literal(digits[:i])}")
+            alts.append(f"{same}{gbnf_literal(digits)} [0-9] [0-9]*")
+        return conv.add(f"not-{value}".replace("-", "-minus-"), "(" + " | ".join(alts) + ") space")
+    return None
+
+
 def single_call_grammar(
     tools: Any,
     tags: tuple[str, str] = ("<code>", "</code>"),
     *,
     answer_schema: Mapping[str, Any] | None = None,
+    forbid: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> str:
     """One call of one tool, in the single-call agent's own format: `<code>name(k=v, ...)</code>`.
 
     Values are Python literals of the parameter types (JSON-like, with True/False/None); the
     final answer is `final_answer(<value>)`. The tags may be empty strings for a bare call.
+    forbid: {tool name: arguments} of a call the agent just refused as a repeat; the grammar then
+    requires another value in one of its required arguments (for str and int values; others are
+    not excluded).
     """
     from ..tools import tools_by_name
     from .schemas import FINAL_ANSWER, arguments_schema
@@ -281,7 +326,8 @@ def single_call_grammar(
                  tuple(p.name for p in t.signature.parameters.values() if p.kind is p.POSITIONAL_ONLY))
                 for t in tools_by_name(tools).values()]
     converter = _PythonConverter({"$defs": defs})
-    alts = [converter.call(name, args, positional) for name, args, positional in branches]
+    forbid = forbid or {}
+    alts = [converter.call(name, args, positional, forbid.get(name)) for name, args, positional in branches]
     answer = converter.visit(dict(answer_schema) if answer_schema is not None else {}, "answer")
     alts.append(converter.add("call-final-answer", f'"{FINAL_ANSWER}(" {answer} ")"'))
     open_tag, close_tag = tags
