@@ -98,6 +98,12 @@ def build_cases() -> list[dict[str, Any]]:
                  if m["role"] == "assistant"]
         cases.append({"name": f"single call as Python [{label}]", "grammar": single_call_grammar(tools),
                       "accept": calls, "refuse": [f"<code>{p}</code>" for p in prose]})
+    forbid = {"capital_of": {"country": "Japan"}, "add": {"a": 2, "b": -40}}
+    cases.append({"name": "single call as Python, a refused call forbidden",
+                  "grammar": single_call_grammar([capital_of, add], forbid=forbid),
+                  "accept": ['<code>capital_of(country="Peru")</code>', "<code>add(a=2, b=40)</code>",
+                             '<code>final_answer("Tokyo")</code>'],
+                  "refuse": ['<code>capital_of(country="Japan")</code>', "<code>add(a=2, b=-40)</code>"]})
     for tags in (("<code>", "</code>"), ("```python", "```"), ("<code>", "<end_code>")):
         text = code_action_text({"thought": "add them", "code": "x = add(2, 40)\nfinal_answer(x)"}, tags)
         cases.append({"name": f"code action {tags}", "grammar": code_action_grammar(tags),
