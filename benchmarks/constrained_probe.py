@@ -159,6 +159,7 @@ class Config:
     nudge: bool = False  # each observation ends with "if this answers the task, give the final answer"
     scalar_answer: bool = False  # the constraint allows only a string / number / boolean final answer
     norepeat: bool = False  # after the refusal of a repeated call, the grammar excludes that call
+    restate: bool = False  # the nudge restates the task (with nudge=True)
 
 
 CONFIGS = {c.name: c for c in [
@@ -180,6 +181,8 @@ CONFIGS = {c.name: c for c in [
     Config("agent/grammar+shots+nudge+scalar", "agent", "grammar", "turns", nudge=True, scalar_answer=True),
     Config("json/grammar+shots+nudge+scalar", "json", "grammar", "turns", nudge=True, scalar_answer=True),
     Config("json/json_object+shots+scalar", "json", "json_object", "turns", scalar_answer=True),
+    Config("json/json_object+shots+nudge+scalar", "json", "json_object", "turns", nudge=True, scalar_answer=True),
+    Config("json/grammar+shots+nudge-restating", "json", "grammar", "turns", nudge=True, restate=True),
     Config("agent/grammar+shots+norepeat", "agent", "grammar", "turns", norepeat=True),
     Config("agent/grammar+shots+nudge+scalar+norepeat", "agent", "grammar", "turns", nudge=True,
            scalar_answer=True, norepeat=True),
@@ -214,24 +217,30 @@ def messages_for(config: Config, task: str, tools: Sequence[Any], done: Sequence
     if config.fewshot == "turns":
         shots = fewshot_messages(tools, style, tags)
         # the agent's own observation spelling, so the example looks like the real conversation
+        shot_task = None
         for m in shots:
             if m["role"] == "user" and m["content"].startswith("Observation: "):
-                m["content"] = observation(config, m["content"][len("Observation: "):])
+                m["content"] = observation(config, m["content"][len("Observation: "):], shot_task)
             elif m["role"] == "user":
+                shot_task = m["content"].removeprefix("Task: ")
                 m["content"] = m["content"].replace("Task: ", "Task:\n", 1)
     elif config.fewshot == "text":
         system += "\n\n" + fewshot_text(tools, style, tags)
     messages = [{"role": "system", "content": system}, *shots, {"role": "user", "content": f"Task:\n{task}"}]
     for step in done:
         messages.append({"role": "assistant", "content": render_step(config.prompt, step)})
-        messages.append({"role": "user", "content": observation(config, repr(step.result))})
+        messages.append({"role": "user", "content": observation(config, repr(step.result), task)})
     return messages
 
 
-def observation(config: Config, value_repr: str) -> str:
+def observation(config: Config, value_repr: str, task: str | None = None) -> str:
     """The agent's observation message (`Last value: ...`), with the nudge when the config asks."""
     text = f"Observation:\nLast value: {value_repr}"
-    if config.nudge:
+    if config.nudge and config.restate and task:
+        form = NUDGE["agent" if config.prompt == "agent" else "json"].split(" with it;")[0].split("reply ", 1)[1]
+        text += (f'\nThe task is: "{task}" If {value_repr} is the answer to the whole task, reply {form}; '
+                 "otherwise call the next tool.")
+    elif config.nudge:
         text += "\n" + NUDGE["agent" if config.prompt == "agent" else "json"]
     return text
 
