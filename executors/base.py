@@ -200,6 +200,13 @@ def normalize_tools(tools: Mapping[str, Callable[..., Any]] | Iterable[Any] | No
     return out
 
 
+def extra_imports(names: Iterable[str] | None) -> list[str]:
+    """The names of `names` beyond the default set (those are stdlib: always importable)."""
+    if names is None or isinstance(names, str):
+        return []
+    return [n for n in names if isinstance(n, str) and n not in DEFAULT_AUTHORIZED_IMPORTS]
+
+
 def normalize_imports(extra: Iterable[str] | None, *, defaults: bool = True) -> tuple[str, ...]:
     """The default safe modules plus the user's additions ("pkg" or "pkg.*"), deduplicated."""
     names = list(DEFAULT_AUTHORIZED_IMPORTS) if defaults else []

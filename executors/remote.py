@@ -44,6 +44,7 @@ from .base import (
     ExecutorBase,
     ExecutorError,
     Limits,
+    ToolError,
     check_code,
     normalize_imports,
     normalize_tools,
@@ -395,7 +396,8 @@ class RemoteExecutor(ExecutorBase):
         try:
             value = fn(*args, **kwargs)
         except Exception as exc:
-            reply = ToolErrorReply(call=msg.call, type=type(exc).__name__, message=_exc_text(exc))
+            kind = "ToolError" if isinstance(exc, ToolError) else type(exc).__name__
+            reply = ToolErrorReply(call=msg.call, type=kind, message=_exc_text(exc))
             return self._link.send(reply.frame(self.max_frame_bytes), deadline)
         try:
             data = ToolResult.model_construct(call=msg.call, value=encode_value(value)).frame(self.max_frame_bytes)

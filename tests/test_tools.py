@@ -115,9 +115,6 @@ def test_a_tools_failure_is_worded_as_the_executors_word_a_plain_functions():
     assert str(info.value) == plain.message == "tool 'boom' failed: ZeroDivisionError: integer division or modulo by zero"
 
 
-@pytest.mark.xfail(strict=True, reason="executor side (lead): the tool proxy of the restricted runtime and "
-                   "of the worker wraps a ToolError again ('tool 'boom' failed: ToolError: tool 'boom' "
-                   "failed: ...'); it must pass a ToolError through with its message unchanged")
 @pytest.mark.parametrize("kind", ["local", "subprocess"])
 def test_a_failed_tool_says_it_once_through_the_executor(kind):
     from executors.local import LocalExecutor

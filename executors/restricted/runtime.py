@@ -118,8 +118,10 @@ class RestrictedRuntime:
                 result = fn(*args, **kwargs)
             except (FinalAnswer, LimitExceeded, Interrupt):
                 raise
+            except ToolError as exc:  # already worded for the model: say it once
+                raise ToolError(_safe_text(exc)) from None
             except Exception as exc:  # noqa: BLE001 - any tool failure is reported to the model
-                raise ToolError(f"tool '{name}' failed: {type(exc).__name__}: {exc}") from None
+                raise ToolError(f"tool '{name}' failed: {type(exc).__name__}: {_safe_text(exc)}") from None
             finally:
                 state.in_tool = False
                 if step is not None:
@@ -346,6 +348,14 @@ class RestrictedRuntime:
                 self.host_guard.restore()
                 settings.restore()
         return exc
+
+
+def _safe_text(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+        return text if type(text) is str else type(exc).__name__
+    except Exception:  # noqa: BLE001 - a hostile __str__
+        return type(exc).__name__
 
 
 def _unwatch(state: RunState) -> None:

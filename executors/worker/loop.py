@@ -263,6 +263,11 @@ class Worker:
         return decode_value(answer.get("value"))
 
     def _tool_exception(self, name: str, type_name: str, message: str) -> BaseException:
+        if type_name == "ToolError":  # the host's tool worded its failure already: say it once
+            # under the restricted policy, the class the runtime passes through: the worker runs
+            # as the top-level package `worker`, the runtime imports `executors.worker.errors`
+            base = sys.modules.get("executors.base") if self.policy == "restricted" else None
+            return getattr(base, "ToolError", ToolError)(message)
         if self.policy == "open":
             return ToolError(f"tool {name!r} failed: {type_name}: {message}")
         # The restricted runtime wraps whatever a tool raises into its own ToolError with the
