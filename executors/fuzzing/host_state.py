@@ -7,6 +7,7 @@ import builtins
 import functools
 import os
 import sys
+import types
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -53,10 +54,11 @@ def host_fingerprint(modules: Iterable[str], tools: Mapping[str, Any] | None = N
         module = sys.modules.get(modname.rstrip(".*"))
         if module is None:
             continue
-        fp[modname] = _public_state(module)
+        label = module.__name__  # "numpy", not "numpy.*"
+        fp[label] = _public_state(module)
         for cname, cls in list(vars(module).items()):
             if isinstance(cls, type) and not cname.startswith("_") and getattr(cls, "__module__", "") == module.__name__:
-                fp[f"{modname}.{cname}"] = _public_state(cls)
+                fp[f"{label}.{cname}"] = _public_state(cls)
     for tname, tool in (tools or {}).items():
         fp[f"tool.{tname}"] = (
             repr(getattr(tool, "__defaults__", None)), repr(getattr(tool, "__kwdefaults__", None)),
@@ -75,12 +77,17 @@ def fingerprint_changes(before: dict[str, Any], after: dict[str, Any]) -> list[s
         if isinstance(b, str) and b == "<missing>":  # a module imported for the first time
             continue
         if isinstance(b, dict) and isinstance(a, dict):
-            if b.keys() == a.keys() and all(a[n] is b[n] for n in b):
-                continue
-        elif b == a:
+            changed = [n for n in sorted(set(a) | set(b))
+                       if a.get(n, _ABSENT) is not b.get(n, _ABSENT) and not _lazy_submodule(b, a, n)]
+            out += [f"{k}.{n}" for n in changed]
             continue
-        if isinstance(b, dict) and isinstance(a, dict):
-            out += [f"{k}.{n}" for n in sorted(set(a) | set(b)) if a.get(n, _ABSENT) is not b.get(n, _ABSENT)]
-        else:
-            out.append(f"{k}: {b!r:.60} -> {a!r:.60}")
+        if b == a:
+            continue
+        out.append(f"{k}: {b!r:.60} -> {a!r:.60}")
     return out
+
+
+def _lazy_submodule(before: dict[str, Any], after: dict[str, Any], name: str) -> bool:
+    """A package attribute that appeared because a submodule was imported (numpy loads its
+    submodules lazily, on first use): the library's doing, not a change to the host."""
+    return name not in before and isinstance(after.get(name), types.ModuleType)
