@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .base import (
     DEFAULT_AUTHORIZED_IMPORTS,
+    Attachment,
     ExecutionError,
     ExecutionResult,
     Executor,
@@ -30,6 +31,7 @@ _LAZY = {
 
 __all__ = [
     "Access",
+    "Attachment",
     "AccessError",
     "DEFAULT_AUTHORIZED_IMPORTS",
     "DockerExecutor",
