@@ -194,7 +194,7 @@ class DockerExecutor(RemoteExecutor):
         self.environment = dict(environment or {})
         self.python = python
         self.user = "{}:{}".format(*sandbox_ids())
-        self.access: ResolvedAccess = merged.resolve()
+        self.access: ResolvedAccess = merged.resolve(shared=True)
         try:
             self.workdir = _check_target(workdir, "workdir") if workdir else self.access.workdir
             self._mounts = self._mount_table()
