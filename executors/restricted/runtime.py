@@ -333,17 +333,21 @@ class RestrictedRuntime:
                     except Interrupt:
                         continue
                     except MemoryError:
-                        # The code left no memory under the cap for us: lift the cap and go on.
+                        # The code left no memory under the cap for us: lift the cap and go on;
+                        # if even that is not enough, report the bare error (never raise).
                         if released:
-                            raise
-                        released = True
-                        PROCESS_CAPS.leave()
+                            settled = True
+                        else:
+                            released = True
+                            _lift_caps(guard)
             finally:
                 ns[LIVE] = False
+                # Lift the caps first: the host's own cleanup below must not meet the memory
+                # the code used up (a MemoryError here escaped execute()).
+                if not released:
+                    _lift_caps(guard)
                 GUARD.leave(guard)
                 WORKDIRS.leave()
-                if not released:
-                    PROCESS_CAPS.leave()
                 _unwatch(state)
                 self.host_guard.restore()
                 settings.restore()
@@ -356,6 +360,17 @@ def _safe_text(exc: BaseException) -> str:
         return text if type(text) is str else type(exc).__name__
     except Exception:  # noqa: BLE001 - a hostile __str__
         return type(exc).__name__
+
+
+def _lift_caps(step: Any) -> None:
+    """Restore the process's address-space cap and recursion limit. Host code, so the step's
+    capability guard stands aside: it refuses `resource.setrlimit`, and the cap's own error
+    handling would swallow the refusal and leave the host capped."""
+    step.suspended += 1
+    try:
+        PROCESS_CAPS.leave()
+    finally:
+        step.suspended -= 1
 
 
 def _unwatch(state: RunState) -> None:
