@@ -60,7 +60,7 @@ __all__ = [
     "parse_worker_message",
     "Configure", "Execute", "ToolResult", "ToolErrorReply", "SetVariables", "GetVariables",
     "RegisterTools", "Reset", "Ping", "Shutdown", "Ok", "ErrorReply", "Pong", "Result", "Variables",
-    "ToolCall", "ErrorInfo",
+    "ToolCall", "ErrorInfo", "AttachmentInfo",
 ]
 
 MAX_FRAME_BYTES = DEFAULT_MAX_FRAME_BYTES
@@ -165,6 +165,16 @@ class ErrorInfo(_Strict):
     line: str | None = None
 
 
+class AttachmentInfo(_Strict):
+    """A figure or image of a step (`executors.Attachment`); the host checks the bytes."""
+
+    media_type: Annotated[str, Field(max_length=100)]
+    name: Annotated[str, Field(max_length=200)] = ""
+    width: int | None = None
+    height: int | None = None
+    data: Value  # tagged bytes
+
+
 class Ok(_Strict):
     op: Literal["ok"]
     id: int
@@ -196,6 +206,7 @@ class Result(_Strict):
     error: ErrorInfo | None = None
     duration_s: float = 0.0
     restart: bool = False  # the worker asks to be replaced (e.g. threads it could not stop)
+    attachments: Annotated[list[AttachmentInfo], Field(max_length=100)] = []
 
 
 class Variables(_Strict):
