@@ -276,10 +276,9 @@ class RestrictedRuntime:
                 # lift_memory); pictures are appended as they are made: an interrupt keeps those.
                 limits = self.limits
                 _lift_memory_cap()
-                outcome[4] = collect(self._figures_before, value,
-                                     max_bytes=limits.max_attachment_bytes,
-                                     deadline=self.state.deadline, into=outcome[3],
-                                     pixels=max_pixels(limits.max_memory_mb))
+                collect(self._figures_before, value, max_bytes=limits.max_attachment_bytes,
+                        deadline=self.state.deadline, into=outcome[3], notes=outcome[4],
+                        pixels=max_pixels(limits.max_memory_mb))
         except BaseException:  # noqa: BLE001 - an interrupt landed while rendering
             pass
 

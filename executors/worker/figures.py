@@ -91,14 +91,15 @@ def max_pixels(memory_mb: int | None) -> int:
 
 
 def collect(before: set | None, output=None, *, max_bytes: int, deadline: float | None = None,
-            into: list | None = None, pixels: int = MAX_PIXELS) -> list[str]:
+            into: list | None = None, notes: list | None = None, pixels: int = MAX_PIXELS) -> list[str]:
     """Render the figures opened since `before` (then close them; None: leave pyplot alone) and
-    a PIL image `output`;
-    append the Pictures to `into` as they are made (a caller interrupted midway keeps those).
-    Returns the notes for the logs (what was dropped, and why)."""
+    a PIL image `output`. Pictures go to `into` and notes for the logs (what was dropped, and
+    why) to `notes` as they are made, so a caller interrupted midway keeps them; returns notes."""
     budget = _Budget(max_bytes, deadline)
     if into is not None:
         budget.pictures = into
+    if notes is not None:
+        budget.notes = notes
     plt = sys.modules.get("matplotlib.pyplot")
     numbers = sorted(open_figures() - before) if plt is not None and before is not None else []
     for index, number in enumerate(numbers):
@@ -140,22 +141,32 @@ def _fitting_dpi(figure, pixels: int) -> float:
     return dpi
 
 
+_TRIES = 3  # renders of one figure at most: its own dpi, then lower ones until it fits
+
+
 def _add(budget: _Budget, name: str, render, dpi) -> None:
-    """Render one picture within what is left of the budget (once more, smaller, if needed)."""
+    """Render one picture within what is left of the budget (again, smaller, if needed)."""
     if budget.out_of_time():
         budget.notes.append(f"[{name} not returned: the step's time (Limits.timeout_s) ran out "
                             "before it was rendered]")
         return
     try:
         data = render(dpi)
-        if len(data) > budget.left and dpi:
-            smaller = int(dpi * (budget.left / len(data)) ** 0.5 * 0.9)
-            if smaller >= _MIN_DPI and not budget.out_of_time():
-                data = render(smaller)
+        for _ in range(_TRIES - 1):
+            if len(data) <= budget.left or not dpi or budget.out_of_time():
+                break
+            dpi = dpi * (budget.left / len(data)) ** 0.5 * 0.8
+            if dpi < _MIN_DPI:
+                break
+            data = render(dpi)
     except Exception as exc:  # noqa: BLE001 - a figure that cannot be drawn: say why, go on
         budget.notes.append(f"[{name} not returned: rendering it failed: {type(exc).__name__}: "
                             f"{_text(exc)[:300]}]")
         return
+    except BaseException:  # the step's deadline (an interrupt): say so, and stop here
+        budget.notes.append(f"[{name} not returned: the step's time (Limits.timeout_s) ran out "
+                            "while it was rendered]")
+        raise
     if len(data) > budget.left:
         budget.notes.append(f"[{name} not returned: its PNG is {len(data):,} bytes, over the "
                             f"{budget.left:,} bytes left of Limits.max_attachment_bytes]")

@@ -218,16 +218,14 @@ class OpenRuntime:
             try:
                 if output is not None:
                     text = _describe(output, limit)
-                notes = collect(set(), output, max_bytes=int(self.limits.get("max_attachment_bytes", 5_000_000)),
-                                deadline=deadline, into=pictures,
-                                pixels=max_pixels(self.limits.get("max_memory_mb")))
+                collect(set(), output, max_bytes=int(self.limits.get("max_attachment_bytes", 5_000_000)),
+                        deadline=deadline, into=pictures, notes=notes,
+                        pixels=max_pixels(self.limits.get("max_memory_mb")))
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
-        except BaseException as exc:  # noqa: BLE001 - Deadline, or a figure that broke pyplot
+        except BaseException as exc:  # noqa: BLE001 - Deadline (noted), or a broken pyplot
             if not isinstance(exc, Deadline):
                 notes.append(f"[figures not returned: {type(exc).__name__}: {safe_str(exc)[:300]}]")
-            elif open_figures():
-                notes.append("[figures not returned: the step's time (Limits.timeout_s) ran out while rendering them]")
         finally:
             sys.stdout, sys.stderr = old_out, old_err
             self.fired = fired
