@@ -61,7 +61,7 @@ def parse_requirement(text: str) -> tuple[str, frozenset[str], str | None]:
     if match is None:
         raise PackageError(f"cannot read the requirement {text!r}")
     name, extras, _spec, marker = match.groups()
-    wanted = frozenset(canonical(e) for e in (extras or "").split(",") if e.strip())
+    wanted = frozenset(canonical(e.strip()) for e in (extras or "").split(",") if e.strip())
     return name, wanted, (marker.strip() if marker else None)
 
 

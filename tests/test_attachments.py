@@ -46,23 +46,51 @@ KINDS = {"local": _local, "subprocess-restricted": _subprocess("restricted"),
          "subprocess-open": _subprocess("open"), "docker-open": data_docker}
 
 
-@pytest.fixture(params=list(KINDS))
-def make(request: pytest.FixtureRequest) -> Iterator[Any]:
-    if request.param.startswith("docker"):
-        request.applymarker(pytest.mark.docker)
+@pytest.fixture(scope="module")
+def shared() -> Iterator[dict[str, Any]]:
+    """One executor per kind with the default settings, for the tests that need nothing else
+    (workers that import pandas and matplotlib take seconds to start)."""
+    made: dict[str, Any] = {}
+    yield made
+    for ex in made.values():
+        ex.close()
+
+
+def _maker(kind: str, shared: dict[str, Any]) -> Iterator[Any]:
     made: list[Any] = []
 
     def build(**kw: Any) -> Any:
+        if not kw:
+            if kind not in shared:
+                shared[kind] = KINDS[kind](authorized_imports=DATA_IMPORTS, limits=Limits(timeout_s=20))
+            shared[kind].reset()
+            return shared[kind]
         kw.setdefault("authorized_imports", DATA_IMPORTS)
         kw.setdefault("limits", Limits(timeout_s=20))
-        ex = KINDS[request.param](**kw)
+        ex = KINDS[kind](**kw)
         made.append(ex)
         return ex
 
-    build.kind = request.param  # type: ignore[attr-defined]
     yield build
     for ex in made:
         ex.close()
+
+
+@pytest.fixture(params=list(KINDS))
+def make(request: pytest.FixtureRequest, shared: dict[str, Any]) -> Iterator[Any]:
+    """Every executor: LocalExecutor, SubprocessExecutor (both policies), DockerExecutor."""
+    if request.param.startswith("docker"):
+        request.applymarker(pytest.mark.docker)
+    yield from _maker(request.param, shared)
+
+
+# The restricted runtime over the wire is local's code plus the wire that subprocess-open tests.
+@pytest.fixture(params=["local", "subprocess-open", "docker-open"])
+def make_each_runtime(request: pytest.FixtureRequest, shared: dict[str, Any]) -> Iterator[Any]:
+    """Each runtime (restricted in process, open in a worker) and each place it crosses from."""
+    if request.param.startswith("docker"):
+        request.applymarker(pytest.mark.docker)
+    yield from _maker(request.param, shared)
 
 
 def _pixels(data: bytes) -> Any:
@@ -85,7 +113,8 @@ def test_a_figure_left_open_comes_back_as_a_png_and_is_closed(make):
     assert after.logs == "[]\n" and after.attachments == ()
 
 
-def test_figures_come_back_in_order_and_closed_ones_do_not(make):
+def test_figures_come_back_in_order_and_closed_ones_do_not(make_each_runtime):
+    make = make_each_runtime
     ex = make()
     code = (PLOT + "gone = plt.figure()\nplt.close(gone)\n"
             "plt.figure(figsize=(3, 2), dpi=50)\nplt.bar(['a', 'b'], [1, 2])\nNone")
@@ -95,7 +124,8 @@ def test_figures_come_back_in_order_and_closed_ones_do_not(make):
         ("figure 1", 640, 480), ("figure 2", 150, 100)]
 
 
-def test_a_failed_step_still_returns_its_figures(make):
+def test_a_failed_step_still_returns_its_figures(make_each_runtime):
+    make = make_each_runtime
     result = make().execute(PLOT + "1 / 0")
     assert result.error.type == "ZeroDivisionError" and len(result.attachments) == 1
 
@@ -112,7 +142,8 @@ def test_a_pil_image_value_is_an_attachment_and_reads_by_its_size(make):
     assert final.is_final_answer and final.attachments[0].width == 64
 
 
-def test_attachments_stay_within_the_cap_rendered_smaller_or_dropped_with_a_note(make):
+def test_attachments_stay_within_the_cap_rendered_smaller_or_dropped_with_a_note(make_each_runtime):
+    make = make_each_runtime
     ex = make(limits=Limits(timeout_s=20, max_attachment_bytes=30_000))
     noisy = ("import numpy as np\nrng = np.random.default_rng(0)\n"
              "for i in range(2):\n    plt.figure(figsize=(8, 8))\n    plt.scatter(rng.random(3000), rng.random(3000), s=1)\n")
@@ -125,7 +156,8 @@ def test_attachments_stay_within_the_cap_rendered_smaller_or_dropped_with_a_note
     assert ex.execute("print(plt.get_fignums())").logs == "[]\n"
 
 
-def test_max_attachment_bytes_zero_returns_nothing_and_still_closes(make):
+def test_max_attachment_bytes_zero_returns_nothing_and_still_closes(make_each_runtime):
+    make = make_each_runtime
     ex = make(limits=Limits(timeout_s=20, max_attachment_bytes=0))
     result = ex.execute(PLOT + "from PIL import Image\nImage.new('L', (4, 4))")
     assert result.error is None and result.attachments == () and result.logs == ""
@@ -244,7 +276,8 @@ def test_series_and_arrays_read_like_a_notebook(make):
     assert "999999" in big.output_repr and len(big.output_repr) < 2000
 
 
-def test_a_printed_big_dataframe_is_head_and_tail_within_the_cap(make):
+def test_a_printed_big_dataframe_is_head_and_tail_within_the_cap(make_each_runtime):
+    make = make_each_runtime
     ex = make(limits=Limits(timeout_s=20, max_output_chars=2000))
     result = ex.execute("import pandas as pd\ndf = pd.DataFrame({'i': range(100_000)})\n"
                         "print(df)\nwith pd.option_context('display.max_rows', None):\n    print(df)")
