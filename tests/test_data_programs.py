@@ -108,3 +108,34 @@ def test_program_prints_what_cpython_prints(data_executor: Any, reference: dict,
     assert result.error is None, f"{name}: {result.error}\n{result.logs[-2000:]}"
     assert reference[name]["out"] and result.logs == reference[name]["out"], name
     assert result.attachments == (), "every program closes its figures"
+
+
+# -- the fuzzer learns the same idioms ---------------------------------------------------------
+def test_generated_data_programs_use_numpy_and_pandas_only_when_authorized():
+    from hypothesis import HealthCheck, given, settings
+
+    from executors.fuzzing import programs
+    from executors.fuzzing.program_strategy import data_libraries
+
+    assert data_libraries(["numpy.*", "pandas"]) == ("numpy", "pandas")
+    assert data_libraries(["math"]) == () and data_libraries(None) == ()
+    seen: list[str] = []
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(programs(authorized_imports=["numpy.*", "pandas.*"]), programs())
+    def collect(with_data: str, without: str) -> None:
+        seen.append(with_data)
+        assert "import numpy" not in without and "import pandas" not in without
+
+    collect()
+    assert any("import numpy as np" in code for code in seen)
+    assert any("import pandas as pd" in code for code in seen)
+
+
+def test_a_short_data_campaign_finds_every_program_equal_to_cpython():
+    from executors import LocalExecutor
+    from executors.fuzzing import fuzz
+
+    report = fuzz(lambda: LocalExecutor(authorized_imports=["numpy.*", "pandas.*"], limits=Limits(timeout_s=10)),
+                  examples=40, properties=["cpython"], seed=3)
+    assert report.failures == [] and report.total("program", "equal") == 40
