@@ -30,9 +30,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from .base import Attachment
 from .worker.wire import (
     DEFAULT_MAX_FRAME_BYTES,
     HEADER_BYTES,
+    MAX_PICTURES,
+    PNG,
     TAG,
     FrameBuffer,
     FrameTooLarge,
@@ -41,6 +44,7 @@ from .worker.wire import (
     decode_value,
     encode_value,
     pack_frame,
+    png_size,
     unpack_message,
 )
 
@@ -60,7 +64,7 @@ __all__ = [
     "parse_worker_message",
     "Configure", "Execute", "ToolResult", "ToolErrorReply", "SetVariables", "GetVariables",
     "RegisterTools", "Reset", "Ping", "Shutdown", "Ok", "ErrorReply", "Pong", "Result", "Variables",
-    "ToolCall", "ErrorInfo", "AttachmentInfo",
+    "ToolCall", "ErrorInfo", "AttachmentInfo", "checked_attachments",
 ]
 
 MAX_FRAME_BYTES = DEFAULT_MAX_FRAME_BYTES
@@ -235,3 +239,21 @@ def parse_worker_message(body: bytes) -> Ok | ErrorReply | Pong | Result | Varia
         return _worker_message.validate_python(msg)
     except ValueError as exc:  # pydantic.ValidationError is a ValueError
         raise ProtocolError(f"invalid {msg.get('op')!r} message from the worker: {str(exc)[:300]}") from None
+
+
+def checked_attachments(msg: Result, max_bytes: int) -> tuple[Attachment, ...]:
+    """A result's pictures, checked as the hostile bytes they are: PNGs only (their size read
+    from their own header, not the worker's word), at most MAX_PICTURES and `max_bytes` in all
+    (`Limits.max_attachment_bytes`). Raises ProtocolError for what is not bytes or not a PNG."""
+    left = max_bytes
+    out: list[Attachment] = []
+    for info in msg.attachments[:MAX_PICTURES]:
+        data = decode_value(info.data)
+        if type(data) is not bytes or info.media_type != PNG:
+            raise ProtocolError("an attachment must be PNG bytes")
+        width, height = png_size(data)
+        if width is None or len(data) > left:
+            continue  # not a PNG after all, or over the cap: the worker should not have sent it
+        left -= len(data)
+        out.append(Attachment(PNG, data, info.name, width, height))
+    return tuple(out)

@@ -39,7 +39,6 @@ from typing import Any
 
 from .base import (
     FINAL_ANSWER_NAME,
-    Attachment,
     ExecutionError,
     ExecutionResult,
     ExecutorBase,
@@ -70,6 +69,7 @@ from .protocol import (
     ToolErrorReply,
     ToolResult,
     Variables,
+    checked_attachments,
     decode_value,
     encode_value,
 )
@@ -81,7 +81,7 @@ from .remote_link import (
     WorkerLink,
     describe_failure,
 )
-from .worker.wire import MAX_PICTURES, PNG, png_size, truncate_text
+from .worker.wire import truncate_text
 
 __all__ = ["Channel", "WorkerHandle", "RemoteExecutor", "ExecutorPool"]
 
@@ -385,24 +385,8 @@ class RemoteExecutor(ExecutorBase):
             error=error,
             duration_s=time.perf_counter() - started,
             output_repr=None if msg.output_repr is None else truncate_text(msg.output_repr, limit),
-            attachments=self._attachments(msg),
+            attachments=checked_attachments(msg, self.limits.max_attachment_bytes),
         )
-
-    def _attachments(self, msg: Result) -> tuple[Attachment, ...]:
-        """The step's pictures, checked as the hostile bytes they are: PNGs only (their size read
-        from their own header), at most MAX_PICTURES and Limits.max_attachment_bytes in all."""
-        left = self.limits.max_attachment_bytes
-        out: list[Attachment] = []
-        for info in msg.attachments[:MAX_PICTURES]:
-            data = decode_value(info.data)  # ProtocolError on a bad value
-            if type(data) is not bytes or info.media_type != PNG:
-                raise ProtocolError("an attachment must be PNG bytes")
-            width, height = png_size(data)
-            if width is None or len(data) > left:
-                continue  # not a PNG, or over the cap: the worker should not have sent it
-            left -= len(data)
-            out.append(Attachment(PNG, data, info.name, width, height))
-        return tuple(out)
 
     def _answer_tool_call(self, msg: ToolCall, deadline: float | None) -> None:
         fn = self._tools.get(msg.name)

@@ -220,12 +220,9 @@ def test_a_huge_figure_is_drawn_within_the_memory_it_may_use():
 
 # -- the host checks what a worker sends -----------------------------------------------------
 def _checked(attachments: list[dict], cap: int = 1_000_000) -> Any:
-    from executors.protocol import Result
-    from executors.remote import RemoteExecutor
+    from executors.protocol import Result, checked_attachments
 
-    message = Result(op="result", id=1, attachments=attachments)
-    owner = SimpleNamespace(limits=Limits(max_attachment_bytes=cap))
-    return RemoteExecutor._attachments(owner, message)  # type: ignore[arg-type]
+    return checked_attachments(Result(op="result", id=1, attachments=attachments), cap)
 
 
 def _png(width: int, height: int) -> bytes:
