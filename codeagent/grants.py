@@ -41,6 +41,9 @@ def access_rule(executor: Any) -> str:
         return NO_ACCESS
     files = ("Your code can read the files and directories listed under \"Files\" below and write "
              "where it says read-write; relative paths resolve in the working directory.")
+    if getattr(executor, "policy", "restricted") == "restricted":  # LocalExecutor has no `policy`: always restricted
+        files += (" The builtin open() is not available: read and write files with the modules you can "
+                  "import (pandas.read_csv, json with pathlib.Path.read_text, ...).")
     if grants.network:
         return f"{files} The network is reachable. There is no shell access, and names starting with an underscore are not available."
     return f"{files} There is no network or shell access, and names starting with an underscore are not available."
