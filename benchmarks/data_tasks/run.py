@@ -122,8 +122,9 @@ def report(rows: list[RunRow], where: str) -> str:
         mine = [r for r in rows if SUITE_OF[r.task] == suite]
         if mine:
             out += [f"[{suite}]", table(mine, cell_text=compact, legend="calls/tokens"), ""]
-    out += [summary(rows), "", comparison(rows)]
-    return "\n".join(out)
+    out.append(summary(rows))
+    versus = comparison(rows)
+    return "\n".join(out + (["", versus] if versus else []))
 
 
 def _list(text: str, known: tuple[str, ...], what: str, parser: argparse.ArgumentParser) -> list[str]:
