@@ -222,6 +222,11 @@ def _refuse_overlaps(read: tuple[str, ...], writable: tuple[str, ...]) -> None:
                     "the read-only one could be written through the other. Grant each path once.")
 
 
+# The restricted runtime's library layer, in process and in the restricted worker alike.
+LIBRARY_LAYER = ("dangerous members hidden; string evaluators checked with the policy; "
+                 "library settings restored after each step")
+
+
 @dataclass(frozen=True)
 class Isolation:
     """What an executor enforces, and by what. `layers` maps a concern to its enforcers."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from .access import Access, Isolation, ResolvedAccess
+from .access import LIBRARY_LAYER, Access, Isolation, ResolvedAccess
 from .base import ExecutionResult, ExecutorBase, Limits, extra_imports
 from .importable import ensure_importable
 from .restricted import RestrictedRuntime
@@ -78,8 +78,7 @@ class LocalExecutor(ExecutorBase):
                      "workdir and write grants",
             "network": f"{hook}: {'allowed' if self._grants.network else 'no sockets'}",
             "processes": f"{hook}: no process creation, signals or native code",
-            "libraries": "dangerous members hidden; string evaluators checked with the policy; "
-                         "library settings restored after each step",
+            "libraries": LIBRARY_LAYER,
             "user": "the host's user (same process)",
             "memory": "size checks + temporary RLIMIT_AS (process-wide, best effort)",
             "time": "watchdog thread + operation budget",

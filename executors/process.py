@@ -194,7 +194,9 @@ class SubprocessExecutor(RemoteExecutor):
             processes = "only the deadline (root without a writable pids cgroup)"
         return subprocess_isolation(policy=self.policy, report=report, harden=self.harden,
                                     network=self.access.network, memory_mb=self.limits.max_memory_mb,
-                                    processes=processes)
+                                    processes=processes,
+                                    # the restricted worker runs the capability guard too
+                                    audit_hook=self.policy == "restricted")
 
     # -- RemoteExecutor interface -----------------------------------------------------------------
     def _package_paths(self) -> list[str]:

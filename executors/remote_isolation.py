@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .access import Isolation
+from .access import LIBRARY_LAYER, Isolation
 
 __all__ = ["container_isolation", "predicted_hardening", "subprocess_isolation"]
 
@@ -117,6 +117,8 @@ def subprocess_isolation(*, policy: str, report: dict[str, Any] | None, harden: 
                         else "none (Limits.max_memory_mb=None)")
     layers["time"] = "soft deadline in the worker + hard kill by the host"
     layers["policy"] = POLICY.get(policy, policy)
+    if audit_hook:
+        layers["libraries"] = LIBRARY_LAYER
     unusable = report.get("unusable_grants") or []
     missing += [f"grant unusable by the sandbox user: {_get(u, default=u)}" for u in unusable][:10]
     return Isolation(place="SubprocessExecutor", layers=layers, missing=tuple(missing))

@@ -637,3 +637,14 @@ def test_docker_old_mount_options_are_grants(docker_image, area):
         DockerExecutor(image=docker_image, mounts_rw={repo: "/src"})
     with pytest.raises(ValueError, match="container path"):
         DockerExecutor(image=docker_image, mounts_ro={area["read"]: "/proc/x"})
+
+
+def test_isolation_names_the_capability_guard_exactly_when_the_worker_runs_it():
+    """A user reads what holds the code: the restricted worker runs the audit hook and the library
+    layer under the kernel layers; the open worker does not, and its table says nothing of them."""
+    with SubprocessExecutor() as restricted, SubprocessExecutor(policy="open") as open_:
+        ok(restricted, "1")
+        ok(open_, "1")
+        guarded, plain = restricted.isolation, open_.isolation
+    assert "audit hook" in guarded.layers["files"] and "libraries" in guarded.layers
+    assert "audit hook" not in plain.layers["files"] and "libraries" not in plain.layers
