@@ -47,23 +47,31 @@ def executors(docker: bool) -> dict:
     return made
 
 
-def round_trip(make, reps: int) -> tuple[float, float, int]:
-    with make() as ex:
-        for code in (SETUP, WITH, WITHOUT):  # imports, font cache, first draw
-            result = ex.execute(code)
-            assert result.error is None, result.error
-        without, with_ = [], []
-        size = 0
+def round_trips(makes: dict, reps: int) -> dict[str, tuple[float, float, int]]:
+    """Every executor open at once, measured rep by rep in turn (interleaved: on a noisy machine
+    a burst of load then hits all of them, not one)."""
+    from contextlib import ExitStack
+
+    with ExitStack() as stack:
+        opened = {name: stack.enter_context(make()) for name, make in makes.items()}
+        for ex in opened.values():
+            for code in (SETUP, WITH, WITHOUT):  # imports, font cache, first draw
+                result = ex.execute(code)
+                assert result.error is None, result.error
+        times = {name: ([], [], 0) for name in opened}
         for _ in range(reps):
-            t = time.perf_counter()
-            ex.execute(WITHOUT)
-            without.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            result = ex.execute(WITH)
-            with_.append(time.perf_counter() - t)
-            assert len(result.attachments) == 1 and result.attachments[0].width == 640
-            size = result.attachments[0].size
-    return statistics.median(without), statistics.median(with_), size
+            for name, ex in opened.items():
+                without, with_, _size = times[name]
+                t = time.perf_counter()
+                ex.execute(WITHOUT)
+                without.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                result = ex.execute(WITH)
+                with_.append(time.perf_counter() - t)
+                assert len(result.attachments) == 1 and result.attachments[0].width == 640
+                times[name] = (without, with_, result.attachments[0].size)
+    return {name: (statistics.median(w), statistics.median(r), size)
+            for name, (w, r, size) in times.items()}
 
 
 class _CPython:
@@ -123,10 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-docker", action="store_true")
     p.add_argument("--no-build", action="store_true")
     a = p.parse_args(argv)
-    print(f"a 640×480 line plot returned as a PNG vs the same step closing it (median of {a.reps}):")
+    print(f"a 640×480 line plot returned as a PNG vs the same step closing it (median of {a.reps}, "
+          "executors interleaved rep by rep):")
     print(f"  {'executor':24} {'closed':>9} {'returned':>9} {'ratio':>6} {'cost':>8} {'PNG':>7}")
-    for name, make in executors(not a.no_docker).items():
-        without, with_, size = round_trip(make, a.reps)
+    for name, (without, with_, size) in round_trips(executors(not a.no_docker), a.reps).items():
         print(f"  {name:24} {without * 1e3:7.1f}ms {with_ * 1e3:7.1f}ms {with_ / without:5.2f}x "
               f"{(with_ - without) * 1e3:6.1f}ms {size / 1e3:5.1f}kB")
     if not a.no_docker and not a.no_build:
