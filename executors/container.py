@@ -99,6 +99,21 @@ def _client(docker_url: str | None) -> Any:
         return client
 
 
+def engine_problem(docker_url: str | None = None) -> str | None:
+    """None when a Docker engine answers a ping, else why not (for callers that skip Docker with a
+    reason rather than fail: test fixtures, benchmark columns)."""
+    try:
+        client = connect(docker_url, timeout=10)
+        try:
+            client.ping()
+        finally:
+            client.close()
+    except Exception as e:  # no SDK, no engine, no permission
+        where = docker_url or os.environ.get("DOCKER_HOST")
+        return f"no Docker engine reachable via DOCKER_HOST={where!r}: {e}"
+    return None
+
+
 def _sweep_once(client: Any, key: str | None) -> None:
     """The first container this process starts on an engine clears earlier owners' leftovers."""
     with _lock:

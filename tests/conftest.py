@@ -195,18 +195,12 @@ def _module_exists(name: str) -> bool:
 def docker_engine_problem() -> str | None:
     """None when a Docker engine answers a ping, else why not."""
     try:
-        import docker
+        import docker  # noqa: F401
     except ImportError as e:
         return f"the docker SDK is not installed ({e})"
-    try:
-        client = docker.from_env(timeout=10)
-        try:
-            client.ping()
-        finally:
-            client.close()
-    except Exception as e:  # any failure to reach the engine
-        return f"no Docker engine reachable via DOCKER_HOST={os.environ.get('DOCKER_HOST')!r}: {e}"
-    return None
+    from executors.container import engine_problem
+
+    return engine_problem()
 
 
 def executor_class(kind: str) -> type:

@@ -24,17 +24,9 @@ FILE_LIMITS = Limits(timeout_s=60)  # a cold `import pandas` takes seconds in a 
 @functools.cache
 def docker_problem() -> str | None:
     """None when a Docker engine answers, else why the docker column is skipped."""
-    try:
-        import docker
+    from executors.container import engine_problem
 
-        client = docker.from_env(timeout=10)
-        try:
-            client.ping()
-        finally:
-            client.close()
-    except Exception as exc:  # no SDK, no engine, no permission: the column is left out, with the reason
-        return f"{type(exc).__name__}: {exc}"
-    return None
+    return engine_problem()
 
 
 def make_executor(kind: str, suite: str) -> Any:
