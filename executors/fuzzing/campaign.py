@@ -27,6 +27,10 @@ class _TimeUp(BaseException):
     """Ends a campaign phase whose time budget is spent."""
 
 
+class _Enough(BaseException):
+    """Ends a hypothesis run once the phase has its planned number of outcomes."""
+
+
 def _request(prop: str, mode: str, example: Any) -> dict[str, str]:
     if prop == "cpython":
         return {"category": "program", "code": example, "label": mode}
@@ -37,8 +41,12 @@ def _request(prop: str, mode: str, example: Any) -> dict[str, str]:
 
 def _campaign(n: int, strategy: Any, prop: str, mode: str, phase_deadline: float | None,
               session: Session, report: FuzzReport,
-              on_outcome: Callable[[Outcome], None] | None) -> Callable[[], None]:
-    """One hypothesis run: draw `n` examples (until `phase_deadline`), run, record."""
+              on_outcome: Callable[[Outcome], None] | None, seen: set[str],
+              target: int) -> Callable[[], None]:
+    """One hypothesis run: draw up to `n` examples (until `phase_deadline`, or until the report
+    holds `target` outcomes), run, record. An example whose code was already run in this phase
+    is skipped: hypothesis's mutations often give the same text from different choices (a draw
+    the text does not use), up to 7 times each."""
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import strategies as st
 
@@ -49,7 +57,13 @@ def _campaign(n: int, strategy: Any, prop: str, mode: str, phase_deadline: float
     def campaign(data: Any) -> None:
         if phase_deadline is not None and time.perf_counter() > phase_deadline:
             raise _TimeUp()  # a BaseException: hypothesis lets it through as is
-        outcome = session.runner.run(_request(prop, mode, data.draw(strategy)), session.budget)
+        if report.total() >= target:
+            raise _Enough()
+        request = _request(prop, mode, data.draw(strategy))
+        if request["code"] in seen:
+            return
+        seen.add(request["code"])
+        outcome = session.runner.run(request, session.budget)
         report.add(outcome)
         if on_outcome is not None:
             on_outcome(outcome)
@@ -80,17 +94,22 @@ def _run_phase(planned: int, strategy: Any, prop: str, mode: str, phase_deadline
 
     target = report.total() + planned
     batch = flaky = 0
+    seen: set[str] = set()
     while report.total() < target and flaky < 5:
         if phase_deadline is not None and time.perf_counter() > phase_deadline:
             break
-        campaign = _campaign(min(_BATCH, target - report.total()), strategy, prop, mode,
-                             phase_deadline, session, report, on_outcome)
+        # room for the repeats that are skipped; the run ends as soon as the target is met
+        wanted = min(_BATCH, 4 * (target - report.total()) + 20)
+        campaign = _campaign(wanted, strategy, prop, mode, phase_deadline, session, report,
+                             on_outcome, seen, target)
         if seed is not None:
             campaign = hseed(seed + batch)(campaign)
         batch += 1
         before = report.total()
         try:
             campaign()
+        except _Enough:
+            break
         except _TimeUp:
             break
         except Flaky:

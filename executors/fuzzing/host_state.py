@@ -47,7 +47,10 @@ def host_fingerprint(modules: Iterable[str], tools: Mapping[str, Any] | None = N
     decimal settings, the attributes of the authorized modules and of the classes they define,
     the defaults and attributes of the tools. Compare two fingerprints with `==`."""
     fp = _library_settings()
-    fp["cwd"] = os.getcwd()
+    try:
+        fp["cwd"] = os.getcwd()
+    except OSError as exc:  # the directory was removed or moved away: that is a change too
+        fp["cwd"] = f"<{type(exc).__name__}>"
     fp["recursionlimit"] = sys.getrecursionlimit()
     fp["stdout"] = (id(sys.stdout), id(sys.stderr), id(builtins.print))
     for modname in modules:

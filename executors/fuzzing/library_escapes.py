@@ -87,8 +87,7 @@ class LibraryPlan:
 
 
 def _effects_of(c: Carrier) -> set[str]:
-    effect = {KIND_EFFECT[c.kind]}
-    return effect | {"canary"} if c.kind == "read" else effect  # a read of /proc/self/environ
+    return {KIND_EFFECT[c.kind]}  # (a read aimed at /proc/self/environ turns into "canary")
 
 
 @functools.lru_cache(maxsize=64)
@@ -303,7 +302,13 @@ def library_attempts(draw: Any, targets: Targets, plan: LibraryPlan, effects: tu
     """One library attempt (an `EscapeAttempt` of family "library"); `pairs`: format_pairs()."""
     from .escapes import EscapeAttempt
 
-    row = draw(st.sampled_from(plan.rows(effects)))
+    # the effect, then the kind of carrier, then a row: each class of escape gets its share of
+    # the draws however many rows it has (there are many more writers than native-code loaders)
+    available = [e for e in ("read", "marker", "canary", "tamper") if e in effects and plan.rows((e,))]
+    rows = plan.rows((draw(st.sampled_from(available)),))
+    kinds = list(dict.fromkeys(getattr(r, "kind", "tamper") for r in rows))
+    kind = draw(st.sampled_from(kinds))
+    row = draw(st.sampled_from([r for r in rows if getattr(r, "kind", "tamper") == kind]))
     attr_style = draw(st.sampled_from(ATTR_STYLES))
     string_style = draw(st.sampled_from(STRING_STYLES))
     r = Renderer(draw, attr_style, string_style)

@@ -158,7 +158,7 @@ CARRIERS: tuple[Carrier, ...] = (
     _c("numpy.savetxt", "write", "numpy", NP, "$(np.savetxt)($P, np.arange(3))", "marker"),
     _c("numpy.ndarray.tofile", "write", "numpy", NP, "np.arange(3).tofile($P)", "marker"),
     _c("numpy.ndarray.dump", "write", "numpy", NP, "np.arange(3).dump($P)", "marker"),
-    _c("numpy.memmap/w+", "write", "numpy", NP,
+    _c("numpy.memmap/write", "write", "numpy", NP,
        "$(np.memmap)($P, dtype=np.uint8, mode='w+', shape=(4,)).flush()", "marker"),
     _c("numpy.lib.format.open_memmap", "write", "numpy", NP,
        "$(np.lib.format.open_memmap)($P, mode='w+', dtype=np.uint8, shape=(4,)).flush()", "marker"),
