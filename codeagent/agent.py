@@ -9,20 +9,28 @@ One step is four moves, each a method of `_CodeRun`:
 Steps repeat until the code calls `final_answer(...)` or `max_steps` is reached. Everything the user
 sees is in `RunResult` (from `run`) or in the typed events of `stream`; model and executor failures
 end the run with a status, not with an exception.
+
+Figures a step produced (`ExecutionResult.attachments`) are recorded in the step, saved in the
+agent's `output_dir` when it has one, and shown to the model: as images when it can see them
+(`model.vision`), else as one line each ("[figure 1: 640×480 PNG, 23 kB, saved as …]").
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Generator, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, Literal, overload
 
-from executors.base import ExecutionResult, Executor, ExecutorError, Limits
+from executors.base import ExecutionResult, Executor, ExecutorError, Limits, normalize_imports
+from executors.importable import ensure_importable
 
+from .attachments import AttachmentRecord, describe_line, image_part, is_sendable_image
 from .events import CodeAction, ErrorEvent, Event, ModelReplyEvent, RunEnd
 from .formats import DEFAULT_CODE_TAGS, ActionFormat, CodeBlock, normalize_code
+from .grants import access_rule, files_section
 from .memory import Memory, truncate_middle
-from .models import Model
+from .models import Model, check_model
 from .parsing import CodeParseError
 from .prompts import PROMPTS_DIR, load_prompt
 from .replies import ModelReply
@@ -54,13 +62,21 @@ class CodeAgent:
     model: any `Model` (`OpenAIModel`, `ScriptedModel`, or your own `complete(messages, stop)`).
     tools: `Tool` objects, typed functions, or {name: callable}; handed to the executor.
     executor: any `executors.Executor`; default a `LocalExecutor` (restricted, in process), which
-        the agent owns and closes. `authorized_imports` / `limits` configure that default.
+        the agent owns and closes. `authorized_imports` / `limits` configure that default; a module
+        named in `authorized_imports` must be installed (checked here, not at the first import).
+        `additional_authorized_imports` is smolagents' name for `authorized_imports`.
     max_steps: steps before the run ends with status "max_steps".
     max_context_tokens: budget for the messages sent to the model (estimated at ~4 chars/token);
         the oldest steps are dropped first, the system prompt and the task always stay.
     max_observation_chars: observations are cut head+tail to this many characters.
     action_format: how the model writes its action (`codeagent.formats`): `CodeBlock()` (default)
         or `SingleCall(bundleable=...)` for very weak models; it brings its own prompt template.
+    access: the files and network the default executor grants (`executors.Access`); with
+        executor=..., give it to that executor instead. Either way the agent reads the executor's
+        grants and lists what the code can see in the system prompt.
+    output_dir: where figures the code produces are saved as the run goes
+        (`<run_id>.figure-1.png`, ...), so the model and the events can name the file; None: they
+        stay in the RunResult (whose `save(path)` writes them beside the JSON).
     """
 
     def __init__(
@@ -79,16 +95,19 @@ class CodeAgent:
         system_prompt_template: str | None = None,
         empty_reply_retries: int = 3,
         action_format: ActionFormat | None = None,
+        additional_authorized_imports: Iterable[str] | None = None,
+        access: Any = None,
+        output_dir: str | os.PathLike[str] | None = None,
     ) -> None:
-        if max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
-        if executor is not None and (authorized_imports is not None or limits is not None):
-            raise ValueError(
-                "authorized_imports and limits configure the default executor; when you pass "
-                "executor=..., give them to that executor's constructor instead"
-            )
-        if max_observation_chars < 200:
-            raise ValueError(f"max_observation_chars must be >= 200, got {max_observation_chars}")
+        check_agent_arguments(model, tools, executor)
+        _check_access(access, executor)
+        _check_int("max_steps", max_steps, 1)
+        _check_int("max_observation_chars", max_observation_chars, 200)
+        _check_int("empty_reply_retries", empty_reply_retries, 0)
+        if max_context_tokens is not None:
+            _check_int("max_context_tokens", max_context_tokens, 1, none="None for no budget")
+        authorized_imports = _default_executor_imports(
+            authorized_imports, additional_authorized_imports, executor, limits)
         self.model = model
         self.tools: dict[str, Tool] = tools_by_name(tools)
         self.max_steps = max_steps
@@ -102,6 +121,8 @@ class CodeAgent:
         self._template = system_prompt_template or load_prompt(self.action_format.template_file)
         self._authorized_imports = list(authorized_imports) if authorized_imports is not None else None
         self._limits = limits
+        self._access = access
+        self.output_dir = output_dir
         self._executor = executor
         self._owns_executor = executor is None
         self._tools_given_to: Executor | None = None  # executors keep tools across reset()
@@ -114,7 +135,8 @@ class CodeAgent:
             from executors.local import LocalExecutor
 
             self._executor = LocalExecutor(
-                tools=dict(self.tools), authorized_imports=self._authorized_imports, limits=self._limits
+                tools=dict(self.tools), authorized_imports=self._authorized_imports, limits=self._limits,
+                access=self._access,
             )
             self._tools_given_to = self._executor
         return self._executor
@@ -143,6 +165,8 @@ class CodeAgent:
             "close": self.code_tags[1],
             "tools": self.action_format.render_tools(),
             "authorized_imports": imports_text,
+            "access": access_rule(self.executor),
+            "files": files_section(self.executor),
             "instructions": f"\n{self.instructions.strip()}\n" if self.instructions else "",
             **self.action_format.prompt_fields(),
         }
@@ -153,8 +177,24 @@ class CodeAgent:
 
     # -- running -----------------------------------------------------------------------------
 
-    def run(self, task: str, *, variables: Mapping[str, Any] | None = None, reset: bool = True) -> RunResult:
-        """Run the task to its end and return what happened (never raises for model/code failures)."""
+    @overload
+    def run(self, task: str, *, variables: Mapping[str, Any] | None = ..., reset: bool = ...,
+            stream: Literal[False] = ...) -> RunResult: ...
+
+    @overload
+    def run(self, task: str, *, variables: Mapping[str, Any] | None = ..., reset: bool = ...,
+            stream: Literal[True]) -> Iterator[Event]: ...
+
+    def run(self, task: str, *, variables: Mapping[str, Any] | None = None, reset: bool = True,
+            stream: bool = False) -> RunResult | Iterator[Event]:
+        """Run the task to its end and return what happened: a `RunResult`.
+
+        It never raises for a model, endpoint or code failure: the result's `status` and `error`
+        say what happened, and `result.raise_for_status()` turns a failed run into an exception.
+        stream=True: return `self.stream(task, ...)` instead, the run's events as they happen.
+        """
+        if stream:
+            return self.stream(task, variables=variables, reset=reset)
         end: RunEnd | None = None
         for event in self.stream(task, variables=variables, reset=reset):
             if isinstance(event, RunEnd):
@@ -174,7 +214,7 @@ class _CodeRun:
 
     def __init__(self, agent: CodeAgent, task: str, variables: Mapping[str, Any] | None, reset: bool) -> None:
         self.agent = agent
-        self.rec = Recorder(agent.model, task)
+        self.rec = Recorder(agent.model, task, agent.output_dir)
         self.variables = variables
         self.reset = reset
         self.format = agent.action_format
@@ -276,20 +316,25 @@ class _CodeRun:
         final = result.is_final_answer
         failed = result.error is not None and not final
         record.logs, record.output_repr = result.logs, result.output_repr
-        record.observation = observation_text(result, self.agent.max_observation_chars, final=final)
+        attached = rec.attach(step, result.attachments)
+        shown = [a for a in attached if is_sendable_image(a.media_type)] if sees_images(self.agent.model) else []
+        figures = "\n".join(describe_line(a, shown=a in shown) for a in attached)
+        record.observation = observation_text(result, self.agent.max_observation_chars, final=final,
+                                              figures=figures)
         if final:
             rec.answer(step, result.output, result.output_repr)
         else:
-            self._remember(said, record.observation)
+            self._remember(said, record.observation, shown)
         # an execution error is the model's to fix: it reads it in the observation
         error = (ErrorKind.EXECUTION, str(result.error)) if failed else None
         yield from rec.observed(step, error, logs=result.logs, output_repr=result.output_repr)
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _messages(self, note: str | None) -> list[dict[str, str]]:
+    def _messages(self, note: str | None) -> list[dict[str, Any]]:
         assert self.memory is not None
-        return self.memory.messages(self.agent.max_context_tokens, note=note)
+        return self.memory.messages(self.agent.max_context_tokens, note=note,
+                                    images=sees_images(self.agent.model))
 
     def _send(self, messages: list[dict[str, str]]) -> ModelReply:
         return self.agent.model.complete(messages, stop=self.agent.stop_sequences)
@@ -302,9 +347,9 @@ class _CodeRun:
             return text.rstrip() + "\n" + close_tag
         return text
 
-    def _remember(self, said: str, observation: str) -> None:
+    def _remember(self, said: str, observation: str, images: list[AttachmentRecord] | None = None) -> None:
         assert self.memory is not None
-        self.memory.add_step(said, "Observation:\n" + observation)
+        self.memory.add_step(said, "Observation:\n" + observation, [image_part(a) for a in images or ()])
 
     def _refuse(self, step: Step, kind: ErrorKind, message: str, said: str) -> ErrorEvent:
         """The action did not run: the model is told why, as the step's observation."""
@@ -313,12 +358,75 @@ class _CodeRun:
         return self.rec.fail_step(step, kind, message, observation=observation)
 
 
+def check_agent_arguments(model: Any, tools: Any, executor: Any) -> None:
+    """Fail when the agent is made, with the fix, rather than at its first step."""
+    if isinstance(model, (list, tuple)) and callable(getattr(tools, "complete", None)):
+        raise TypeError("the model comes first: CodeAgent(model, tools=[...]) (smolagents puts tools "
+                        "first); pass both by keyword to be safe")
+    check_model(model)
+    if isinstance(executor, str):
+        raise TypeError(f"executor must be an executor object, not the string {executor!r}: pass e.g. "
+                        "executor=SubprocessExecutor() or DockerExecutor() from the executors package "
+                        "(None: the in-process LocalExecutor)")
+    if executor is not None and not callable(getattr(executor, "execute", None)):
+        raise TypeError(f"executor must have an execute(code) method (an executors.Executor), got "
+                        f"{type(executor).__name__}")
+
+
+def sees_images(model: Any) -> bool:
+    """Whether the model takes images: its `vision` attribute is True (OpenAIModel(vision=...))."""
+    return getattr(model, "vision", False) is True
+
+
+def _check_access(access: Any, executor: Any) -> None:
+    if access is None:
+        return
+    from executors.access import Access
+
+    if not isinstance(access, Access):
+        raise TypeError(f"access must be an executors.Access, e.g. Access(read=['data/']), not "
+                        f"{type(access).__name__}")
+    if executor is not None:
+        raise ValueError("access configures the default executor; when you pass executor=..., give "
+                         "access=... to that executor's constructor instead (the agent reads its grants)")
+
+
+def _check_int(name: str, value: Any, minimum: int, *, none: str = "") -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        also = f" (or {none})" if none else ""
+        raise ValueError(f"{name} must be an integer >= {minimum}{also}, got {value!r}")
+
+
+def _default_executor_imports(
+    authorized_imports: Iterable[str] | None, alias: Iterable[str] | None, executor: Any, limits: Any,
+) -> Iterable[str] | None:
+    """The imports of the default executor, checked: valid names, installed on this host."""
+    if alias is not None:
+        if authorized_imports is not None:
+            raise ValueError("pass authorized_imports or its smolagents name additional_authorized_imports, "
+                             "not both")
+        authorized_imports = alias
+    if executor is not None and (authorized_imports is not None or limits is not None):
+        raise ValueError(
+            "authorized_imports and limits configure the default executor; when you pass "
+            "executor=..., give them to that executor's constructor instead"
+        )
+    if authorized_imports is not None:
+        normalize_imports(authorized_imports)  # a string, or a name that is not a module name
+        ensure_importable(authorized_imports)  # the default executor runs the code in this process
+    return authorized_imports
+
+
 def _has_text(reply: ModelReply) -> bool:
     return bool(reply.text.strip())
 
 
-def observation_text(result: ExecutionResult, budget: int, *, final: bool = False) -> str:
-    """What the model sees after its code ran: printed output, error or last value, within `budget`."""
+def observation_text(result: ExecutionResult, budget: int, *, final: bool = False, figures: str = "") -> str:
+    """What the model sees after its code ran: printed output, error or last value, then one line
+    per figure (`figures`, kept whole), within `budget`."""
+    if figures:
+        figures = truncate_middle(figures, budget // 3)
+        budget = max(budget - len(figures) - 1, 200)
     parts: list[str] = []
     if result.state_lost:
         parts.append("Note: the Python process was restarted; variables from earlier steps are gone.")
@@ -337,5 +445,6 @@ def observation_text(result: ExecutionResult, budget: int, *, final: bool = Fals
         parts.append("Printed output:\n" + truncate_middle(result.logs.rstrip("\n"), room))
     parts.extend(tail)
     if not parts:
-        return NOTHING_TO_SHOW
-    return truncate_middle("\n".join(parts), budget)
+        return figures or NOTHING_TO_SHOW
+    text = truncate_middle("\n".join(parts), budget)
+    return f"{text}\n{figures}" if figures else text

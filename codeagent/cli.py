@@ -1,6 +1,7 @@
 """The `codeagent` command: `run` a task with a model, `exec` a file in an executor, `demo`, `fuzz`.
 
 Exit status: 0 success, 1 the run or the code failed, 2 usage or setup errors.
+What it prints lives in `cli_render`; the file and network flags (`--read`, ...) in `cli_access`.
 """
 
 from __future__ import annotations
@@ -11,24 +12,19 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterable, Sequence
-from typing import Any, TextIO
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
 
 from executors.base import ExecutorError, Limits
 
-from .events import (
-    NOT_JSON,
-    CodeAction,
-    ErrorEvent,
-    Event,
-    FinalAnswerEvent,
-    ModelReplyEvent,
-    Observation,
-    RunEnd,
-    RunStart,
-    plain_json,
-)
+from .cli_access import GrantError, access_from_args, add_access_options, grant_error
+from .cli_render import HumanPrinter, drive, save_run, show_answer, show_saved
+from .events import NOT_JSON, plain_json
 from .run import ErrorKind
+
+__all__ = ["main", "build_parser", "make_executor", "make_model", "load_tools", "UsageError",
+           "HumanPrinter", "drive", "show_answer"]
 
 EXECUTORS = ("local", "subprocess", "docker")
 
@@ -37,26 +33,92 @@ class UsageError(Exception):
     """A setup problem the user fixes with a flag or an environment variable (exit status 2)."""
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with a usage mistake reported in one line that says where the options are."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (options: {self.prog} --help)\n")
+
+
+def seconds(text: str) -> float:
+    """A time limit in seconds: a number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
+    return value
+
+
+def count(minimum: int) -> Callable[[str], int]:
+    """An integer >= minimum."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a whole number >= {minimum}, got {text!r}")
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    parse.__name__ = f"count >= {minimum}"
+    return parse
+
+
 # -- building blocks ---------------------------------------------------------------------------
 
 
 def make_executor(name: str, *, tools: Any = None, authorized_imports: Sequence[str] | None = None,
-                  limits: Limits | None = None) -> Any:
-    """Create the executor named on the command line; the non-local ones are imported lazily."""
+                  limits: Limits | None = None, access: Any = None) -> Any:
+    """Create the executor named on the command line; the non-local ones are imported lazily.
+    access: an `executors.Access` (the --read/--write/--workdir/--network flags), or None."""
     targets = {"local": ("executors.local", "LocalExecutor"),
                "subprocess": ("executors.process", "SubprocessExecutor"),
                "docker": ("executors.container", "DockerExecutor")}
     if name not in targets:
         raise UsageError(f"unknown executor {name!r}: choose one of {', '.join(EXECUTORS)}")
     module_name, cls_name = targets[name]
+    check_imports(name, authorized_imports)
     try:
         cls = getattr(importlib.import_module(module_name), cls_name)
     except (ImportError, AttributeError) as exc:
         raise UsageError(f"the {name} executor is not available in this installation: {exc}")
+    from executors.access import AccessError
+
+    options = {"access": access} if access is not None else {}
     try:
-        return cls(tools=tools, authorized_imports=authorized_imports, limits=limits)
+        return cls(tools=tools, authorized_imports=authorized_imports, limits=limits, **options)
+    except AccessError as exc:  # a grant the executor refuses: name the flag
+        raise UsageError(grant_error(exc))
     except Exception as exc:
         raise UsageError(f"cannot start the {name} executor: {type(exc).__name__}: {exc}")
+
+
+def executor_from_args(args: argparse.Namespace, **options: Any) -> Any:
+    """The executor the flags ask for: --executor, --import, --timeout and the grants."""
+    try:
+        access = access_from_args(args)
+    except GrantError as exc:
+        raise UsageError(str(exc))
+    return make_executor(args.executor, authorized_imports=args.imports, limits=_limits(args), access=access,
+                         **options)
+
+
+def check_imports(executor: str, imports: Sequence[str] | None) -> None:
+    """--import of a module that is not installed where the code runs: a usage error, now."""
+    if not imports or executor == "docker":  # the docker executor checks its image itself
+        return
+    from executors.importable import NotImportable, ensure_importable
+
+    # local: this process; subprocess: a worker started from this same interpreter
+    try:
+        ensure_importable(imports, python=None if executor == "local" else sys.executable, setting="--import")
+    except NotImportable as exc:
+        names = " ".join(exc.missing)
+        raise UsageError(f"--import {names}: not installed for {exc.python or sys.executable} "
+                         f"(install it there, or drop that --import)")
 
 
 def load_tools(specs: Iterable[str]) -> list[Any]:
@@ -70,6 +132,8 @@ def load_tools(specs: Iterable[str]) -> list[Any]:
             module = importlib.import_module(module_name)
         except ImportError as exc:
             raise UsageError(f"--tools {spec}: cannot import {module_name!r}: {exc} (is it on PYTHONPATH?)")
+        except Exception as exc:  # the user's module is broken: say where, without a traceback
+            raise UsageError(f"--tools {spec}: importing {module_name!r} raised {type(exc).__name__}: {exc}")
         obj: Any = module
         for part in attr.split("."):
             if not hasattr(obj, part):
@@ -99,6 +163,11 @@ def make_model(args: argparse.Namespace, *, default_model: str | None = None) ->
         api_key = os.environ.get(args.api_key_env)
         if not api_key:
             raise UsageError(f"--api-key-env {args.api_key_env}: that environment variable is not set")
+    if not (api_key or os.environ.get("OPENAI_API_KEY") or args.base_url or os.environ.get("OPENAI_BASE_URL")):
+        raise UsageError(
+            "no API key for OpenAI: set OPENAI_API_KEY (or name another variable with --api-key-env VAR), "
+            "or pass --base-url URL of a local OpenAI-compatible server (e.g. http://localhost:11434/v1)"
+        )
     options: dict[str, Any] = {}
     if getattr(args, "temperature", None) is not None:
         options["temperature"] = args.temperature
@@ -112,87 +181,8 @@ def make_model(args: argparse.Namespace, *, default_model: str | None = None) ->
 
 
 def _limits(args: argparse.Namespace) -> Limits | None:
-    return Limits(timeout_s=args.timeout) if getattr(args, "timeout", None) else None
-
-
-# -- rendering -----------------------------------------------------------------------------------
-
-
-def _indent(text: str, prefix: str = "    ") -> str:
-    return "\n".join(prefix + line if line else prefix.rstrip() for line in text.splitlines()) or prefix
-
-
-def show_answer(output: Any, output_repr: str | None) -> str:
-    """A final answer for humans: strings as they are, other values as the sandbox rendered them."""
-    if type(output) is str:
-        return output
-    if output_repr is not None:
-        return output_repr
-    safe = plain_json(output)
-    return "None" if safe is NOT_JSON else json.dumps(safe, ensure_ascii=False)
-
-
-class HumanPrinter:
-    """Shows each step as it happens: reply, code, observation, progress."""
-
-    def __init__(self, out: TextIO, *, scripted_note: str | None = None) -> None:
-        self.out = out
-        self.scripted_note = scripted_note
-        self.max_steps = 0
-        self.tokens = 0
-
-    def __call__(self, event: Event) -> None:
-        w = self.out.write
-        if isinstance(event, RunStart):
-            self.max_steps = event.max_steps
-            label = f"{event.model} (scripted)" if event.scripted else event.model
-            w(f"task: {event.task}\nmodel: {label} · executor: {event.executor} · tools: "
-              f"{', '.join(event.tools) or '(none)'} · max {event.max_steps} steps\n")
-            if event.scripted and self.scripted_note:
-                w(self.scripted_note + "\n")
-        elif isinstance(event, ModelReplyEvent):
-            self.tokens += event.usage.total_tokens
-            w(f"\n── step {event.step}/{self.max_steps} ── model {event.duration_s:.2f} s, "
-              f"{event.usage.total_tokens} tokens\n")
-            if event.reasoning:
-                w(f"  (reasoning: {len(event.reasoning)} characters, kept out of the code)\n")
-            thought = event.text.split("<code>", 1)[0].strip()
-            if thought:
-                w(_indent(thought[:600], "  ") + "\n")
-        elif isinstance(event, CodeAction):
-            w("  code:\n" + _indent(event.code, "  │ ") + "\n")
-        elif isinstance(event, Observation):
-            w(f"  observation ({event.duration_s * 1000:.1f} ms):\n" + _indent(event.observation[:2000], "  │ ") + "\n")
-        elif isinstance(event, ErrorEvent):
-            if event.kind != ErrorKind.EXECUTION:  # execution errors are already in the observation
-                w(f"  error ({event.kind}): {event.message}\n")
-        elif isinstance(event, FinalAnswerEvent):
-            w(f"  final_answer called at step {event.step}\n")
-        elif isinstance(event, RunEnd):
-            w("\n")
-            if event.status == "success":
-                w(f"✓ answer: {show_answer(event.output, event.output_repr)}\n")
-            else:
-                w(f"✗ {event.status}: {event.error}\n")
-            w(f"  {event.steps} step(s), {event.duration_s:.2f} s, {event.usage.total_tokens} tokens "
-              f"({event.usage.prompt_tokens} prompt + {event.usage.completion_tokens} completion)\n")
-        self.out.flush()
-
-
-def drive(agent: Any, task: str, *, as_json: bool, out: TextIO, scripted_note: str | None = None) -> Any:
-    """Stream the run to `out` (NDJSON or human) and return the RunResult."""
-    printer = HumanPrinter(out, scripted_note=scripted_note)
-    end: RunEnd | None = None
-    for event in agent.stream(task):
-        if as_json:
-            out.write(event.to_json() + "\n")
-            out.flush()
-        else:
-            printer(event)
-        if isinstance(event, RunEnd):
-            end = event
-    assert end is not None
-    return end.result
+    timeout = getattr(args, "timeout", None)
+    return None if timeout is None else Limits(timeout_s=timeout)
 
 
 # -- commands --------------------------------------------------------------------------------
@@ -203,13 +193,22 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     tools = load_tools(args.tools or ())
     model = make_model(args)
-    executor = make_executor(args.executor, authorized_imports=args.imports, limits=_limits(args))
-    with executor, CodeAgent(model, tools=tools, executor=executor, max_steps=args.max_steps,
-                             max_context_tokens=args.context_tokens) as agent:
-        result = drive(agent, args.task, as_json=args.json, out=sys.stdout)
+    executor = executor_from_args(args)
+    with executor:
+        try:
+            agent = CodeAgent(model, tools=tools, executor=executor, max_steps=args.max_steps,
+                              max_context_tokens=args.context_tokens, output_dir=args.out)
+        except (TypeError, ValueError) as exc:  # e.g. two --tools with the same name
+            raise UsageError(str(exc))
+        with agent:
+            result = drive(agent, args.task, as_json=args.json, out=sys.stdout)
     _report_adaptations(model)
+    saved: list[Path] = []
+    if args.out:
+        saved = save_run(result, args.out)
     if args.save:
-        result.save(args.save)
+        saved += [p for p in [result.save(args.save), *result.saved_files()] if p not in saved]
+    show_saved(saved, sys.stderr if args.json else sys.stdout)  # NDJSON on stdout stays NDJSON
     return 0 if result.success else 1
 
 
@@ -219,25 +218,54 @@ def _report_adaptations(model: Any) -> None:
         print(f"note: {note} (pass {flag} to skip the failed first request)", file=sys.stderr)
 
 
+def read_source(name: str) -> str:
+    """The code of FILE ('-': stdin) as text; not UTF-8 is a usage error that says where."""
+    where = "stdin" if name == "-" else name
+    try:
+        if name == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(name, "rb") as f:
+                data = f.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read {where}: {exc.strerror or exc}")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise UsageError(f"{where} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}): "
+                         "save it as UTF-8")
+
+
+def save_attachments(attachments: Sequence[Any], out_dir: str | None) -> list[dict[str, Any]]:
+    """`exec --out DIR`: each attachment as DIR/exec.figure-<n>.<suffix>; their metadata, with the file."""
+    from .attachments import AttachmentRecord
+
+    records = []
+    for i, attachment in enumerate(attachments, 1):
+        record = AttachmentRecord.of(attachment, step=1, index=i)
+        if out_dir:
+            target = Path(out_dir) / record.file_name("exec")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(attachment.data)
+            record.file = str(target)
+        records.append(record)
+    return [r.metadata() | {"description": r.describe()} for r in records]
+
+
 def cmd_exec(args: argparse.Namespace) -> int:
-    if args.file == "-":
-        code = sys.stdin.read()
-    else:
-        try:
-            with open(args.file, encoding="utf-8") as f:
-                code = f.read()
-        except OSError as exc:
-            raise UsageError(f"cannot read {args.file}: {exc}")
-    executor = make_executor(args.executor, authorized_imports=args.imports, limits=_limits(args))
+    code = read_source(args.file)
+    executor = executor_from_args(args)
     with executor:
         result = executor.execute(code)
+    figures = save_attachments(result.attachments, args.out)
     if args.json:
         safe = plain_json(result.output)
         print(json.dumps({
             "output": None if safe is NOT_JSON else safe,
             "output_repr": result.output_repr, "logs": result.logs, "is_final_answer": result.is_final_answer,
             "error": result.error.to_dict() if result.error else None, "duration_s": result.duration_s,
-            "state_lost": result.state_lost,
+            "state_lost": result.state_lost, "attachments": figures,
         }))
     else:
         if result.logs:
@@ -246,6 +274,9 @@ def cmd_exec(args: argparse.Namespace) -> int:
             print(f"final answer: {show_answer(result.output, result.output_repr)}")
         elif result.output_repr is not None:
             print(f"out: {result.output_repr}")
+        for figure in figures:
+            where = f"saved as {figure['file']}" if figure["file"] else "not saved: pass --out DIR to keep it"
+            print(f"{figure['description']} ({where})")
         if result.error:
             print(f"error: {result.error}", file=sys.stderr)
         print(f"({args.executor} executor, {result.duration_s * 1000:.1f} ms)", file=sys.stderr)
@@ -281,7 +312,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         calls = ", ".join(f"{name} ×{n}" for name, n in sorted(demo.CALLS.items())) or "none"
         print(f"  {len(executed)} code action(s) · {sum(demo.CALLS.values())} tool calls ({calls}) · "
               f"executor {exec_ms:.1f} ms · wall {wall:.2f} s")
-        print(f"  answer {'matches' if correct else 'DOES NOT match'} the expected {json.dumps(expected)}")
+        if result.success:  # a failed run has no answer to compare: its error is above
+            print(f"  answer {'matches' if correct else 'DOES NOT match'} the expected {json.dumps(expected)}")
         if getattr(model, "scripted", False):
             print("  (scripted model reply — see the note above)")
     return 0 if result.success and correct else 1
@@ -310,42 +342,57 @@ def _model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-system-role", action="store_true", help="endpoint has no system role: merge the "
                                                                  "system prompt into the first user message")
     p.add_argument("--no-stop", action="store_true", help="endpoint rejects `stop`: cut replies client-side")
-    p.add_argument("--temperature", type=float, default=None)
+    p.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the server's)")
+
+
+def _executor_options(p: argparse.ArgumentParser, *, imports: bool = True) -> None:
+    p.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help="where the code runs: local (in this process, restricted), subprocess (a child "
+                        "process, restricted) or docker (a container) (default: local)")
+    if imports:
+        p.add_argument("--import", dest="imports", action="append", metavar="MODULE",
+                       help="a module the code may import besides the safe defaults; 'pkg.*' for its "
+                            "submodules (repeatable)")
+        p.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
+                       help=f"time limit per code action, in seconds (default: {Limits().timeout_s:g})")
+        add_access_options(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="codeagent", description="Agents that act by writing Python, and executors that run it safely.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="solve a task with a model", description="Solve TASK with a CodeAgent.")
-    run.add_argument("task", metavar="TASK")
+    run.add_argument("task", metavar="TASK", help="what to do, in words (quote it)")
     _model_options(run)
     run.add_argument("--tools", nargs="+", metavar="MODULE:ATTR", default=[],
                      help="tools to give the agent: a tool, a function, or a list/dict of them")
-    run.add_argument("--executor", choices=EXECUTORS, default="local")
-    run.add_argument("--import", dest="imports", action="append", metavar="MODULE",
-                     help="extra module the code may import (repeatable)")
-    run.add_argument("--max-steps", type=int, default=10)
-    run.add_argument("--context-tokens", type=int, default=16_000, help="history budget (estimated tokens)")
-    run.add_argument("--timeout", type=float, default=None, help="per-action time limit in seconds")
+    _executor_options(run)
+    run.add_argument("--max-steps", type=count(1), default=10, metavar="N", help="steps before giving up (default: 10)")
+    run.add_argument("--context-tokens", type=count(1), default=16_000, metavar="N",
+                     help="budget of the history sent to the model, in estimated tokens (default: 16000)")
     run.add_argument("--json", action="store_true", help="print NDJSON events instead of the human view")
-    run.add_argument("--save", metavar="PATH", help="save the RunResult as JSON")
+    run.add_argument("--save", metavar="PATH", help="save the RunResult as JSON (its figures beside it)")
+    run.add_argument("--out", metavar="DIR", help="save the run as DIR/<run_id>.json and the figures its code "
+                                                  "makes as DIR/<run_id>.figure-<n>.png, as they come")
 
-    ex = sub.add_parser("exec", help="run a Python file in an executor", description="Run FILE ('-' for stdin).")
-    ex.add_argument("file", metavar="FILE")
-    ex.add_argument("--executor", choices=EXECUTORS, default="local")
-    ex.add_argument("--import", dest="imports", action="append", metavar="MODULE")
-    ex.add_argument("--timeout", type=float, default=None)
-    ex.add_argument("--json", action="store_true")
+    ex = sub.add_parser("exec", help="run a Python file in an executor",
+                        description="Run FILE ('-' for stdin) in an executor and print what it printed, "
+                                    "its last value and its error. Exit status 1 when the code failed.")
+    ex.add_argument("file", metavar="FILE", help="a UTF-8 Python file, or '-' to read the code from stdin")
+    _executor_options(ex)
+    ex.add_argument("--json", action="store_true",
+                    help="print the result as one JSON object (output, logs, error, ...)")
+    ex.add_argument("--out", metavar="DIR", help="save the figures the code makes as DIR/exec.figure-<n>.png")
 
     demo = sub.add_parser("demo", help="a multi-tool data task solved in one code action",
                           description="Sales/inventory analysis over three tools. Uses a real model when "
                                       "--base-url or OPENAI_BASE_URL is set, else a bundled scripted reply.")
     _model_options(demo)
-    demo.add_argument("--executor", choices=EXECUTORS, default="local")
-    demo.add_argument("--max-steps", type=int, default=6)
-    demo.add_argument("--json", action="store_true")
+    _executor_options(demo, imports=False)
+    demo.add_argument("--max-steps", type=count(1), default=6, metavar="N", help="steps before giving up (default: 6)")
+    demo.add_argument("--json", action="store_true", help="print NDJSON events instead of the human view")
 
     sub.add_parser("fuzz", help="fuzz the executors (options: codeagent fuzz --help)", add_help=False)
     sub.add_parser("batch", help="run many tasks at once, locally or on Ray (options: codeagent batch --help)",

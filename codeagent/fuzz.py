@@ -4,6 +4,11 @@
     codeagent fuzz --executor docker --seconds 300 --tools mypkg.tools:TOOLS
     python -m codeagent.fuzz --executor subprocess --authorized-imports numpy pandas
     python -m codeagent.fuzz --replay fuzz-failures/escape-*.py --executor local
+    codeagent fuzz --backend ray --address auto --workers 64 --examples 1000000 --seed 7
+
+With --backend the campaign runs as shards of --shard-size examples (one hypothesis run each, a
+seed and a count) on a local process pool or Ray (codeagent.batch), merged into one report: the
+report the in-process run gives for the same --seed, --examples and --shard-size.
 
 Prints a progress line on stderr and a summary table on stdout, saves every failing example as
 a .py file that says how to rerun it, and exits 1 on any escape, internal error, hang or
@@ -50,6 +55,16 @@ def add_fuzz_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the summary as JSON")
     parser.add_argument("--replay", nargs="*", default=None, metavar="FILE",
                         help="rerun saved failing examples instead of generating new ones")
+    dist = parser.add_argument_group("distributed campaigns")
+    dist.add_argument("--backend", choices=("local", "ray"), default=None,
+                      help="run the shards on a local process pool or on Ray (default: all in this process)")
+    dist.add_argument("--workers", type=int, default=2, help="worker processes or Ray actors (default: 2)")
+    dist.add_argument("--address", default=None,
+                      help="Ray cluster: 'auto', host:port or ray://host:port (default: a new local instance)")
+    dist.add_argument("--shard-size", type=int, default=1000,
+                      help="examples per shard (one hypothesis run); part of what the seed reproduces")
+    dist.add_argument("--shard-dir", default=None, metavar="DIR",
+                      help="keep shard results here; rerunning with the same DIR skips finished shards")
 
 
 def make_factory(args: argparse.Namespace) -> Callable[..., Any]:
@@ -60,15 +75,40 @@ def make_factory(args: argparse.Namespace) -> Callable[..., Any]:
                             authorized_imports=args.authorized_imports, policy=args.policy)
 
 
+def make_distribute(options: Any) -> Callable[[Any], Any] | None:
+    """The shard runner for `options.backend` (codeagent.batch on a process pool or Ray), or None."""
+    if options.backend is None:
+        return None
+    from codeagent.batch.fuzz_shards import ShardProgress, run_fuzz_shards
+
+    progress = ShardProgress(f"fuzz {options.executor} on {options.backend} × {options.workers}")
+
+    def distribute(tasks: Any) -> Any:
+        return run_fuzz_shards(tasks, backend=options.backend, workers=options.workers,
+                               address=options.address, out=options.shard_dir, progress=progress)
+
+    return distribute
+
+
 def run_fuzz(args: argparse.Namespace) -> int:
     """Run the campaign described by `args` (from add_fuzz_arguments); returns the exit code."""
-    from executors.fuzzing import CommandOptions, load_tools, run_command
+    from executors.fuzzing import CommandOptions, check_options, load_tools, run_command
 
+    options = CommandOptions.from_mapping(vars(args))
     try:
         tools = load_tools(args.tools)
+        distribute = make_distribute(options)
+        check_options(options, distribute)
     except ValueError as exc:
         raise SystemExit(f"codeagent fuzz: {exc}") from None
-    return run_command(CommandOptions.from_mapping(vars(args)), make_factory(args), tools)
+    if distribute is None:
+        return run_command(options, make_factory(args), tools)
+    from codeagent.batch import BatchError
+
+    try:
+        return run_command(options, make_factory(args), tools, distribute=distribute)
+    except BatchError as exc:  # no Ray, workers that cannot start
+        raise SystemExit(f"codeagent fuzz: {exc}") from None
 
 
 def main(argv: list[str] | None = None) -> int:

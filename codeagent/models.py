@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from .attachments import IMAGE_TOKENS, content_text, has_images, strip_images, vision_capable
 from .parsing.reasoning import split_reasoning
 from .replies import ModelReply, ToolCall, Usage
 from .run import RunResult  # the run record imports no model: models -> run is the one direction
@@ -27,6 +28,7 @@ __all__ = [
     "ModelError",
     "OpenAIModel",
     "ScriptedModel",
+    "check_model",
     "split_reasoning",
     "cut_at_stop",
     "merge_system_into_user",
@@ -54,6 +56,35 @@ class Model(Protocol):
     def complete(self, messages: Sequence[Message], stop: Sequence[str] | None = None) -> ModelReply: ...
 
 
+def check_model(model: Any) -> Any:
+    """`model` if it can be asked for replies (has `complete`), else a TypeError that says what to pass.
+
+    Agents call this when they are made, so a model name or a missing model fails there and not
+    at the first step with "'str' object has no attribute 'complete'".
+    """
+    if model is None:
+        raise TypeError(
+            "model is required: pass model=OpenAIModel('model-name', base_url=...) for a server, "
+            "or model=ScriptedModel([...replies...]) to replay fixed replies offline"
+        )
+    if isinstance(model, str):
+        raise TypeError(
+            f"model must be a model object, not the string {model!r}: pass "
+            f"model=OpenAIModel({model!r}) (add base_url=... for a local OpenAI-compatible server)"
+        )
+    if not callable(getattr(model, "complete", None)):
+        raise TypeError(
+            f"model must have a complete(messages, stop) method (OpenAIModel, ScriptedModel or your "
+            f"own class), got {type(model).__name__}"
+        )
+    return model
+
+
+def _sentence(text: Any) -> str:
+    """`text` without its final period, to be followed by one (the SDK's messages end in one)."""
+    return str(text).rstrip().rstrip(".")
+
+
 def cut_at_stop(text: str, stop: Sequence[str] | None) -> str:
     """What a server honoring `stop` would have returned: the text before the first stop sequence."""
     if not stop:
@@ -69,14 +100,18 @@ def cut_at_stop(text: str, stop: Sequence[str] | None) -> str:
 
 def merge_system_into_user(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """For endpoints without a system role: prepend the system text to the first user message."""
-    system = [str(m.get("content") or "") for m in messages if m.get("role") == "system"]
+    system = [content_text(m.get("content")) for m in messages if m.get("role") == "system"]
     rest = [dict(m) for m in messages if m.get("role") != "system"]
     if not system:
         return rest
     preamble = "\n\n".join(system)
     for m in rest:
         if m.get("role") == "user":
-            m["content"] = f"{preamble}\n\n{m.get('content') or ''}"
+            content = m.get("content")
+            if isinstance(content, list):  # text and images: the preamble is one more text part, first
+                m["content"] = [{"type": "text", "text": preamble}, *content]
+            else:
+                m["content"] = f"{preamble}\n\n{content or ''}"
             return rest
     return [{"role": "user", "content": preamble}, *rest]
 
@@ -101,8 +136,12 @@ class OpenAIModel:
     request_options: extra request fields (`temperature`, `max_tokens`, or server-specific ones,
         which are sent through `extra_body`).
     max_retries / timeout: the SDK's retry (429, 5xx, connection errors) and per-request timeout.
-    adapt: when the server answers HTTP 400 about `stop` or the system role, switch that option
-        off and retry once (recorded in `.adaptations`), instead of failing the run.
+    adapt: when the server answers HTTP 400 about `stop`, the system role or images, switch that
+        option off and retry once (recorded in `.adaptations`), instead of failing the run.
+    vision: whether the model takes images (figures the agent's code made are then sent as image
+        parts of the observation). "auto" (default): True for model names known to (gpt-4o, gpt-4.1,
+        claude-3, gemini, llava, qwen2.5-vl, pixtral, ... see `codeagent.attachments`), else False.
+        A model without vision reads a one-line description of each figure instead.
     """
 
     scripted = False
@@ -120,8 +159,16 @@ class OpenAIModel:
         timeout: float = 120.0,
         adapt: bool = True,
         client: Any = None,
+        vision: bool | str = "auto",
     ) -> None:
+        if not isinstance(model_id, str) or not model_id.strip():
+            raise TypeError(f"OpenAIModel needs the model's name as a string, e.g. OpenAIModel('gpt-4o-mini'), "
+                            f"got {model_id!r}")
+        if vision not in (True, False, "auto"):
+            raise ValueError(f"vision must be True, False or 'auto' (known vision model names), got {vision!r}")
         self.model_id = model_id
+        self.vision: bool = vision_capable(model_id) if vision == "auto" else bool(vision)
+        self.timeout = timeout
         self.adapt = adapt
         self.adaptations: list[str] = []
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
@@ -146,6 +193,8 @@ class OpenAIModel:
         self, messages: Sequence[Message], stop: Sequence[str] | None, tools: Sequence[Mapping[str, Any]] | None = None
     ) -> dict[str, Any]:
         msgs = merge_system_into_user(messages) if not self.system_role else [dict(m) for m in messages]
+        if not self.vision and has_images(msgs):
+            msgs = strip_images(msgs)  # their text describes each image
         known = _create_parameters(self.client)
         request: dict[str, Any] = {"model": self.model_id, "messages": msgs}
         extra: dict[str, Any] = {}
@@ -187,13 +236,19 @@ class OpenAIModel:
             if exc.status_code == 400 and "system" in str(exc).lower() and self.system_role:
                 hint = " If this server has no system role, use system_role=False (--no-system-role)."
             raise ModelError(
-                f"model endpoint {where} returned HTTP {exc.status_code}: {_short(exc.message)}.{hint}",
+                f"model endpoint {where} returned HTTP {exc.status_code}: {_sentence(_short(exc.message))}.{hint}",
                 status=exc.status_code,
             ) from exc
         except openai.APITimeoutError as exc:
-            raise ModelError(f"model endpoint {where} timed out; raise the timeout or check the server") from exc
+            after = f" after {self.timeout:g} s" if isinstance(self.timeout, (int, float)) else ""
+            raise ModelError(
+                f"model endpoint {where} timed out{after}: raise OpenAIModel(timeout=...) or check the server"
+            ) from exc
         except openai.APIConnectionError as exc:
-            raise ModelError(f"cannot reach the model endpoint {where}: {exc}. Check --base-url / OPENAI_BASE_URL.") from exc
+            raise ModelError(
+                f"cannot reach the model endpoint {where}: {_sentence(exc)}. "
+                "Check base_url (--base-url) or OPENAI_BASE_URL, and that the server is running."
+            ) from exc
         if not getattr(response, "choices", None):
             raise ModelError(f"model endpoint {where} returned no choices")
         choice = response.choices[0]
@@ -223,6 +278,10 @@ class OpenAIModel:
         if self.system_role and "system" in message and any(m.get("role") == "system" for m in request["messages"]):
             self.system_role = False
             self.adaptations.append("the endpoint rejected the system role: it is merged into the first user message")
+            return True
+        if self.vision and "image" in message and has_images(request["messages"]):
+            self.vision = False
+            self.adaptations.append("the endpoint rejected images: figures are described in text")
             return True
         return False
 
@@ -271,6 +330,11 @@ def _short(text: Any, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def _image_count(messages: Sequence[Message]) -> int:
+    return sum(1 for m in messages if isinstance(m.get("content"), list)
+               for p in m["content"] if isinstance(p, Mapping) and p.get("type") == "image_url")
+
+
 def _estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
@@ -284,9 +348,15 @@ class ScriptedModel:
 
     scripted = True
 
-    def __init__(self, replies: Iterable[str | ModelReply], *, model_id: str = "scripted") -> None:
+    def __init__(self, replies: Iterable[str | ModelReply], *, model_id: str = "scripted",
+                 vision: bool = False) -> None:
+        if isinstance(replies, (str, bytes, ModelReply)) or not isinstance(replies, Iterable):
+            shown = _short(repr(replies), 60)
+            raise TypeError(f"ScriptedModel takes a list of replies, one per model call, got "
+                            f"{type(replies).__name__} {shown}: wrap it in a list, ScriptedModel([{shown}])")
         self.replies = [r if isinstance(r, ModelReply) else ModelReply(text=str(r)) for r in replies]
         self.model_id = model_id
+        self.vision = bool(vision)  # True: the agent sends it figures as image parts (see .calls)
         self.calls: list[list[dict[str, Any]]] = []
         self.stops: list[list[str] | None] = []
         self.tools: list[list[dict[str, Any]] | None] = []  # the `tools=` of each call
@@ -313,7 +383,7 @@ class ScriptedModel:
         self.stops.append(list(stop) if stop else None)
         self.tools.append([dict(t) for t in tools] if tools else None)
         if self._next >= len(self.replies):
-            raise ModelError(f"ScriptedModel ran out of replies after {len(self.replies)}")
+            raise ModelError(f"ScriptedModel ran out of replies after {len(self.replies)}: give it one reply per model call")
         reply = self.replies[self._next]
         self._next += 1
         text, think = split_reasoning(reply.text)
@@ -321,7 +391,8 @@ class ScriptedModel:
         reasoning = "\n\n".join(r for r in (reply.reasoning, think) if r) or None
         usage = reply.usage
         if usage == Usage():
-            prompt = sum(_estimate_tokens(str(m.get("content") or "")) for m in messages)
+            prompt = sum(_estimate_tokens(content_text(m.get("content"))) for m in messages)
+            prompt += IMAGE_TOKENS * _image_count(messages)
             completion = _estimate_tokens(reply.text)
             usage = Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
         return ModelReply(

@@ -187,7 +187,9 @@ class Tool:
         except ToolError:
             raise
         except Exception as exc:
-            raise ToolError(f"{self.name}() failed: {type(exc).__name__}: {exc}") from exc
+            # The executors' own wording for a failed tool: they pass a ToolError through as it is
+            # (it is written for the model already), so the failure reads once, the same everywhere.
+            raise ToolError(f"tool {self.name!r} failed: {type(exc).__name__}: {exc}") from exc
 
     def _invoke_with_timeout(self, bound: inspect.BoundArguments) -> Any:
         box: dict[str, Any] = {}
@@ -238,6 +240,9 @@ def tools_by_name(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str, 
     """Accept Tool objects, plain functions, or {name: callable}; return {name: Tool}."""
     if tools is None:
         return {}
+    if isinstance(tools, (str, bytes)) or callable(tools) or not isinstance(tools, (Iterable, Mapping)):
+        raise TypeError(f"tools must be a list of tools (or a {{name: callable}} dict), got {_described(tools)}: "
+                        f"{_list_fix(tools)}")
     out: dict[str, Tool] = {}
     if isinstance(tools, Mapping):
         for key, fn in tools.items():
@@ -256,3 +261,19 @@ def tools_by_name(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str, 
     if FINAL_ANSWER_NAME in out:
         raise ValueError(f"'{FINAL_ANSWER_NAME}' is built in and cannot be a tool name")
     return out
+
+
+def _described(obj: Any) -> str:
+    if isinstance(obj, Tool):
+        return f"a single Tool {obj.name!r}"
+    if isinstance(obj, (str, bytes)):
+        return f"a {type(obj).__name__} {safe_repr(obj, 40)}"
+    name = getattr(obj, "__name__", None)
+    return f"a single {type(obj).__name__} {name!r}" if isinstance(name, str) else f"a {type(obj).__name__}"
+
+
+def _list_fix(obj: Any) -> str:
+    name = obj.name if isinstance(obj, Tool) else getattr(obj, "__name__", None)
+    if callable(obj) and isinstance(name, str) and name.isidentifier():
+        return f"pass tools=[{name}]"
+    return "pass tools=[tool_a, tool_b] with the tool objects or functions themselves"

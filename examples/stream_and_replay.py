@@ -34,12 +34,14 @@ def main() -> None:
             if isinstance(event, RunEnd):
                 result = event.result
 
-    path = Path(tempfile.mkdtemp()) / "run.json"
-    result.save(path)
-    replay = ScriptedModel.from_run(RunResult.load(path))
+    with tempfile.TemporaryDirectory() as folder:  # removed afterwards: a demo leaves nothing behind
+        path = Path(folder) / "run.json"
+        result.save(path)
+        replay = ScriptedModel.from_run(RunResult.load(path))
     with CodeAgent(replay, tools=[fibonacci]) as agent:
         again = agent.run(result.task)
-    print(f"saved to {path}; replayed answer {again.output} == original {result.output}: {again.output == result.output}")
+    print(f"saved and reloaded {path.name}; replayed answer {again.output} == original {result.output}: "
+          f"{again.output == result.output}")
 
 
 if __name__ == "__main__":

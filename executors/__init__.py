@@ -1,7 +1,8 @@
 """executors: run untrusted, model-written Python in process, in a subprocess or in a container.
 
 Public names only; they are imported lazily so that `import executors` stays cheap.
-This package never imports `codeagent`.
+This package never imports `codeagent`. The map of its modules and of the path one step takes:
+docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .base import (
     DEFAULT_AUTHORIZED_IMPORTS,
+    Attachment,
     ExecutionError,
     ExecutionResult,
     Executor,
@@ -30,6 +32,7 @@ _LAZY = {
 
 __all__ = [
     "Access",
+    "Attachment",
     "AccessError",
     "DEFAULT_AUTHORIZED_IMPORTS",
     "DockerExecutor",

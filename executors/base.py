@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 from .worker.errors import FinalAnswer, ToolError
 
 __all__ = [
+    "Attachment",
     "Limits",
     "ExecutionError",
     "ExecutionResult",
@@ -60,6 +61,8 @@ class Limits:
     max_output_chars: int = 20_000
     max_memory_mb: int | None = 256
     max_recursion_depth: int = 200
+    # Figures and images a step returns (ExecutionResult.attachments): total bytes per step.
+    max_attachment_bytes: int = 5_000_000
 
     def __post_init__(self) -> None:
         if self.timeout_s is not None and not self.timeout_s > 0:
@@ -72,6 +75,9 @@ class Limits:
             raise ValueError(
                 f"Limits.max_output_chars must be an int >= 100, got {self.max_output_chars!r}"
             )
+        if not isinstance(self.max_attachment_bytes, int) or self.max_attachment_bytes < 0:
+            raise ValueError(f"Limits.max_attachment_bytes must be an int >= 0 (0: none), got "
+                             f"{self.max_attachment_bytes!r}")
         if not isinstance(self.max_recursion_depth, int) or self.max_recursion_depth < 10:
             raise ValueError(
                 f"Limits.max_recursion_depth must be an int >= 10, got {self.max_recursion_depth!r}"
@@ -106,6 +112,31 @@ class ExecutionError:
 
 
 @dataclass(frozen=True)
+class Attachment:
+    """A file a step produced for the caller: a figure left open, a PIL image as the last value.
+
+    media_type: e.g. "image/png". data: the bytes. name: a short label ("figure 1").
+    width/height: pixels, when known.
+    """
+
+    media_type: str
+    data: bytes
+    name: str = ""
+    width: int | None = None
+    height: int | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def describe(self) -> str:
+        """One line for a model that cannot see images: `figure 1: 640×480 PNG, 23 kB`."""
+        kind = self.media_type.split("/")[-1].upper()
+        dims = f"{self.width}×{self.height} " if self.width and self.height else ""
+        return f"{self.name or 'attachment'}: {dims}{kind}, {max(1, round(self.size / 1000))} kB"
+
+
+@dataclass(frozen=True)
 class ExecutionResult:
     """The outcome of one `execute()`.
 
@@ -114,6 +145,8 @@ class ExecutionResult:
         code on the host to render a value); None when output is None.
     logs: everything printed, truncated head+tail to `Limits.max_output_chars`.
     state_lost: the executor had to restart (timeout kill, crash): variables are gone.
+    attachments: figures and images the step produced (see `Attachment`), at most
+        `Limits.max_attachment_bytes` in all.
     """
 
     output: Any = None
@@ -123,6 +156,7 @@ class ExecutionResult:
     duration_s: float = 0.0
     output_repr: str | None = None
     state_lost: bool = False
+    attachments: tuple[Attachment, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -198,6 +232,13 @@ def normalize_tools(tools: Mapping[str, Callable[..., Any]] | Iterable[Any] | No
             raise TypeError(f"tool {name!r} is not callable: {fn!r}")
         out[name] = fn
     return out
+
+
+def extra_imports(names: Iterable[str] | None) -> list[str]:
+    """The names of `names` beyond the default set (those are stdlib: always importable)."""
+    if names is None or isinstance(names, str):
+        return []
+    return [n for n in names if isinstance(n, str) and n not in DEFAULT_AUTHORIZED_IMPORTS]
 
 
 def normalize_imports(extra: Iterable[str] | None, *, defaults: bool = True) -> tuple[str, ...]:

@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .access import Access, Isolation, ResolvedAccess
-from .base import ExecutionResult, ExecutorBase, Limits
+from .base import ExecutionResult, ExecutorBase, Limits, extra_imports
+from .importable import ensure_importable
 from .restricted import RestrictedRuntime
 from .restricted.capabilities import Grants
 
@@ -30,6 +31,9 @@ class LocalExecutor(ExecutorBase):
         *,
         access: Access | None = None,
     ) -> None:
+        # Authorizing a module this Python lacks is a setup mistake: say so now, not at the
+        # model's first import.
+        ensure_importable(extra_imports(authorized_imports))
         if access is not None and not isinstance(access, Access):
             raise TypeError(f"access must be an executors.Access, not {type(access).__name__}")
         self.access = access or Access()

@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from .access import Access, Isolation, ResolvedAccess
-from .base import ExecutorError, Limits
+from .base import ExecutorError, Limits, extra_imports
+from .importable import ensure_importable
 from .process_worker import (
     PIDS_CGROUP_ROOT,
     PipeChannel,
@@ -156,9 +157,11 @@ class SubprocessExecutor(RemoteExecutor):
         for key, value in self._extra_env.items():
             if not isinstance(key, str) or not isinstance(value, str):
                 raise TypeError("env must map str to str")
+        # Authorizing a module the worker's interpreter lacks is a setup mistake: say so now.
+        ensure_importable(extra_imports(authorized_imports), python=self.python)
         access = _with_cwd(access, cwd)
         _check_kernel(access, self.harden)
-        self.access: ResolvedAccess = access.resolve()
+        self.access: ResolvedAccess = access.resolve(shared=True)
         try:
             lease = Lease(self.access)
         except OSError as exc:

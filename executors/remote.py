@@ -44,6 +44,7 @@ from .base import (
     ExecutorBase,
     ExecutorError,
     Limits,
+    ToolError,
     check_code,
     normalize_imports,
     normalize_tools,
@@ -68,6 +69,7 @@ from .protocol import (
     ToolErrorReply,
     ToolResult,
     Variables,
+    checked_attachments,
     decode_value,
     encode_value,
 )
@@ -383,6 +385,7 @@ class RemoteExecutor(ExecutorBase):
             error=error,
             duration_s=time.perf_counter() - started,
             output_repr=None if msg.output_repr is None else truncate_text(msg.output_repr, limit),
+            attachments=checked_attachments(msg, self.limits.max_attachment_bytes),
         )
 
     def _answer_tool_call(self, msg: ToolCall, deadline: float | None) -> None:
@@ -395,7 +398,8 @@ class RemoteExecutor(ExecutorBase):
         try:
             value = fn(*args, **kwargs)
         except Exception as exc:
-            reply = ToolErrorReply(call=msg.call, type=type(exc).__name__, message=_exc_text(exc))
+            kind = "ToolError" if isinstance(exc, ToolError) else type(exc).__name__
+            reply = ToolErrorReply(call=msg.call, type=kind, message=_exc_text(exc))
             return self._link.send(reply.frame(self.max_frame_bytes), deadline)
         try:
             data = ToolResult.model_construct(call=msg.call, value=encode_value(value)).frame(self.max_frame_bytes)

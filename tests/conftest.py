@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from unavailable import unavailable
+from unavailable import IN_CI, docker_skip_reason, is_docker_skip, unavailable
 
 from executors import ExecutionResult, Limits
 
@@ -263,3 +263,19 @@ def any_executor_factory(
 def any_executor(any_executor_factory: Callable[..., Any]) -> Any:
     """An executor of each available kind, with the host tools and Limits(timeout_s=10)."""
     return any_executor_factory(limits=Limits(timeout_s=10))
+
+
+# ----------------------------------------------------------------------------- docker skips
+UNAVAILABLE_PY = str(Path(__file__).with_name("unavailable.py"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A plain run reports every Docker skip as one line (the reason and the command that runs
+    them), not one per test location with the whole exception: see unavailable.docker_skip_reason."""
+    outcome = yield
+    report = outcome.get_result()
+    if IN_CI or not report.skipped or not isinstance(report.longrepr, tuple) or len(report.longrepr) != 3:
+        return
+    if is_docker_skip(str(report.longrepr[2])):
+        report.longrepr = (UNAVAILABLE_PY, None, "Skipped: " + docker_skip_reason(docker_engine_problem()))

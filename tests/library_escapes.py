@@ -971,7 +971,10 @@ ATTEMPTS: list[Attempt] = [
     _attempt("tamper-np-random-seed", "tamper", NP, "numpy.random.seed", """
         import numpy as np
         np.random.seed(1234)
-    """, probe="import numpy as np\nint(np.random.get_state()[1][0])"),
+    """, probe="import pandas as pd\nint(pd.core.common.random_state(None).get_state()[1][0])",
+        probe_imports="pandas.*",
+        note="the probe reads the process-global RandomState through pandas: in a worker a "
+             "step's own np.random is the namespace's private RandomState"),
     _attempt("tamper-np-setbufsize", "tamper", NP, "numpy.setbufsize", """
         import numpy as np
         np.setbufsize(16384)

@@ -134,8 +134,9 @@ def test_outside_the_grants_fails_clearly_and_leaves_no_trace(needs_landlock, ar
 
 
 def test_restricted_policy_reaches_files_only_through_the_grants(needs_landlock, area):
-    """The restricted policy hides `open`; an authorized `pathlib` is the way to files, and the
-    kernel bounds it to the grants."""
+    """The restricted policy hides `open`; an authorized `pathlib` is the way to files, bounded to
+    the grants by the capability guard first (its message names the setting) and the kernel
+    under it."""
     with SubprocessExecutor(authorized_imports=["pathlib"], access=grants(area)) as ex:
         out = ok(ex, f"""
             import pathlib
@@ -150,7 +151,8 @@ def test_restricted_policy_reaches_files_only_through_the_grants(needs_landlock,
                      "import pathlib\npathlib.Path('/etc/passwd').read_text()",
                      f"import pathlib\npathlib.Path({str(area['read'] / 'x')!r}).write_text('x')"):
             r = ex.execute(code)
-            assert r.error is not None and "Permission denied" in r.error.message, (code, r)
+            assert r.error is not None and r.error.type == "PermissionError", (code, r)
+            assert "Access(" in r.error.message or "Permission denied" in r.error.message, (code, r)
     assert not (area["read"] / "x").exists()
 
 

@@ -148,3 +148,39 @@ def test_get_variables_copies_shared_parts_once_and_refuses_cycles():
     got = ex.get_variables(["a", "loop"])
     assert got["a"][0] is got["a"][1]
     assert got["loop"] == "[1, [...]]"
+
+
+def test_the_watchdog_never_interrupts_a_step_the_runtime_is_finishing():
+    """Past the deadline a host tool is interrupted after a grace period, but the runtime's own
+    epilogue (paused: rendering done, leaving the step) is not, however late it runs: an
+    interrupt there would escape execute() (seen on a loaded machine)."""
+    import itertools as _it
+
+    from executors.restricted.watchdog import TOOL_GRACE_S, WATCHDOG, Interrupt
+
+    class FakeRun:
+        def __init__(self):
+            self.deadline = time.monotonic() + 0.05
+            self.thread_id = threading.get_ident()
+            self.in_tool = self.ended = self.fired = False
+            self.settling = False
+            self.generation = 1
+            self.reason = None
+
+        def expire(self, reason):
+            self.reason = reason
+
+    run = FakeRun()
+    WATCHDOG.watch(run)
+    WATCHDOG.pause(run, True)
+    interrupted = False
+    until = time.monotonic() + 0.05 + TOOL_GRACE_S + 0.3
+    try:
+        for _ in _it.count():  # bytecode, so that a pending async exception would land
+            if time.monotonic() > until:
+                break
+    except Interrupt:
+        interrupted = True
+    finally:
+        WATCHDOG.unwatch(run)
+    assert not interrupted and run.reason == "timeout"

@@ -93,9 +93,39 @@ def test_a_tool_that_raises_is_reported_as_that_tools_error():
         """Look a key up."""
         raise KeyError(key)
 
-    with pytest.raises(ToolError, match=r"lookup\(\) failed: KeyError: 'k'") as info:
+    with pytest.raises(ToolError, match=r"^tool 'lookup' failed: KeyError: 'k'$") as info:
         lookup("k")
     assert isinstance(info.value.__cause__, KeyError)
+
+
+def _boom() -> int:
+    """Always fails."""
+    return 1 // 0
+
+
+def test_a_tools_failure_is_worded_as_the_executors_word_a_plain_functions():
+    # Called directly (ToolCallingAgent does), a Tool says what the executor says of a plain function.
+    from executors.local import LocalExecutor
+
+    with pytest.raises(ToolError) as info:
+        tool(_boom, name="boom")()
+    with LocalExecutor(tools={"boom": _boom}) as ex:
+        plain = ex.execute("boom()").error
+    assert plain is not None and plain.type == "ToolError"
+    assert str(info.value) == plain.message == "tool 'boom' failed: ZeroDivisionError: integer division or modulo by zero"
+
+
+@pytest.mark.parametrize("kind", ["local", "subprocess"])
+def test_a_failed_tool_says_it_once_through_the_executor(kind):
+    from executors.local import LocalExecutor
+    from executors.process import SubprocessExecutor
+
+    cls = LocalExecutor if kind == "local" else SubprocessExecutor
+    errors = []
+    for fn in (_boom, tool(_boom, name="boom")):
+        with cls(tools={"boom": fn}) as ex:
+            errors.append(str(ex.execute("boom()").error))
+    assert errors[0] == errors[1] == "ToolError: tool 'boom' failed: ZeroDivisionError: integer division or modulo by zero (line 1: boom())"
 
 
 def test_timeout():

@@ -25,6 +25,8 @@ What runs them:
     probes.py            probe_tools(): tools of every usual shape, each hiding a way out
 What the command line uses (`codeagent fuzz` is a thin dispatcher over these):
     command.py           CommandOptions, run_command(), replay_failures()
+    shards.py            a campaign as shards (one hypothesis run each) and their reports merged;
+                         distributed.py: shard tasks as JSON for any worker pool (--backend)
     factories.py         executors and tools named on a command line
     console.py           progress line, summary table, figures; failures.py: saved failing examples
 
@@ -53,6 +55,11 @@ _LAZY = {
     "check_executor": ".checks",
     # the command line
     "CommandOptions": ".command", "run_command": ".command", "replay_failures": ".command",
+    "check_options": ".command",
+    # distributed campaigns
+    "ShardSpec": ".shards", "plan_shards": ".shards", "run_shard": ".shards", "merge_reports": ".shards",
+    "report_to_dict": ".shards", "report_from_dict": ".shards",
+    "shard_tasks": ".distributed", "run_shard_task": ".distributed", "run_tasks_inline": ".distributed",
     "executor_factory": ".factories", "load_tools": ".factories", "EXECUTOR_KINDS": ".factories",
     "Progress": ".console", "report_table": ".console", "summary_dict": ".console",
     "save_failure": ".failures", "read_failure": ".failures",

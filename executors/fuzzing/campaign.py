@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from .determinism import seed_only_generation
 from .outcome import FuzzReport, Outcome
 from .session import CANARY_ENV, Session
 
@@ -19,7 +20,8 @@ __all__ = ["fuzz", "PROPERTIES"]
 PROPERTIES = ("cpython", "escapes", "bombs")
 _SHARE = {"cpython": 0.6, "escapes": 0.3, "bombs": 0.1}
 # Hypothesis remembers every example of a run to avoid repeats, which slows long runs down:
-# long phases run as several runs of at most _BATCH examples.
+# long phases run as several runs of at most `batch_size` examples (default _BATCH), the k-th with
+# the seed `seed + k`. A distributed campaign (shards.py) runs each such run as one shard.
 _BATCH = 1000
 
 
@@ -41,14 +43,16 @@ def _request(prop: str, mode: str, example: Any) -> dict[str, str]:
 
 def _campaign(n: int, strategy: Any, prop: str, mode: str, phase_deadline: float | None,
               session: Session, report: FuzzReport,
-              on_outcome: Callable[[Outcome], None] | None, seen: set[str],
-              target: int) -> Callable[[], None]:
+              on_outcome: Callable[[Outcome], None] | None, target: int) -> Callable[[], None]:
     """One hypothesis run: draw up to `n` examples (until `phase_deadline`, or until the report
-    holds `target` outcomes), run, record. An example whose code was already run in this phase
-    is skipped: hypothesis's mutations often give the same text from different choices (a draw
-    the text does not use), up to 7 times each."""
+    holds `target` outcomes), run, record. An example whose code was already run in this run is
+    skipped: hypothesis's mutations often give the same text from different choices (a draw the
+    text does not use), up to 7 times each. The set is the run's own, not the phase's, so that
+    a shard (one run, anywhere) sees exactly what the same run of the whole campaign sees."""
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import strategies as st
+
+    seen: set[str] = set()
 
     @settings(max_examples=n, deadline=None, database=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
@@ -78,15 +82,22 @@ def _strategy(prop: str, session: Session, mode: str, imports: Iterable[str] | N
     from .program_strategy import programs
 
     if prop == "cpython":
-        return programs(session.tools, mode)
+        return programs(session.tools, mode, authorized_imports=imports)
     if prop == "escapes":
         return escape_attempts(session.marker, CANARY_ENV, tools=session.tools, authorized_imports=imports)
     return resource_bombs(tuple(bomb_kinds or BOMB_KINDS), limits=session.limits)
 
 
+def phase_plan(examples: int, properties: Iterable[str]) -> dict[str, int]:
+    """How many of `examples` each property gets (its share, at least one), in campaign order."""
+    weights = {p: _SHARE[p] for p in properties}
+    total_w = sum(weights.values())
+    return {p: max(1, round(examples * w / total_w)) for p, w in weights.items()}
+
+
 def _run_phase(planned: int, strategy: Any, prop: str, mode: str, phase_deadline: float | None,
                session: Session, report: FuzzReport, seed: int | None,
-               on_outcome: Callable[[Outcome], None] | None) -> None:
+               on_outcome: Callable[[Outcome], None] | None, batch_size: int = _BATCH) -> None:
     """Run hypothesis until `planned` more outcomes are in (or time is up, or nothing new comes).
     A run that hypothesis aborts as flaky (hypothesmith is not always deterministic) is replaced."""
     from hypothesis import seed as hseed
@@ -94,22 +105,24 @@ def _run_phase(planned: int, strategy: Any, prop: str, mode: str, phase_deadline
 
     target = report.total() + planned
     batch = flaky = 0
-    seen: set[str] = set()
     while report.total() < target and flaky < 5:
         if phase_deadline is not None and time.perf_counter() > phase_deadline:
             break
-        # room for the repeats that are skipped; the run ends as soon as the target is met
-        wanted = min(_BATCH, 4 * (target - report.total()) + 20)
+        # the run's own share (a shard is exactly one such run), with room for the repeats that
+        # are skipped; the run ends as soon as its share is in
+        run_target = report.total() + min(batch_size, target - report.total())
+        wanted = 4 * (run_target - report.total()) + 20
         campaign = _campaign(wanted, strategy, prop, mode, phase_deadline, session, report,
-                             on_outcome, seen, target)
+                             on_outcome, run_target)
         if seed is not None:
             campaign = hseed(seed + batch)(campaign)
         batch += 1
         before = report.total()
         try:
-            campaign()
+            with seed_only_generation():  # the seed alone decides the examples (determinism.py)
+                campaign()
         except _Enough:
-            break
+            continue
         except _TimeUp:
             break
         except Flaky:
@@ -117,6 +130,21 @@ def _run_phase(planned: int, strategy: Any, prop: str, mode: str, phase_deadline
             continue
         if report.total() == before:
             break  # nothing new to generate
+
+
+def _run_phases(props: list[str], weights: dict[str, float], plan: dict[str, int], deadline: float | None,
+                session: Session, report: FuzzReport, mode: str, imports: Iterable[str] | None,
+                bomb_kinds: Iterable[str] | None, seed: int | None,
+                on_outcome: Callable[[Outcome], None] | None, batch_size: int) -> None:
+    """One phase per property, the time budget split by weight among the phases still to run."""
+    for i, prop in enumerate(props):
+        strategy = _strategy(prop, session, mode, imports, bomb_kinds)
+        phase_deadline = None
+        if deadline is not None:
+            remaining_w = sum(weights[p] for p in props[i:])
+            phase_deadline = time.perf_counter() + (deadline - time.perf_counter()) * weights[prop] / remaining_w
+        _run_phase(plan[prop], strategy, prop, mode, phase_deadline, session, report, seed, on_outcome,
+                   batch_size)
 
 
 def fuzz(
@@ -136,6 +164,7 @@ def fuzz(
     open_policy: bool | None = None,
     seed: int | None = None,
     on_outcome: Callable[[Outcome], None] | None = None,
+    batch_size: int = _BATCH,
 ) -> FuzzReport:
     """Run a campaign: `examples` generated examples (and at most `seconds`), split among the
     properties ("cpython": generated programs compared with CPython — also the internal-error
@@ -145,6 +174,8 @@ def fuzz(
     the CPython reference; pass `register_tools=False` if your factory registers them itself.
     isolate: run the executor in a forked child (default: yes for in-process executors).
     open_policy: whether reaching `os` is allowed (default: read from the executor's `policy`).
+    batch_size: examples per hypothesis run (the k-th run of a phase is seeded `seed + k`); the
+    same campaign sharded over workers (executors.fuzzing.shards) uses it as its shard size.
 
         report = fuzz(LocalExecutor, examples=1000, seconds=60)
         print(report.total("program", "equal"), report.failures)
@@ -153,7 +184,10 @@ def fuzz(
     unknown = set(props) - set(PROPERTIES)
     if unknown or not props:
         raise ValueError(f"properties must be among {PROPERTIES}, got {props}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     from . import program_strategy  # noqa: F401 - needs hypothesis: say so before building anything
+    from ._hypothesis import private_storage
 
     report = FuzzReport()
     t_start = time.perf_counter()
@@ -163,17 +197,12 @@ def fuzz(
                       open_policy=open_policy)
     report.executor = session.executor_name
     weights = {p: _SHARE[p] for p in props}
-    total_w = sum(weights.values())
-    plan = {p: max(1, round(examples * w / total_w)) for p, w in weights.items()}
+    plan = phase_plan(examples, props)
     imports = authorized_imports if authorized_imports is not None else session.authorized_imports
     try:
-        for i, prop in enumerate(props):
-            strategy = _strategy(prop, session, mode, imports, bomb_kinds)
-            phase_deadline = None
-            if deadline is not None:
-                remaining_w = sum(weights[p] for p in props[i:])
-                phase_deadline = time.perf_counter() + (deadline - time.perf_counter()) * weights[prop] / remaining_w
-            _run_phase(plan[prop], strategy, prop, mode, phase_deadline, session, report, seed, on_outcome)
+        with private_storage():
+            _run_phases(props, weights, plan, deadline, session, report, mode, imports, bomb_kinds, seed,
+                        on_outcome, batch_size)
     finally:
         session.close()
         report.duration_s = time.perf_counter() - t_start

@@ -3,6 +3,10 @@
     options = CommandOptions(executor="local", examples=300, seed=1)
     factory = executor_factory(options.executor, timeout_s=options.timeout)
     sys.exit(run_command(options, factory, tools=None))
+
+With `backend` set, the campaign runs as shards through `distribute` (distributed.py; codeagent
+provides one over a process pool or Ray) and gives the report the in-process run gives for the
+same seed, examples and shard size.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ from typing import Any
 
 from .campaign import PROPERTIES, fuzz
 from .console import Progress, report_table, summary_dict
+from .distributed import Distribute, run_distributed
 from .failures import read_failure, save_failure
-from .outcome import SAFETY_FAILURES, FuzzReport
+from .outcome import SAFETY_FAILURES, FuzzReport, Outcome
 from .session import Session
+from .shards import DEFAULT_SHARD_SIZE, plan_shards, shard_of
 
-__all__ = ["CommandOptions", "run_command", "replay_failures"]
+__all__ = ["CommandOptions", "run_command", "replay_failures", "check_options"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,12 @@ class CommandOptions:
     no_isolate: bool = False
     json: str | None = None
     replay: list[str] | None = None
+    # where the shards run: None = all in this process (fuzz()), "local" = a process pool, "ray"
+    backend: str | None = None
+    workers: int = 2
+    address: str | None = None  # Ray cluster address (default: a new local instance)
+    shard_size: int = DEFAULT_SHARD_SIZE  # examples per hypothesis run (= per shard)
+    shard_dir: str | None = None  # keep shard results here (resumable); default: a temporary dir
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> CommandOptions:
@@ -79,14 +91,15 @@ def _print_details(report: FuzzReport) -> None:
         print(f"refusals by error type: {shown}")
 
 
-def _save_failures(report: FuzzReport, options: CommandOptions) -> None:
+def _save_failures(report: FuzzReport, options: CommandOptions, origins: dict[int, dict[str, Any]]) -> None:
     failing = [o for o in report.failures if o.status in SAFETY_FAILURES or o.status in ("mismatch", "divergent")]
+    failing = [o for o in failing if o.code]  # a lost shard has no example to save
     if not failing:
         return
     print(f"failing examples saved in {options.save_dir}/:")
     seen = set()
     for o in failing:
-        path = save_failure(o, options.save_dir, options)
+        path = save_failure(o, options.save_dir, options, origin=origins.get(id(o)))
         if path not in seen:
             seen.add(path)
             if len(seen) <= 20:
@@ -95,26 +108,85 @@ def _save_failures(report: FuzzReport, options: CommandOptions) -> None:
         print(f"  … and {len(seen) - 20} more")
 
 
-def run_command(options: CommandOptions, factory: Callable[[], Any], tools: Any) -> int:
-    """Run the campaign (or the replay) `options` describe; print the report; the exit code:
-    1 on any escape, internal error, hang or uncontained bomb (with `strict`, also on mismatches
-    and divergent errors), else 0."""
-    if options.replay is not None:
-        return replay_failures(options, factory, tools)
+class _Origins:
+    """Follows an in-process campaign's outcomes to tell which shard of the plan generated each
+    failing one (the shard a distributed run of the same campaign would have run it in)."""
+
+    def __init__(self, options: CommandOptions, progress: Callable[[Outcome], None]) -> None:
+        self.progress = progress
+        self.plan = [] if options.seed is None else plan_shards(
+            options.examples, options.properties, options.seed, options.shard_size)
+        self.seen: dict[str, int] = {}
+        self.by_outcome: dict[int, dict[str, Any]] = {}
+
+    def __call__(self, o: Outcome) -> None:
+        position = self.seen.get(o.category, 0)
+        self.seen[o.category] = position + 1
+        if self.plan and (o.failed or o.status == "divergent"):
+            spec = shard_of(self.plan, o.category, position)
+            if spec is not None:
+                self.by_outcome[id(o)] = spec.describe()
+        self.progress(o)
+
+
+def _run_here(options: CommandOptions, factory: Callable[[], Any], tools: Any) -> tuple[FuzzReport, dict[int, Any]]:
     progress = Progress(options.executor, options.examples)
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    origins = _Origins(options, progress)
     report = fuzz(factory, examples=options.examples, seconds=options.seconds,
                   properties=options.properties, mode=options.mode, tools=tools,
                   authorized_imports=None, margin_s=options.margin,
-                  isolate=False if options.no_isolate else None, seed=options.seed, on_outcome=progress)
+                  isolate=False if options.no_isolate else None, seed=options.seed, on_outcome=origins,
+                  batch_size=options.shard_size)
     progress.show(end="\n")
+    return report, origins.by_outcome
+
+
+def check_options(options: CommandOptions, distribute: Distribute | None = None) -> None:
+    """ValueError naming the first option that cannot work (what run_command checks first)."""
+    if options.shard_size < 1:
+        raise ValueError(f"--shard-size must be >= 1, got {options.shard_size}")
+    if options.backend is None or options.replay is not None:
+        return
+    if distribute is None:
+        raise ValueError(f"backend {options.backend!r}: no way to distribute shards was given")
+    if options.seconds is not None:
+        raise ValueError("--seconds cannot be used with --backend: a distributed campaign is defined "
+                         "by its examples (a time budget would make its report depend on the machines)")
+    if options.workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {options.workers}")
+
+
+def run_command(options: CommandOptions, factory: Callable[[], Any], tools: Any,
+                distribute: Distribute | None = None) -> int:
+    """Run the campaign (or the replay) `options` describe; print the report; the exit code:
+    1 on any escape, internal error, hang or uncontained bomb (with `strict`, also on mismatches
+    and divergent errors), else 0. With `options.backend`, the shards run through `distribute`
+    (ValueError when the options do not allow a distributed run)."""
+    if options.replay is not None:
+        return replay_failures(options, factory, tools)
+    check_options(options, distribute)
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    where, extra = "", {}
+    if options.backend is None:
+        report, origins = _run_here(options, factory, tools)
+    else:
+        t0 = time.perf_counter()
+        report, origins, seed = run_distributed(options, distribute)
+        report.duration_s = time.perf_counter() - t0
+        shards = len(plan_shards(options.examples, options.properties, seed, options.shard_size))
+        where = f", backend {options.backend} × {options.workers}, seed {seed}, {shards} shards"
+        extra = {"backend": options.backend, "workers": options.workers, "seed": seed, "shards": shards,
+                 "shard_size": options.shard_size}
     print(f"codeagent fuzz — {report.executor} ({options.executor}), mode {options.mode}, "
-          f"timeout {options.timeout} s, started {started}, {report.duration_s:.1f} s")
+          f"timeout {options.timeout} s{where}, started {started}, {report.duration_s:.1f} s")
     print(report_table(report))
     _print_details(report)
-    _save_failures(report, options)
+    for lost in (o for o in report.failures if o.status == "internal-error" and not o.code):
+        print(lost.detail)  # a shard that did not finish: no example to save, say why
+    _save_failures(report, options, origins)
     if options.json:
-        Path(options.json).write_text(json.dumps(summary_dict(report, options), indent=2) + "\n", encoding="utf-8")
+        summary = {**summary_dict(report, options), **extra}
+        Path(options.json).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     bad = sum(report.total(None, s) for s in SAFETY_FAILURES)
     if options.strict:
         bad += report.total(None, "mismatch") + report.total(None, "divergent")

@@ -57,10 +57,11 @@ def host_fingerprint(modules: Iterable[str], tools: Mapping[str, Any] | None = N
         module = sys.modules.get(modname.rstrip(".*"))
         if module is None:
             continue
-        fp[modname] = _public_state(module)
+        label = module.__name__  # "numpy", not "numpy.*"
+        fp[label] = _public_state(module)
         for cname, cls in list(vars(module).items()):
             if isinstance(cls, type) and not cname.startswith("_") and getattr(cls, "__module__", "") == module.__name__:
-                fp[f"{modname}.{cname}"] = _public_state(cls)
+                fp[f"{label}.{cname}"] = _public_state(cls)
     for tname, tool in (tools or {}).items():
         fp[f"tool.{tname}"] = (
             repr(getattr(tool, "__defaults__", None)), repr(getattr(tool, "__kwdefaults__", None)),
@@ -71,11 +72,6 @@ def host_fingerprint(modules: Iterable[str], tools: Mapping[str, Any] | None = N
     return fp
 
 
-def _is_submodule(value: Any, key: str) -> bool:
-    package = key.rstrip(".*")
-    return isinstance(value, types.ModuleType) and value.__name__.startswith(package + ".")
-
-
 def fingerprint_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     """What differs between two fingerprints (a module imported for the first time does not)."""
     out = []
@@ -84,18 +80,20 @@ def fingerprint_changes(before: dict[str, Any], after: dict[str, Any]) -> list[s
         if isinstance(b, str) and b == "<missing>":  # a module imported for the first time
             continue
         if isinstance(b, dict) and isinstance(a, dict):
-            if b.keys() == a.keys() and all(a[n] is b[n] for n in b):
-                continue
-        elif b == a:
-            continue
-        if isinstance(b, dict) and isinstance(a, dict):
-            # a submodule imported for the first time appears on its package (numpy's lazy
-            # submodules load when a proxy of numpy is built): the import system, not tampering
-            changed = [n for n in sorted(set(a) | set(b)) if a.get(n, _ABSENT) is not b.get(n, _ABSENT)
-                       and not (n not in b and _is_submodule(a[n], k))]
-            if not changed:
-                continue
+            changed = [n for n in sorted(set(a) | set(b))
+                       if a.get(n, _ABSENT) is not b.get(n, _ABSENT) and not _lazy_submodule(k, b, a, n)]
             out += [f"{k}.{n}" for n in changed]
-        else:
-            out.append(f"{k}: {b!r:.60} -> {a!r:.60}")
+            continue
+        if b == a:
+            continue
+        out.append(f"{k}: {b!r:.60} -> {a!r:.60}")
     return out
+
+
+def _lazy_submodule(package: str, before: dict[str, Any], after: dict[str, Any], name: str) -> bool:
+    """A package attribute that appeared because one of its submodules was imported (numpy loads
+    its submodules lazily, on first use): the library's doing, not a change to the host. A module
+    from elsewhere planted on the package (numpy.os = os) is still a change."""
+    value = after.get(name)
+    return (name not in before and isinstance(value, types.ModuleType)
+            and value.__name__.startswith(package + "."))

@@ -52,6 +52,9 @@ class Session:
             self._marker_dir = tempfile.mkdtemp(prefix="codeagent-fuzz-marker-")
             marker = os.path.join(self._marker_dir, "ESCAPED")
         else:
+            # A replayed example names the marker path of the campaign that saved it, whose folder
+            # is long gone: what is made for it here is removed again at close.
+            self._marker_dir = _first_missing(os.path.dirname(os.path.abspath(marker)))
             os.makedirs(os.path.dirname(marker) or ".", exist_ok=True)
         self.marker = marker
         # a secret file beside the marker, for reads outside the grants (canaries.py)
@@ -107,3 +110,15 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _first_missing(path: str) -> str | None:
+    """The outermost folder of `path` that does not exist yet (None when `path` exists)."""
+    missing = None
+    while path and not os.path.exists(path):
+        missing = path
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return missing

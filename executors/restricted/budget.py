@@ -41,6 +41,7 @@ class RunState:
         self.final_value: Any = None
         self.thread_id = 0
         self.in_tool = False
+        self.settling = False  # the runtime is finishing the step: never interrupted
         self.ended = True
         self.fired = False
         self.generation = 0

@@ -131,7 +131,7 @@ _OS_FILES = frozenset({
     "name", "fspath", "fsencode", "fsdecode", "PathLike", "getcwd", "listdir", "scandir", "walk",
     "stat", "lstat", "makedirs", "mkdir", "remove", "unlink", "rmdir", "removedirs", "rename",
     "renames", "replace", "cpu_count", "urandom", "strerror", "SEEK_SET", "SEEK_CUR", "SEEK_END",
-    "DirEntry", "stat_result", "terminal_size", "get_terminal_size", "error",
+    "DirEntry", "stat_result", "terminal_size", "get_terminal_size", "error", "getpid",
 })
 ONLY_MEMBERS: dict[str, frozenset[str]] = {
     "os": _OS_FILES,

@@ -40,11 +40,19 @@ class Run(Protocol):
     deadline: float
     thread_id: int
     in_tool: bool
+    settling: bool
     ended: bool
     fired: bool
     generation: int
 
     def expire(self, reason: str) -> None: ...
+
+
+# _LOCK_NOTE: the run's thread takes the lock with `with self.lock:` (a C-level __enter__), never
+# `with self._cond:`. Condition.__enter__ is Python code: an interrupt pending while the thread
+# waited for the lock is delivered right after the acquire, inside Condition.__enter__, before
+# the with block is set up — the lock stays held and the next pause() (and the watchdog thread)
+# wait for it forever. Seen as a rare hang of test_interrupt_storm_never_escapes_execute.
 
 
 class Watchdog:
@@ -67,7 +75,7 @@ class Watchdog:
         """Start watching this step of `run` (cheap: the thread is woken only when needed)."""
         if run.deadline == _NEVER:
             return  # no deadline (Limits.timeout_s=None): nothing to enforce
-        with self._cond:
+        with self.lock:  # the C lock, not the Condition: see _LOCK_NOTE
             self._ensure_thread()
             if id(run) in self._queued:
                 # A run object is reused step after step and keeps one heap entry: when its old
@@ -84,7 +92,7 @@ class Watchdog:
 
     def unwatch(self, run: Run) -> None:
         """Mark the run ended; afterwards no interrupt is pending or will be sent for it."""
-        with self._cond:
+        with self.lock:  # see _LOCK_NOTE
             run.ended = True
             self._expired.discard(run)
             if run.fired:
@@ -93,13 +101,15 @@ class Watchdog:
                 run.fired = False
 
     def pause(self, run: Run, paused: bool) -> None:
-        """While paused no interrupt is sent to the run (host code is running in its thread).
-        Pausing also clears an interrupt that was sent but not delivered yet. Safe to call
-        while an interrupt may land: it retries until the change is made."""
+        """While paused no interrupt is sent to the run (the runtime is finishing the step in its
+        thread: never interrupted, however late — unlike a host tool, which is interrupted
+        TOOL_GRACE_S past the deadline). Pausing also clears an interrupt that was sent but not
+        delivered yet. Safe to call while an interrupt may land: it retries until the change is
+        made."""
         while True:
             try:
-                with self._cond:
-                    run.in_tool = paused
+                with self.lock:  # see _LOCK_NOTE
+                    run.settling = paused
                     if paused and run.fired:
                         _clear_async_exc(run.thread_id, None)
                         run.fired = False
@@ -125,6 +135,8 @@ class Watchdog:
                 for run in list(self._expired):
                     if run.ended:
                         self._expired.discard(run)
+                    elif run.settling:
+                        continue
                     elif not run.in_tool or now > run.deadline + TOOL_GRACE_S:
                         _set_async_exc(run.thread_id, Interrupt)
                         run.fired = True
@@ -173,7 +185,7 @@ class CpuAlarm:
 
     def _on_signal(self, signum: int, frame: object) -> None:
         run = self.run
-        if run is None or run.ended or run.in_tool or time.monotonic() <= run.deadline:
+        if run is None or run.ended or run.in_tool or run.settling or time.monotonic() <= run.deadline:
             return
         self.run = None
         run.expire("timeout")

@@ -249,140 +249,136 @@ class Row(NamedTuple):
     reason: str
 
 
-def _rows() -> list[Row]:
-    R = Row
-    proc = "process"
-    rows = [
-        # files
-        R("open", "files", judge_open, "every file open (builtin open, io, os.open, pathlib, "
-          "libraries' readers and writers) — resolved, symlinks followed"),
-        R("os.listdir", "files.read", path_read(), "listing a directory reveals names"),
-        R("os.scandir", "files.read", path_read(), "listing a directory reveals names"),
-        R("os.getxattr", "files.read", path_read(), "extended attributes of a file"),
-        R("os.listxattr", "files.read", path_read(), "extended attributes of a file"),
-        R("os.mkdir", "files.write", path_write(), "creates a directory"),
-        R("os.rmdir", "files.write", path_entry(), "removes a directory: a name in its parent, "
-          "not followed; a grant's own root is refused"),
-        R("os.remove", "files.write", path_entry(), "deletes a name (a link itself, not its target)"),
-        R("os.rename", "files.write", path_entry(0, 1), "moves a name: both ends are writes; a "
-          "grant's own root is refused (its name belongs to the directory above)"),
-        R("os.truncate", "files.write", path_write(), "truncates a file"),
-        R("os.chmod", "files.write", path_write(), "changes permissions"),
-        R("os.chown", "files.write", path_write(), "changes ownership"),
-        R("os.utime", "files.write", path_write(), "changes timestamps"),
-        R("os.setxattr", "files.write", path_write(), "changes extended attributes"),
-        R("os.removexattr", "files.write", path_write(), "changes extended attributes"),
-        R("os.chflags", "files.write", path_write(), "changes file flags"),
-        R("os.lchflags", "files.write", path_write(), "changes file flags"),
-        R("os.link", "files.write", judge_link, "a hard link shares the inode: source must be writable"),
-        R("os.symlink", "files.write", judge_symlink, "creates a name; opens through it are judged "
-          "on their target"),
-        R("os.lockf", "files.write", refuse("files.write", "locking a file descriptor"), "fd-based"),
-        R("tempfile.mkstemp", "files.write", path_write(), "creates a file (in the workdir if granted)"),
-        R("tempfile.mkdtemp", "files.write", path_write(), "creates a directory"),
-        R("sqlite3.connect", "files.write", judge_sqlite, "a database file is read and written; "
-          ":memory: is fine"),
-        R("sqlite3.enable_load_extension", "native", refuse("native", "loading SQLite extensions"),
-          "native code"),
-        R("sqlite3.load_extension", "native", refuse("native", "loading SQLite extensions"),
-          "native code"),
-        R("os.chdir", "environment", refuse("environment", "changing the working directory"),
-          "process-wide: would move every host thread"),
-        R("os.putenv", "environment", refuse("environment", "changing environment variables"),
-          "process-wide, inherited by the host's children"),
-        R("os.unsetenv", "environment", refuse("environment", "changing environment variables"),
-          "process-wide"),
-        # processes and signals
-        R("os.system", proc, refuse(proc, "running a shell command"), "runs anything as the host"),
-        R("os.exec", proc, refuse(proc, "replacing the process"), "replaces the host"),
-        R("os.posix_spawn", proc, refuse(proc, "starting a process"), "runs anything"),
-        R("os.spawn", proc, refuse(proc, "starting a process"), "runs anything"),
-        R("os.fork", proc, refuse(proc, "forking"), "a copy of the host outside every limit"),
-        R("os.forkpty", proc, refuse(proc, "forking"), "a copy of the host"),
-        R("subprocess.Popen", proc, refuse(proc, "starting a process"), "runs anything"),
-        R("pty.spawn", proc, refuse(proc, "starting a process"), "runs anything"),
-        R("os.startfile", proc, refuse(proc, "starting a program"), "runs anything (Windows)"),
-        R("webbrowser.open", proc, refuse(proc, "opening a browser"), "starts a program"),
-        R("ensurepip.bootstrap", proc, refuse(proc, "installing packages"), "runs pip"),
-        R("os.kill", proc, refuse(proc, "sending a signal"), "can stop the host or its peers"),
-        R("os.killpg", proc, refuse(proc, "sending a signal"), "can stop the host's group"),
-        R("signal.pthread_kill", proc, refuse(proc, "sending a signal"), "can stop host threads"),
-        R("resource.setrlimit", proc, refuse(proc, "changing resource limits"), "process-wide"),
-        R("resource.prlimit", proc, refuse(proc, "changing resource limits"), "any process"),
-        R("os.add_dll_directory", "native", refuse("native", "adding a DLL directory"), "Windows"),
-        # unpickling and code objects
-        R("pickle.find_class", "unpickle", refuse("unpickle", "unpickling objects"),
-          "a pickle names any callable and calls it"),
-        R("marshal.loads", "unpickle", judge_marshal, "code objects from bytes; the import system's "
-          "own .pyc loads pass"),
-        R("marshal.load", "unpickle", judge_marshal, "code objects from a file"),
-        R("code.__new__", "interpreter", refuse("interpreter", "building code objects"),
-          "hand-made bytecode bypasses the policy"),
-        R("function.__new__", "interpreter", refuse("interpreter", "building functions"),
-          "binds code to any globals"),
-        R("compile", "evaluator", judge_compile, "a library evaluating a string: the string must "
-          "pass the policy (pandas eval/query, numexpr, typing forward references)"),
-        # the interpreter itself
-        R("sys.addaudithook", "interpreter", refuse("interpreter", "adding an audit hook"),
-          "could watch or disturb the host"),
-        R("sys.settrace", "interpreter", refuse("interpreter", "tracing"), "sees every frame"),
-        R("sys.setprofile", "interpreter", refuse("interpreter", "profiling"), "sees every frame"),
-        R("sys._current_frames", "interpreter", refuse("interpreter", "reading other threads' "
-          "frames"), "host frames and their globals"),
-        R("sys._current_exceptions", "interpreter", refuse("interpreter", "reading other threads' "
-          "exceptions"), "host tracebacks"),
-        R("sys._getframe", "interpreter", judge_getframe, "libraries read their caller's frame; "
-          "host frames below the step are refused"),
-        R("gc.get_objects", "interpreter", refuse("interpreter", "walking the object graph"),
-          "reaches every host object"),
-        R("gc.get_referrers", "interpreter", refuse("interpreter", "walking the object graph"),
-          "reaches host objects"),
-        R("gc.get_referents", "interpreter", refuse("interpreter", "walking the object graph"),
-          "reaches host objects"),
-        R("builtins.input", "interpreter", refuse("interpreter", "reading the host's stdin"),
-          "the host's terminal"),
-        R("builtins.breakpoint", "interpreter", refuse("interpreter", "starting a debugger"),
-          "a debugger is a full shell"),
-        R("pdb.Pdb", "interpreter", refuse("interpreter", "starting a debugger"), "a full shell"),
-        R("fcntl.fcntl", "native", refuse("native", "fcntl on a file descriptor"),
-          "acts on host descriptors"),
-        R("fcntl.ioctl", "native", refuse("native", "ioctl on a file descriptor"),
-          "TIOCSTI types into the host's terminal"),
-        R("fcntl.flock", "files.write", refuse("files.write", "locking a file descriptor"),
-          "host descriptors"),
-        R("fcntl.lockf", "files.write", refuse("files.write", "locking a file descriptor"),
-          "host descriptors"),
-        R("syslog.openlog", "network", refuse("network", "writing to syslog"), "a socket to the host"),
-        R("syslog.syslog", "network", refuse("network", "writing to syslog"), "a socket to the host"),
-        # network
-        R("socket.__new__", "network", judge_socket_new, "TCP/UDP with the network grant; Unix "
-          "sockets judged by path; raw and netlink sockets never"),
-        R("socket.connect", "network", judge_socket_address, "Unix sockets are files (the Docker "
-          "socket means root)"),
-        R("socket.bind", "network", judge_socket_address, "listening"),
-        R("socket.sendto", "network", judge_socket_address, "datagrams"),
-        R("socket.sendmsg", "network", judge_socket_address, "datagrams"),
-        R("socket.getaddrinfo", "network", network("resolving host names"), "DNS leaks data"),
-        R("socket.gethostbyname", "network", network("resolving host names"), "DNS"),
-        R("socket.gethostbyaddr", "network", network("resolving addresses"), "DNS"),
-        R("socket.getnameinfo", "network", network("resolving addresses"), "DNS"),
-        R("socket.gethostname", "network", network("reading the host name"), "identifies the host"),
-        R("socket.sethostname", "environment", refuse("environment", "setting the host name"),
-          "the host's"),
-        R("urllib.Request", "network", network("opening a URL"), "http(s)/ftp; file: URLs are "
-          "judged as opens"),
-        R("http.client.connect", "network", network("an HTTP connection"), ""),
-        R("ftplib.connect", "network", network("an FTP connection"), ""),
-        R("smtplib.connect", "network", network("an SMTP connection"), ""),
-        R("poplib.connect", "network", network("a POP connection"), ""),
-        R("imaplib.open", "network", network("an IMAP connection"), ""),
-        R("nntplib.connect", "network", network("an NNTP connection"), ""),
-        R("telnetlib.Telnet.open", "network", network("a telnet connection"), ""),
-    ]
-    return rows
+_P = "process"
+ROWS: list[Row] = [
+    # files
+    Row("open", "files", judge_open, "every file open (builtin open, io, os.open, pathlib, "
+      "libraries' readers and writers) — resolved, symlinks followed"),
+    Row("os.listdir", "files.read", path_read(), "listing a directory reveals names"),
+    Row("os.scandir", "files.read", path_read(), "listing a directory reveals names"),
+    Row("os.getxattr", "files.read", path_read(), "extended attributes of a file"),
+    Row("os.listxattr", "files.read", path_read(), "extended attributes of a file"),
+    Row("os.mkdir", "files.write", path_write(), "creates a directory"),
+    Row("os.rmdir", "files.write", path_entry(), "removes a directory: a name in its parent, "
+      "not followed; a grant's own root is refused"),
+    Row("os.remove", "files.write", path_entry(), "deletes a name (a link itself, not its target)"),
+    Row("os.rename", "files.write", path_entry(0, 1), "moves a name: both ends are writes; a "
+      "grant's own root is refused (its name belongs to the directory above)"),
+    Row("os.truncate", "files.write", path_write(), "truncates a file"),
+    Row("os.chmod", "files.write", path_write(), "changes permissions"),
+    Row("os.chown", "files.write", path_write(), "changes ownership"),
+    Row("os.utime", "files.write", path_write(), "changes timestamps"),
+    Row("os.setxattr", "files.write", path_write(), "changes extended attributes"),
+    Row("os.removexattr", "files.write", path_write(), "changes extended attributes"),
+    Row("os.chflags", "files.write", path_write(), "changes file flags"),
+    Row("os.lchflags", "files.write", path_write(), "changes file flags"),
+    Row("os.link", "files.write", judge_link, "a hard link shares the inode: source must be writable"),
+    Row("os.symlink", "files.write", judge_symlink, "creates a name; opens through it are judged "
+      "on their target"),
+    Row("os.lockf", "files.write", refuse("files.write", "locking a file descriptor"), "fd-based"),
+    Row("tempfile.mkstemp", "files.write", path_write(), "creates a file (in the workdir if granted)"),
+    Row("tempfile.mkdtemp", "files.write", path_write(), "creates a directory"),
+    Row("sqlite3.connect", "files.write", judge_sqlite, "a database file is read and written; "
+      ":memory: is fine"),
+    Row("sqlite3.enable_load_extension", "native", refuse("native", "loading SQLite extensions"),
+      "native code"),
+    Row("sqlite3.load_extension", "native", refuse("native", "loading SQLite extensions"),
+      "native code"),
+    Row("os.chdir", "environment", refuse("environment", "changing the working directory"),
+      "process-wide: would move every host thread"),
+    Row("os.putenv", "environment", refuse("environment", "changing environment variables"),
+      "process-wide, inherited by the host's children"),
+    Row("os.unsetenv", "environment", refuse("environment", "changing environment variables"),
+      "process-wide"),
+    # processes and signals
+    Row("os.system", _P, refuse(_P, "running a shell command"), "runs anything as the host"),
+    Row("os.exec", _P, refuse(_P, "replacing the process"), "replaces the host"),
+    Row("os.posix_spawn", _P, refuse(_P, "starting a process"), "runs anything"),
+    Row("os.spawn", _P, refuse(_P, "starting a process"), "runs anything"),
+    Row("os.fork", _P, refuse(_P, "forking"), "a copy of the host outside every limit"),
+    Row("os.forkpty", _P, refuse(_P, "forking"), "a copy of the host"),
+    Row("subprocess.Popen", _P, refuse(_P, "starting a process"), "runs anything"),
+    Row("pty.spawn", _P, refuse(_P, "starting a process"), "runs anything"),
+    Row("os.startfile", _P, refuse(_P, "starting a program"), "runs anything (Windows)"),
+    Row("webbrowser.open", _P, refuse(_P, "opening a browser"), "starts a program"),
+    Row("ensurepip.bootstrap", _P, refuse(_P, "installing packages"), "runs pip"),
+    Row("os.kill", _P, refuse(_P, "sending a signal"), "can stop the host or its peers"),
+    Row("os.killpg", _P, refuse(_P, "sending a signal"), "can stop the host's group"),
+    Row("signal.pthread_kill", _P, refuse(_P, "sending a signal"), "can stop host threads"),
+    Row("resource.setrlimit", _P, refuse(_P, "changing resource limits"), "process-wide"),
+    Row("resource.prlimit", _P, refuse(_P, "changing resource limits"), "any process"),
+    Row("os.add_dll_directory", "native", refuse("native", "adding a DLL directory"), "Windows"),
+    # unpickling and code objects
+    Row("pickle.find_class", "unpickle", refuse("unpickle", "unpickling objects"),
+      "a pickle names any callable and calls it"),
+    Row("marshal.loads", "unpickle", judge_marshal, "code objects from bytes; the import system's "
+      "own .pyc loads pass"),
+    Row("marshal.load", "unpickle", judge_marshal, "code objects from a file"),
+    Row("code.__new__", "interpreter", refuse("interpreter", "building code objects"),
+      "hand-made bytecode bypasses the policy"),
+    Row("function.__new__", "interpreter", refuse("interpreter", "building functions"),
+      "binds code to any globals"),
+    Row("compile", "evaluator", judge_compile, "a library evaluating a string: the string must "
+      "pass the policy (pandas eval/query, numexpr, typing forward references)"),
+    # the interpreter itself
+    Row("sys.addaudithook", "interpreter", refuse("interpreter", "adding an audit hook"),
+      "could watch or disturb the host"),
+    Row("sys.settrace", "interpreter", refuse("interpreter", "tracing"), "sees every frame"),
+    Row("sys.setprofile", "interpreter", refuse("interpreter", "profiling"), "sees every frame"),
+    Row("sys._current_frames", "interpreter", refuse("interpreter", "reading other threads' "
+      "frames"), "host frames and their globals"),
+    Row("sys._current_exceptions", "interpreter", refuse("interpreter", "reading other threads' "
+      "exceptions"), "host tracebacks"),
+    Row("sys._getframe", "interpreter", judge_getframe, "libraries read their caller's frame; "
+      "host frames below the step are refused"),
+    Row("gc.get_objects", "interpreter", refuse("interpreter", "walking the object graph"),
+      "reaches every host object"),
+    Row("gc.get_referrers", "interpreter", refuse("interpreter", "walking the object graph"),
+      "reaches host objects"),
+    Row("gc.get_referents", "interpreter", refuse("interpreter", "walking the object graph"),
+      "reaches host objects"),
+    Row("builtins.input", "interpreter", refuse("interpreter", "reading the host's stdin"),
+      "the host's terminal"),
+    Row("builtins.breakpoint", "interpreter", refuse("interpreter", "starting a debugger"),
+      "a debugger is a full shell"),
+    Row("pdb.Pdb", "interpreter", refuse("interpreter", "starting a debugger"), "a full shell"),
+    Row("fcntl.fcntl", "native", refuse("native", "fcntl on a file descriptor"),
+      "acts on host descriptors"),
+    Row("fcntl.ioctl", "native", refuse("native", "ioctl on a file descriptor"),
+      "TIOCSTI types into the host's terminal"),
+    Row("fcntl.flock", "files.write", refuse("files.write", "locking a file descriptor"),
+      "host descriptors"),
+    Row("fcntl.lockf", "files.write", refuse("files.write", "locking a file descriptor"),
+      "host descriptors"),
+    Row("syslog.openlog", "network", refuse("network", "writing to syslog"), "a socket to the host"),
+    Row("syslog.syslog", "network", refuse("network", "writing to syslog"), "a socket to the host"),
+    # network
+    Row("socket.__new__", "network", judge_socket_new, "TCP/UDP with the network grant; Unix "
+      "sockets judged by path; raw and netlink sockets never"),
+    Row("socket.connect", "network", judge_socket_address, "Unix sockets are files (the Docker "
+      "socket means root)"),
+    Row("socket.bind", "network", judge_socket_address, "listening"),
+    Row("socket.sendto", "network", judge_socket_address, "datagrams"),
+    Row("socket.sendmsg", "network", judge_socket_address, "datagrams"),
+    Row("socket.getaddrinfo", "network", network("resolving host names"), "DNS leaks data"),
+    Row("socket.gethostbyname", "network", network("resolving host names"), "DNS"),
+    Row("socket.gethostbyaddr", "network", network("resolving addresses"), "DNS"),
+    Row("socket.getnameinfo", "network", network("resolving addresses"), "DNS"),
+    Row("socket.gethostname", "network", network("reading the host name"), "identifies the host"),
+    Row("socket.sethostname", "environment", refuse("environment", "setting the host name"),
+      "the host's"),
+    Row("urllib.Request", "network", network("opening a URL"), "http(s)/ftp; file: URLs are "
+      "judged as opens"),
+    Row("http.client.connect", "network", network("an HTTP connection"), ""),
+    Row("ftplib.connect", "network", network("an FTP connection"), ""),
+    Row("smtplib.connect", "network", network("an SMTP connection"), ""),
+    Row("poplib.connect", "network", network("a POP connection"), ""),
+    Row("imaplib.open", "network", network("an IMAP connection"), ""),
+    Row("nntplib.connect", "network", network("an NNTP connection"), ""),
+    Row("telnetlib.Telnet.open", "network", network("a telnet connection"), ""),
+]
 
 
-ROWS: list[Row] = _rows()
 RULES: dict[str, Rule] = {row.event: row.rule for row in ROWS}
 # Whole families: every ctypes event is raw memory or native code; Windows-only modules.
 PREFIX_RULES: dict[str, Rule] = {

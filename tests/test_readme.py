@@ -1,0 +1,103 @@
+"""The README runs: every ```python block of README.md, as it is, in a fresh interpreter.
+
+Each block runs as a script in an empty folder, then every `test_*` function it defines is called
+(the README shows pytest tests too). A block that talks to a model endpoint gets the bundled
+OpenAI-compatible stub through OPENAI_BASE_URL (the blocks read it like a user's environment);
+a block that starts a DockerExecutor runs where Docker tests run (CI=true or CODEAGENT_DOCKER=1).
+Nothing is skipped otherwise, so the README cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from openai_stub import OpenAIStub
+from unavailable import IN_CI, unavailable
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+
+# Runs a block, then the test functions it defines, as pytest would.
+RUNNER = """\
+import runpy, sys
+namespace = runpy.run_path(sys.argv[1], run_name="__main__")
+for name, value in list(namespace.items()):
+    if name.startswith("test_") and callable(value):
+        value()
+        print(f"{name}: passed")
+"""
+
+# What some blocks must print (found by a line of the block): the README's comments say so.
+EXPECTED_OUTPUT = {
+    'final_answer(add(2, 40))': "42 success 1 ",
+    'agent.run("What is 17 * 23?")': "success 391",
+    'agent.stream("Sum 0..9.")': '"type":"run_end"',
+    "def test_my_sandbox_holds": "test_my_sandbox_holds: passed",
+}
+STUB_REPLY = "Thought: compute it.\n<code>\nfinal_answer(17 * 23)\n</code>"
+
+
+def python_blocks() -> list[tuple[int, str]]:
+    """(line number, code) of every ```python block."""
+    text = README.read_text(encoding="utf-8")
+    return [(text.count("\n", 0, m.start()) + 2, m.group(1)) for m in FENCE.finditer(text)]
+
+
+BLOCKS = python_blocks()
+
+
+def test_the_readme_has_python_blocks_and_each_expectation_names_one():
+    assert len(BLOCKS) >= 5
+    for marker in EXPECTED_OUTPUT:
+        assert any(marker in code for _, code in BLOCKS), f"no README block contains {marker!r} any more"
+
+
+def needs_docker(code: str) -> bool:
+    return "DockerExecutor(" in code
+
+
+def needs_endpoint(code: str) -> bool:
+    return "OpenAIModel(" in code
+
+
+@pytest.mark.parametrize("line,code", BLOCKS, ids=[f"line{line}" for line, _ in BLOCKS])
+def test_readme_block_runs(line: int, code: str, tmp_path: Path) -> None:
+    if needs_docker(code) and not (IN_CI or os.environ.get("CODEAGENT_DOCKER") == "1"):
+        unavailable(f"README.md line {line} starts a DockerExecutor: it runs with the Docker tests")
+    script = tmp_path / f"readme_line{line}.py"
+    script.write_text(code, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "CODEAGENT_MODEL", "HYPOTHESIS_STORAGE_DIRECTORY")}
+    work = tmp_path / "work"
+    work.mkdir()
+    with OpenAIStub([STUB_REPLY], repeat_last=True) as stub:
+        if needs_endpoint(code):
+            env["OPENAI_BASE_URL"] = stub.base_url
+        proc = subprocess.run([sys.executable, "-c", RUNNER, str(script)], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"README.md block at line {line} failed:\n{proc.stderr[-3000:]}"
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    for marker, expected in EXPECTED_OUTPUT.items():
+        if marker in code:
+            assert expected in proc.stdout, f"README.md line {line}: expected {expected!r} in:\n{proc.stdout[-2000:]}"
+    if needs_endpoint(code):
+        assert stub.requests, "the block did not use the endpoint it was given"
+
+
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_the_examples_the_readme_points_to_run_offline(example: Path, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "CODEAGENT_MODEL")}
+    proc = subprocess.run([sys.executable, str(example)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "success" in proc.stdout or "True" in proc.stdout, proc.stdout[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
