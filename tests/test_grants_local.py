@@ -130,6 +130,29 @@ def test_reads_and_writes_inside_the_grants_work(kind: str, area: dict[str, Path
         assert (area["write"] / "sub" / "moved.txt").read_text() == "READ DATA\n"
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_numpy_file_methods_written_in_c_follow_the_grants(kind: str, area: dict[str, Path]) -> None:
+    """ndarray.tofile and np.fromfile open files from C through the frame's builtins: inside the
+    grants they work, outside they are refused like any open (they used to fail with SystemError
+    everywhere), and model code still cannot name `open` itself."""
+    write, outside = str(area["write"]), str(area["outside"])
+    with make(kind, grants(area), DATA) as ex:
+        out = ok(ex, f"""
+            import numpy as np
+            np.arange(4, dtype=np.uint8).tofile({write + '/raw.bin'!r})
+            np.arange(3, dtype=np.uint8).tofile('local.bin')
+            (np.fromfile({write + '/raw.bin'!r}, dtype=np.uint8).tolist(),
+             np.fromfile('local.bin', dtype=np.uint8).tolist())
+        """)
+        assert out == ([0, 1, 2, 3], [0, 1, 2])
+        refused(ex, f"import numpy as np\nnp.fromfile({outside + '/data.txt'!r}, dtype=np.uint8)",
+                setting="Access(read=")
+        refused(ex, f"import numpy as np\nnp.arange(3).tofile({outside + '/new.bin'!r})",
+                setting="Access(write=")
+        assert ex.execute("open('local.bin')").error.type == "PolicyError"
+    assert sorted(os.listdir(area["outside"])) == ["data.txt"]
+
+
 # ----------------------------------------------------------------------------- outside the grants
 
 
