@@ -135,14 +135,20 @@ def _escape_findings(r: ExecutionResult, text: str, marker: str, secret: str, re
     return findings
 
 
+_PROBE_MARK = "probe: "
+
+
 def _probe_step(ex: Any, probe: tuple[str, str]) -> str:
     """The setting a tamper attempt aims at, as a step of the executor sees it."""
     imports, expr = probe
-    r, _, problem = _execute(ex, f"{imports}\nprint(repr({expr}))")
+    r, _, problem = _execute(ex, f"{imports}\nprint({_PROBE_MARK!r} + ' '.join(repr({expr}).splitlines()))")
     _reset(ex)
     if problem or r is None:
         return f"<probe failed: {problem}>"
-    return r.logs.strip() + (f" <{r.error.type}>" if r.error else "")
+    # only the probe's own line (its repr on one line): a worker's logs also carry its stderr ("Exception ignored in:
+    # DataSource.__del__" from an earlier attempt's garbage looked like a changed setting)
+    seen = [line[len(_PROBE_MARK):] for line in r.logs.splitlines() if line.startswith(_PROBE_MARK)]
+    return "\n".join(seen) + (f" <{r.error.type}>" if r.error else "")
 
 
 def _probe_host(probe: tuple[str, str]) -> str:
