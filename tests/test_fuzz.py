@@ -10,17 +10,24 @@ import io
 import json
 import os
 import pkgutil
+import re
 import subprocess
 import sys
+import tempfile
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import executor_class
 from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as hseed
 
 from codeagent import fuzz as fuzz_cli
 from executors import ExecutionError, ExecutionResult, FinalAnswer, Limits
+from executors.fuzzing.library_escapes import library_plan
+from executors.fuzzing.library_routes import CARRIERS as LIBRARY_CARRIERS
+from executors.fuzzing.library_routes import KIND_EFFECT, TAMPERS
 from executors.strategies import (
     BOMB_KINDS,
     Bomb,
@@ -128,7 +135,7 @@ def test_bombs_are_tagged(bomb: Bomb) -> None:
 @given(escape_attempts("/tmp/never-created-marker", CANARY_ENV, tools=list(probe_tools())))
 def test_escape_attempts_compile(attempt: EscapeAttempt) -> None:
     compile(attempt.code, "<fuzz>", "exec")
-    assert attempt.effect in ("marker", "canary", "reach", "tamper")
+    assert attempt.effect in ("marker", "canary", "reach", "tamper", "read")
 
 
 def test_escape_attempts_escape_plain_cpython() -> None:
@@ -201,6 +208,160 @@ def test_grammar_programs_on_local() -> None:
     report = fuzz(lambda: LocalExecutor(limits=Limits(timeout_s=1.0)), examples=15, seconds=6,
                   properties=["cpython"], mode="grammar", seed=4)
     report.assert_ok({"internal-error", "hang", "mismatch"})
+
+
+# ----------------------------------------------------------------------------- library carriers
+
+LIBRARIES = ["numpy.*", "pandas.*", "matplotlib.*"]
+# Known, reported, not a table row: a library caches an object that model code may write to
+# (np.finfo(np.float64) is one instance per process: `.eps = 1.0` changes the host's).
+KNOWN_OPEN = {"numpy.finfo"}
+
+
+class PlainLibraryExecutor(UnsafeExecutor):
+    """No sandbox, with the data libraries and file modules 'authorized', in a scratch cwd."""
+
+    authorized_imports = (*LIBRARIES, "os", "pathlib", "shutil", "time", "io")
+
+    def execute(self, code: str) -> ExecutionResult:
+        # a fresh cwd per attempt, in the forked child: an attempt may move its cwd away
+        os.chdir(tempfile.mkdtemp(prefix="codeagent-fuzz-plain-"))
+        return super().execute(code)
+
+
+def _known_open(outcome: Any) -> bool:
+    return outcome.label.split("/")[2] in KNOWN_OPEN if outcome.label.startswith("library/tamper/") else False
+
+
+def _library_outcomes(factory: Any, imports: list[str], examples: int, seed: int) -> list[Any]:
+    """Library attempts only, run by a Session on the executor `factory` builds."""
+    outcomes: list[Any] = []
+    seen: set[str] = set()
+    with Session(factory, margin_s=5.0) as session:
+        @settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+        @hseed(seed)
+        @given(escape_attempts(session.marker, CANARY_ENV, tools=session.tools, authorized_imports=imports,
+                               families=["library"]))
+        def run(attempt: EscapeAttempt) -> None:
+            if attempt.code not in seen:  # hypothesis repeats examples; one run each
+                seen.add(attempt.code)
+                outcomes.append(session.run("escape", attempt.code, attempt.label))
+
+        run()
+    return outcomes
+
+
+def test_library_carriers_follow_the_authorized_importable_modules() -> None:
+    plan = library_plan(("numpy.*", "no_such_module_xyz.*", "json"))
+    assert plan.carriers and all(n.split(".")[0] == "numpy" for c in plan.carriers for n in c.needs)
+    assert {t.needs for t in plan.tampers} == {("numpy",)}
+    assert all(r.needs == () for r in plan.routes)  # no os/pathlib: no links made in the workdir
+    files = library_plan(("os", "pathlib", "shutil"))
+    assert {c.needs[0] for c in files.carriers if c.needs} == {"os", "pathlib", "shutil"}
+    assert {"symlink:os", "hardlink:pathlib"} <= {r.id.replace("/", ":") for r in files.routes}
+    data = library_plan(tuple(LIBRARIES))
+    kinds = {c.kind for c in data.carriers}
+    assert {"read", "write", "unpickle", "native", "evaluator", "format", "process"} <= kinds
+    assert not [c for c in library_plan(()).carriers if c.needs]  # nothing authorized: nothing
+
+
+def test_library_attempts_are_deterministic_for_a_seed() -> None:
+    """The same seed gives the same attempts, also across interpreters (hash randomization)."""
+    code = textwrap.dedent(f"""
+        import hashlib
+        from hypothesis import HealthCheck, given, seed, settings
+        from executors.strategies import escape_attempts
+        out = []
+        @seed(7)
+        @settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+        @given(escape_attempts('/tmp/m/ESCAPED', 'CANARY', tools=['add'], authorized_imports={LIBRARIES + ["os"]!r},
+                               families=['library']))
+        def draw(a):
+            out.append(a.label + a.code)
+        draw()
+        print(len(out), hashlib.sha256('\\n'.join(out).encode()).hexdigest())
+    """)
+    digests = set()
+    for hashseed in ("1", "2"):
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                              cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": hashseed})
+        assert proc.returncode == 0, proc.stderr
+        digests.add(proc.stdout.strip())
+    assert len(digests) == 1, digests
+    assert digests.pop().startswith("40 ")
+
+
+def test_library_carriers_escape_plain_cpython() -> None:
+    """Not vacuous: where nothing stops them, the library attempts read the secret, write beside
+    the marker, unpickle, load native code, evaluate strings, start processes, tamper."""
+    outcomes = _library_outcomes(PlainLibraryExecutor, list(PlainLibraryExecutor.authorized_imports), 1000, 11)
+    # hooks only the sandbox's host calls (repr of the last value, == on final_answer, str of an
+    # exception) never run under plain exec; tampering shows once per setting (one process)
+    ran = [o for o in outcomes if o.label.split("/")[-2] not in ("repr_hook", "eq_hook", "exception_str")
+           and not o.label.startswith("library/tamper/")]
+    escaped = [o for o in ran if o.status == "escape"]
+    assert len(escaped) >= 0.6 * len(ran), (len(escaped), len(ran))
+    effects = {o.label.split("/")[1] for o in outcomes if o.status == "escape"}
+    assert {"read", "marker", "canary", "tamper"} <= effects, effects
+    routes = {o.label.split("/")[2] for o in escaped}
+    kind_of = {c.id.replace("/", ":"): c.kind for c in LIBRARY_CARRIERS}
+    kinds = {kind_of[r.split("+")[0]] for r in routes}
+    assert set(KIND_EFFECT) <= kinds, set(KIND_EFFECT) - kinds
+    for spelling in ("symlink", "proc_", "dot"):  # links in the workdir, /proc/self/..., ..
+        assert any("+" + spelling in r for r in routes), (spelling, sorted(routes))
+
+
+@pytest.mark.parametrize("kind", ["local", "subprocess"])
+def test_short_library_campaign_finds_no_escape(kind: str) -> None:
+    """`codeagent fuzz --authorized-imports numpy.* pandas.* matplotlib.*` in small: the escape
+    attempts, a third of them through the libraries, all held (subprocess: harden=False, so the
+    worker's audit hook holds alone)."""
+    from executors.local import LocalExecutor
+    from executors.process import SubprocessExecutor
+
+    limits = Limits(timeout_s=10.0)  # cold pandas/matplotlib imports on a busy machine
+
+    def make() -> Any:
+        if kind == "local":
+            return LocalExecutor(authorized_imports=LIBRARIES, limits=limits)
+        return SubprocessExecutor(authorized_imports=LIBRARIES, limits=limits, harden=False)
+
+    outcomes: list[Any] = []
+    report = fuzz(make, examples=150, seconds=90, properties=["escapes"], authorized_imports=None,
+                  margin_s=5.0, seed=12, on_outcome=outcomes.append)
+    library = [o for o in outcomes if o.label.startswith("library/")]
+    assert len(library) >= 15, dict(report.counts)
+    escapes = [o for o in report.failed({"escape", "hang"}) if not _known_open(o)]
+    assert not escapes, "\n\n".join(f"{o.label}: {o.detail}\n{o.code}" for o in escapes[:3])
+
+
+@pytest.mark.parametrize("kind", ["local", "subprocess"])
+@pytest.mark.parametrize("tamper", [pytest.param(t, id=t.id, marks=[pytest.mark.xfail(
+    strict=True, reason="a cached library object is writable: reported, not a table row")]
+    if t.id in KNOWN_OPEN else []) for t in TAMPERS])
+def test_library_settings_do_not_outlive_the_step(tamper: Any, kind: str, tamper_sessions: dict) -> None:
+    """Every settings row of the fuzzer's table, as a plain step: the next step (and, in process,
+    the host) sees the setting as it was. The registries here were found by the fuzzer and are
+    now hidden members (library_rules.DANGEROUS_MEMBERS)."""
+    code = "\n".join(tamper.imports) + "\n" + re.sub(r"\$\(([\w.]+)\)", r"\1", tamper.code) + "\n"
+    outcome = tamper_sessions[kind].run("escape", code, f"library/tamper/{tamper.id}/plain/literal")
+    assert outcome.status == "held", outcome.detail
+
+
+@pytest.fixture(scope="module")
+def tamper_sessions() -> Any:
+    from executors.local import LocalExecutor
+    from executors.process import SubprocessExecutor
+
+    limits = Limits(timeout_s=20.0)
+    sessions = {
+        "local": Session(lambda: LocalExecutor(authorized_imports=LIBRARIES, limits=limits), margin_s=5.0),
+        "subprocess": Session(lambda: SubprocessExecutor(authorized_imports=LIBRARIES, limits=limits,
+                                                         harden=False), margin_s=5.0),
+    }
+    yield sessions
+    for session in sessions.values():
+        session.close()
 
 
 # ----------------------------------------------------------------------------- reproducers

@@ -9,11 +9,14 @@ What generates examples (hypothesis strategies):
                          program_idioms.py) or hypothesmith grammar programs
     escapes.py           escape_attempts(): primitives (escape_primitives.py) written in a style
                          and a carrier (escape_rendering.py), aimed at an effect (escape_preamble.py)
+    library_escapes.py   the "library" family: library carriers x payload routes (the tables in
+                         library_routes.py), drawn for the authorized, importable modules only
     bombs.py             resource_bombs(): time, memory, output, recursion and process bombs
 What judges them:
     oracle.py            the CPython reference (also the differential tests' oracle)
     compare.py           a program's result against the reference: equal/refused/divergent/mismatch
     host_state.py        host-process state an in-process executor must not change
+    canaries.py          the secret file and the canary tree beside the marker (reads, writes)
     evaluate.py          one example on a live executor → an Outcome
     outcome.py           Outcome and FuzzReport
 What runs them:

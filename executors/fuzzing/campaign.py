@@ -29,6 +29,10 @@ class _TimeUp(BaseException):
     """Ends a campaign phase whose time budget is spent."""
 
 
+class _Enough(BaseException):
+    """Ends a hypothesis run once the phase has its planned number of outcomes."""
+
+
 def _request(prop: str, mode: str, example: Any) -> dict[str, str]:
     if prop == "cpython":
         return {"category": "program", "code": example, "label": mode}
@@ -39,10 +43,16 @@ def _request(prop: str, mode: str, example: Any) -> dict[str, str]:
 
 def _campaign(n: int, strategy: Any, prop: str, mode: str, phase_deadline: float | None,
               session: Session, report: FuzzReport,
-              on_outcome: Callable[[Outcome], None] | None) -> Callable[[], None]:
-    """One hypothesis run: draw `n` examples (until `phase_deadline`), run, record."""
+              on_outcome: Callable[[Outcome], None] | None, target: int) -> Callable[[], None]:
+    """One hypothesis run: draw up to `n` examples (until `phase_deadline`, or until the report
+    holds `target` outcomes), run, record. An example whose code was already run in this run is
+    skipped: hypothesis's mutations often give the same text from different choices (a draw the
+    text does not use), up to 7 times each. The set is the run's own, not the phase's, so that
+    a shard (one run, anywhere) sees exactly what the same run of the whole campaign sees."""
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import strategies as st
+
+    seen: set[str] = set()
 
     @settings(max_examples=n, deadline=None, database=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
@@ -51,7 +61,13 @@ def _campaign(n: int, strategy: Any, prop: str, mode: str, phase_deadline: float
     def campaign(data: Any) -> None:
         if phase_deadline is not None and time.perf_counter() > phase_deadline:
             raise _TimeUp()  # a BaseException: hypothesis lets it through as is
-        outcome = session.runner.run(_request(prop, mode, data.draw(strategy)), session.budget)
+        if report.total() >= target:
+            raise _Enough()
+        request = _request(prop, mode, data.draw(strategy))
+        if request["code"] in seen:
+            return
+        seen.add(request["code"])
+        outcome = session.runner.run(request, session.budget)
         report.add(outcome)
         if on_outcome is not None:
             on_outcome(outcome)
@@ -92,8 +108,12 @@ def _run_phase(planned: int, strategy: Any, prop: str, mode: str, phase_deadline
     while report.total() < target and flaky < 5:
         if phase_deadline is not None and time.perf_counter() > phase_deadline:
             break
-        campaign = _campaign(min(batch_size, target - report.total()), strategy, prop, mode,
-                             phase_deadline, session, report, on_outcome)
+        # the run's own share (a shard is exactly one such run), with room for the repeats that
+        # are skipped; the run ends as soon as its share is in
+        run_target = report.total() + min(batch_size, target - report.total())
+        wanted = 4 * (run_target - report.total()) + 20
+        campaign = _campaign(wanted, strategy, prop, mode, phase_deadline, session, report,
+                             on_outcome, run_target)
         if seed is not None:
             campaign = hseed(seed + batch)(campaign)
         batch += 1
@@ -101,6 +121,8 @@ def _run_phase(planned: int, strategy: Any, prop: str, mode: str, phase_deadline
         try:
             with seed_only_generation():  # the seed alone decides the examples (determinism.py)
                 campaign()
+        except _Enough:
+            continue
         except _TimeUp:
             break
         except Flaky:

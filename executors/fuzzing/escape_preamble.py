@@ -16,6 +16,7 @@ REACH_TOKEN = "FUZZ-REACHED-REFUSED-MODULE"
 # public names and computed strings, so a policy that refuses it refuses it for a real reason.
 PREAMBLE = '''\
 MARKER = {marker!r}
+SECRET = {secret!r}
 CANARY = {canary!r}
 TOKEN = {token!r}
 seen = []
@@ -132,3 +133,20 @@ EFFECTS = {
 }
 
 EFFECTS["tamper"] = "    pass"
+EFFECTS["read"] = '''\
+    opener = get(h, 'open')
+    if callable(h) and get(h, '_'+'_name_'+'_') in ('open', 'open_code'):
+        opener = h
+    if callable(opener):
+        try:
+            print('secret:', opener(SECRET).read())
+        except Exception:
+            pass
+    for name in ('read_text', 'read_bytes'):
+        fn = get(h, name)
+        if callable(fn):
+            try:
+                print('secret:', fn())
+            except Exception:
+                pass'''
+

@@ -2,7 +2,8 @@
 
 An attempt = the preamble (escape_preamble.py) + a primitive of one family
 (escape_primitives.py) written in one attribute/string style and placed in one carrier
-(escape_rendering.py), aimed at one observable effect.
+(escape_rendering.py), aimed at one observable effect. The "library" family goes through the
+authorized libraries instead (library_escapes.py: a library carrier fed a payload route).
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from ._hypothesis import st
 from .escape_preamble import EFFECTS, PREAMBLE, REACH_TOKEN
 from .escape_primitives import SOURCES, TOOL_CHAINS, direct, format_attempt, tamper, tool_chains
 from .escape_rendering import ATTR_STYLES, CARRIERS, STRING_STYLES, Renderer, carry
+from .library_escapes import LibraryPlan, Targets, format_pairs, library_attempts, library_plan
 
 __all__ = ["EscapeAttempt", "escape_attempts", "FAMILIES", "REACH_TOKEN"]
 
 FAMILIES = ("dunder_walk", "module_pivot", "frames", "builtins", "tool_internals",
-            "refused_import", "format_string", "direct", "stdlib_eval")
+            "refused_import", "format_string", "direct", "stdlib_eval", "library")
+EFFECT_NAMES = ("marker", "canary", "reach", "tamper", "read")
 
 
 @dataclass(frozen=True)
@@ -27,10 +30,13 @@ class EscapeAttempt:
     """One generated escape program.
 
     family: the primitive it uses (dunder_walk, format_string, frames, module_pivot, builtins,
-        tool_internals, refused_import, direct, hooks are carriers, fullwidth an encoding).
-    effect: what it tries to do — "marker" (create `marker_path`), "canary" (print the value of
-        the `canary_env` environment variable), "reach" (print REACH_TOKEN after calling a real
-        `os.getpid()`) or "tamper" (change process-wide state of the host).
+        tool_internals, refused_import, direct, library; hooks are carriers, fullwidth an encoding).
+    effect: what it tries to do — "marker" (create `marker_path`, or change anything beside it),
+        "canary" (print the value of the `canary_env` environment variable), "read" (print the
+        secret of the canary file beside the marker), "reach" (print REACH_TOKEN after calling a
+        real `os.getpid()`) or "tamper" (change process-wide state of the host).
+    route: for the library family, the library carrier and the payload route it was fed
+        ("pandas.read_csv+symlink:os", "numpy.load:bytes+os.mkdir", "matplotlib.rcParams").
     """
 
     code: str
@@ -38,9 +44,12 @@ class EscapeAttempt:
     effect: str
     carrier: str = "plain"
     encoding: str = "literal"
+    route: str = ""
 
     @property
     def label(self) -> str:
+        if self.route:
+            return f"{self.family}/{self.effect}/{self.route}/{self.carrier}/{self.encoding}"
         return f"{self.family}/{self.effect}/{self.carrier}/{self.encoding}"
 
 
@@ -65,20 +74,44 @@ def _statement(draw: Any, r: Renderer, effect: str, family: str, tools: list[str
     return family, setup, stmt, stmt
 
 
+def _family_weights(families: tuple[str, ...], plan: LibraryPlan | None,
+                    effects: tuple[str, ...]) -> tuple[str, ...]:
+    """The families to sample from: "library" only when an authorized library has rows for these
+    effects, repeated (up to a third of the draws) when the libraries offer many carriers."""
+    # rows that need no module (the builtin map over str.format) alone do not make a family
+    rows = len([r for r in plan.rows(effects) if r.needs]) if plan is not None else 0
+    if not rows:
+        return tuple(f for f in families if f != "library") or ("dunder_walk",)
+    if "library" not in families:
+        return families
+    return families + ("library",) * max(0, min(len(families) // 2, rows // 8) - 1)
+
+
 @st.composite
 def _escape_attempt(draw: Any, marker_path: str, canary_env: str, tools: list[str],
                     authorized: tuple[str, ...], effects: tuple[str, ...],
-                    families: tuple[str, ...]) -> EscapeAttempt:
+                    families: tuple[str, ...], plan: LibraryPlan | None,
+                    pairs: tuple[tuple[str, str], ...]) -> EscapeAttempt:
     effect = draw(st.sampled_from(effects))
     family = draw(st.sampled_from(families))
+    if family == "library" and plan is not None:
+        from .canaries import CanaryFiles
+
+        canaries = CanaryFiles(marker_path, "")
+        targets = Targets(marker_path, canaries.secret_file, canaries.secret_dir, canaries.root, canary_env)
+        return draw(library_attempts(targets, plan, effects, pairs))
+    if effect == "read" and family in ("direct", "format_string"):
+        family = "builtins"
     attr_style = draw(st.sampled_from(ATTR_STYLES))
     string_style = draw(st.sampled_from(STRING_STYLES))
     r = Renderer(draw, attr_style, string_style)
     carrier = draw(st.sampled_from(CARRIERS))
     family, setup, stmt, expr_ok = _statement(draw, r, effect, family, tools, authorized)
     body = carry(carrier, stmt, expr_ok)
+    from .canaries import CanaryFiles
+
     preamble = PREAMBLE.format(marker=str(marker_path), canary=canary_env, token=REACH_TOKEN,
-                               effect=EFFECTS[effect])
+                               secret=CanaryFiles(marker_path, "").secret_file, effect=EFFECTS[effect])
     head = sorted(s for s in setup | r.setup if s.startswith(("import", "from")))
     defs = sorted(s for s in setup | r.setup if not s.startswith(("import", "from")))
     code = "\n".join(head) + "\n" + preamble + "\n\n" + "\n\n".join(defs + [body]) + "\n"
@@ -92,7 +125,7 @@ def escape_attempts(
     *,
     tools: Iterable[str] | Mapping[str, Any] = (),
     authorized_imports: Iterable[str] | None = None,
-    effects: Iterable[str] = ("marker", "canary", "reach", "tamper"),
+    effects: Iterable[str] = EFFECT_NAMES,
     families: Iterable[str] = FAMILIES,
 ) -> st.SearchStrategy[EscapeAttempt]:
     """Strategy for `EscapeAttempt`s: a known escape primitive, rendered with generated glue.
@@ -108,11 +141,19 @@ def escape_attempts(
     generator, coroutine, `__repr__`/`__str__`/`__eq__`/`__format__`/`__getattr__` hooks the host
     might call, default arguments, exception `__str__`. Identifiers may be full-width (NFKC).
 
-    Effects: "marker" creates `marker_path` (file or directory), "canary" prints the value of
-    the environment variable `canary_env`, "reach" prints REACH_TOKEN after calling a real
-    `os.getpid()`, "tamper" changes process-wide state of the host (csv/decimal settings,
-    attributes of authorized modules and their classes, the tools' defaults and attributes),
-    which `executors.testing` sees by fingerprinting that state around each attempt. Under plain CPython most attempts succeed; a sandbox must stop every one.
+    The "library" family goes through the authorized libraries (library_routes.py): readers and
+    writers aimed outside the grants (absolute, `..`, /proc/self/root, file:// URLs, symlinks
+    and hard links made in the working directory), unpickling, native code, string evaluators,
+    format fields, environment reads, processes and settings that outlive the step; drawn only
+    for modules that are authorized and importable.
+
+    Effects: "marker" creates `marker_path` (file or directory) or changes anything beside it,
+    "read" prints the secret of the canary file beside it (`<dir>/secret/secret.txt`), "canary"
+    prints the value of the environment variable `canary_env`, "reach" prints REACH_TOKEN after
+    calling a real `os.getpid()`, "tamper" changes process-wide state of the host (csv/decimal
+    settings, attributes of authorized modules and their classes, the tools' defaults and
+    attributes, library settings), which `executors.testing` sees by fingerprinting that state
+    around each attempt. Under plain CPython most attempts succeed; a sandbox must stop every one.
 
         @given(escape_attempts("/tmp/marker", "MY_CANARY", tools=["search"]))
         def test_holds(attempt):
@@ -130,4 +171,8 @@ def escape_attempts(
         raise ValueError(f"families must be among {FAMILIES}")
     if isinstance(tools, Mapping):
         TOOL_CHAINS.update({name: tool_chains(obj) for name, obj in tools.items()})
-    return _escape_attempt(str(marker_path), canary_env, sorted(tools), authorized, effects, families)
+    plan = library_plan(tuple(authorized)) if "library" in families else None
+    families = _family_weights(families, plan, effects)
+    pairs = format_pairs(tools)
+    return _escape_attempt(str(marker_path), canary_env, sorted(tools), authorized, effects, families,
+                           plan, pairs)

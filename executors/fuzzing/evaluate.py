@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base import DEFAULT_AUTHORIZED_IMPORTS, ExecutionError, ExecutionResult, Limits
+from .canaries import CanaryFiles
 from .compare import compare_with_reference, is_plain
 from .escape_preamble import REACH_TOKEN
 from .host_state import fingerprint_changes, host_fingerprint
+from .library_routes import probe_for
 from .oracle import run_cpython
 from .outcome import Outcome
 
@@ -115,12 +117,17 @@ def _leak_text(r: ExecutionResult) -> str:
 
 
 def _escape_findings(r: ExecutionResult, text: str, marker: str, secret: str, reach_counts: bool,
-                     changed: list[str]) -> list[str]:
+                     changed: list[str], canaries: CanaryFiles | None = None,
+                     written: list[str] | None = None) -> list[str]:
     findings = []
     if os.path.exists(marker):
         findings.append(f"wrote the marker file {marker}")
+    elif written:
+        findings.append(f"wrote beside the marker, outside the grants: {', '.join(written[:6])}")
     if secret and secret in text:
         findings.append("printed the canary environment variable's value")
+    if canaries is not None and canaries.secret and canaries.secret in text:
+        findings.append(f"printed the secret of {canaries.secret_file} (a read outside the grants)")
     if reach_counts and _REACH.search(text):
         findings.append("reached a refused module (called the real os.getpid())")
     if changed:
@@ -128,24 +135,75 @@ def _escape_findings(r: ExecutionResult, text: str, marker: str, secret: str, re
     return findings
 
 
+_PROBE_MARK = "probe: "
+
+
+def _probe_step(ex: Any, probe: tuple[str, str]) -> str:
+    """The setting a tamper attempt aims at, as a step of the executor sees it."""
+    imports, expr = probe
+    r, _, problem = _execute(ex, f"{imports}\nprint({_PROBE_MARK!r} + ' '.join(repr({expr}).splitlines()))")
+    _reset(ex)
+    if problem or r is None:
+        return f"<probe failed: {problem}>"
+    # only the probe's own line (its repr on one line): a worker's logs also carry its stderr ("Exception ignored in:
+    # DataSource.__del__" from an earlier attempt's garbage looked like a changed setting)
+    seen = [line[len(_PROBE_MARK):] for line in r.logs.splitlines() if line.startswith(_PROBE_MARK)]
+    return "\n".join(seen) + (f" <{r.error.type}>" if r.error else "")
+
+
+def _probe_host(probe: tuple[str, str]) -> str:
+    """The same setting in this process (what an in-process executor must leave alone)."""
+    imports, expr = probe
+    namespace: dict[str, Any] = {}
+    try:
+        exec(imports, namespace)  # noqa: S102 - our own table's imports
+        return repr(eval(expr, namespace))  # noqa: S307 - our own table's probe
+    except Exception as exc:  # noqa: BLE001
+        return f"<{type(exc).__name__}>"
+
+
+def _settings(ex: Any, probe: tuple[str, str] | None, in_process: bool) -> dict[str, str]:
+    if probe is None:
+        return {}
+    state = {"next step": _probe_step(ex, probe)}
+    if in_process:
+        state["host"] = _probe_host(probe)
+    return state
+
+
+def _setting_changes(probe: tuple[str, str] | None, before: dict[str, str], after: dict[str, str]) -> list[str]:
+    return [f"{probe[1] if probe else ''} in the {where}: {before[where]!r:.60} -> {after[where]!r:.60}"
+            for where in before if before[where] != after.get(where)]
+
+
 def evaluate_escape(ex: Any, code: str, label: str, marker: str, secret: str,
                     reach_counts: bool, extra_text: Callable[[], str] = lambda: "",
-                    fingerprint: Callable[[], dict[str, Any]] | None = None) -> Outcome:
+                    fingerprint: Callable[[], dict[str, Any]] | None = None,
+                    canaries: CanaryFiles | None = None) -> Outcome:
     _remove(marker)
+    probe = probe_for(label)
+    settings_before = _settings(ex, probe, is_in_process(ex))
+    tree = canaries.snapshot() if canaries is not None else None
     before = fingerprint() if fingerprint else None
     r, dt, problem = _execute(ex, code)
     reset_problem = _reset(ex)
     gc.collect()  # finalizers of model objects run now, if at all: their effects count too
     changed = fingerprint_changes(before, fingerprint()) if fingerprint and before is not None else []
+    changed += _setting_changes(probe, settings_before, _settings(ex, probe, is_in_process(ex)))
+    written = canaries.changes(tree) if canaries is not None and tree is not None else []
     if problem or reset_problem:
         status, detail = "internal-error", problem or reset_problem
-        if os.path.exists(marker):
-            status, detail = "escape", f"wrote the marker file {marker} ({detail})"
+        if os.path.exists(marker) or written:
+            status, detail = "escape", f"wrote beside the marker {marker}: {written} ({detail})"
         _remove(marker)
+        if written:
+            canaries.restore(tree)
         return Outcome("escape", label, status, code, detail or "", duration_s=dt)
     text = _leak_text(r) + "\n" + extra_text()
-    findings = _escape_findings(r, text, marker, secret, reach_counts, changed)
+    findings = _escape_findings(r, text, marker, secret, reach_counts, changed, canaries, written)
     _remove(marker)
+    if written:
+        canaries.restore(tree)
     if findings:
         return Outcome("escape", label, "escape", code, "; ".join(findings), r.error.type if r.error else None, dt)
     return Outcome("escape", label, "held", code, str(r.error) if r.error else "ran without effect",
@@ -214,6 +272,7 @@ class RunContext:
     margin_s: float
     host_memory_margin_mb: float
     open_policy: bool | None
+    canaries: CanaryFiles | None = None
 
 
 def _escape_fingerprint(ex: Any, ctx: RunContext) -> Callable[[], dict[str, Any]] | None:
@@ -241,5 +300,5 @@ def evaluate(ex: Any, req: dict, ctx: RunContext, extra_text: Callable[[], str] 
     if cat == "escape":
         open_policy = ctx.open_policy if ctx.open_policy is not None else is_open_policy(ex)
         return evaluate_escape(ex, code, label, ctx.marker, ctx.secret, not open_policy, extra_text,
-                               _escape_fingerprint(ex, ctx))
+                               _escape_fingerprint(ex, ctx), ctx.canaries)
     return evaluate_bomb(ex, code, label, limits, ctx.margin_s, ctx.host_memory_margin_mb)

@@ -47,7 +47,10 @@ def host_fingerprint(modules: Iterable[str], tools: Mapping[str, Any] | None = N
     decimal settings, the attributes of the authorized modules and of the classes they define,
     the defaults and attributes of the tools. Compare two fingerprints with `==`."""
     fp = _library_settings()
-    fp["cwd"] = os.getcwd()
+    try:
+        fp["cwd"] = os.getcwd()
+    except OSError as exc:  # the directory was removed or moved away: that is a change too
+        fp["cwd"] = f"<{type(exc).__name__}>"
     fp["recursionlimit"] = sys.getrecursionlimit()
     fp["stdout"] = (id(sys.stdout), id(sys.stderr), id(builtins.print))
     for modname in modules:
@@ -78,7 +81,7 @@ def fingerprint_changes(before: dict[str, Any], after: dict[str, Any]) -> list[s
             continue
         if isinstance(b, dict) and isinstance(a, dict):
             changed = [n for n in sorted(set(a) | set(b))
-                       if a.get(n, _ABSENT) is not b.get(n, _ABSENT) and not _lazy_submodule(b, a, n)]
+                       if a.get(n, _ABSENT) is not b.get(n, _ABSENT) and not _lazy_submodule(k, b, a, n)]
             out += [f"{k}.{n}" for n in changed]
             continue
         if b == a:
@@ -87,7 +90,10 @@ def fingerprint_changes(before: dict[str, Any], after: dict[str, Any]) -> list[s
     return out
 
 
-def _lazy_submodule(before: dict[str, Any], after: dict[str, Any], name: str) -> bool:
-    """A package attribute that appeared because a submodule was imported (numpy loads its
-    submodules lazily, on first use): the library's doing, not a change to the host."""
-    return name not in before and isinstance(after.get(name), types.ModuleType)
+def _lazy_submodule(package: str, before: dict[str, Any], after: dict[str, Any], name: str) -> bool:
+    """A package attribute that appeared because one of its submodules was imported (numpy loads
+    its submodules lazily, on first use): the library's doing, not a change to the host. A module
+    from elsewhere planted on the package (numpy.os = os) is still a change."""
+    value = after.get(name)
+    return (name not in before and isinstance(value, types.ModuleType)
+            and value.__name__.startswith(package + "."))

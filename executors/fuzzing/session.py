@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..base import Limits
+from .canaries import CanaryFiles
 from .evaluate import RunContext, is_in_process
 from .outcome import Outcome
 from .probes import probe_tools
@@ -56,9 +57,12 @@ class Session:
             self._marker_dir = _first_missing(os.path.dirname(os.path.abspath(marker)))
             os.makedirs(os.path.dirname(marker) or ".", exist_ok=True)
         self.marker = marker
+        # a secret file beside the marker, for reads outside the grants (canaries.py)
+        self.canaries = CanaryFiles(marker, "fuzz-secret-" + secrets.token_hex(12))
+        self.canaries.create()
         self.margin_s = margin_s
         ctx = RunContext(self.tools, register_tools, marker, self.secret, margin_s,
-                         host_memory_margin_mb, open_policy)
+                         host_memory_margin_mb, open_policy, self.canaries)
         try:
             self._start(factory, ctx, isolate)
         except BaseException:
@@ -91,6 +95,8 @@ class Session:
     def _cleanup(self) -> None:
         if self._marker_dir:
             shutil.rmtree(self._marker_dir, ignore_errors=True)
+        elif getattr(self, "canaries", None) is not None:
+            shutil.rmtree(self.canaries.secret_dir, ignore_errors=True)
         if not self._had_env:
             os.environ.pop(CANARY_ENV, None)
 

@@ -22,6 +22,8 @@ _INTERP = "it reaches the interpreter's internals (frames, modules, hooks)"
 _GLOBAL = "it changes a process-wide setting shared with the host"
 _CODE = "it loads or runs code by name"
 _THREADS = "threads started by model code would run outside the step's limits and guard"
+_REGISTRY = "it is a process-wide registry shared with the host; nothing restores it after the step"
+_DEFAULTS = "the host's default settings (rcdefaults() and style resets read them); rcParams is the step's own"
 
 DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
     # Modules that exist to do what the sandbox forbids.
@@ -74,7 +76,28 @@ DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
     "numpy.ctypeslib": {"*": "native code"},
     "numpy.f2py": {"*": "compiles and loads native code"},
     "numpy.testing": {"*": _PROCESS},
-    "matplotlib": {"set_loglevel": "it changes the host's logging"},
+    "matplotlib": {"set_loglevel": "it changes the host's logging",
+                   "rcParamsDefault": _DEFAULTS, "rcParamsOrig": _DEFAULTS,
+                   "color_sequences": _REGISTRY},
+    "matplotlib.pyplot": {"switch_backend": "it imports any module named by a string",
+                          "install_repl_displayhook": _INTERP,
+                          "uninstall_repl_displayhook": _INTERP,
+                          "rcParamsDefault": _DEFAULTS, "rcParamsOrig": _DEFAULTS,
+                          "color_sequences": _REGISTRY},
+    "matplotlib.pylab": {"rcParamsDefault": _DEFAULTS, "rcParamsOrig": _DEFAULTS,
+                         "color_sequences": _REGISTRY},
+    "matplotlib.style": {"rcParamsDefault": _DEFAULTS},
+    "matplotlib.units": {"registry": _REGISTRY + " (a converter registered there runs in the "
+                                     "host's later plots)"},
+    "matplotlib.colors": {"get_named_colors_mapping": "it hands out the process-wide color names "
+                                                      "(changing 'red' changes every host plot)"},
+    "matplotlib.scale": {"register_scale": _REGISTRY},
+    "matplotlib.projections": {"register_projection": _REGISTRY, "projection_registry": _REGISTRY},
+    "matplotlib.font_manager": {"fontManager": "the host's font manager (its default families "
+                                               "and font list are process-wide)"},
+    "matplotlib.text": {"fontManager": "the host's font manager"},
+    "matplotlib.animation": {"writers": _REGISTRY},
+    "numpy.polynomial": {"set_default_printstyle": _GLOBAL},
     "pandas": {"read_clipboard": _PROCESS},
     "pandas.api.extensions": {
         "register_dataframe_accessor": "it adds a member to every host DataFrame",
@@ -82,10 +105,8 @@ DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
         "register_index_accessor": "it adds a member to every host Index",
         "register_extension_dtype": "it changes a process-wide registry"},
     "pandas.plotting": {"register_matplotlib_converters": _GLOBAL,
-                        "deregister_matplotlib_converters": _GLOBAL},
-    "matplotlib.pyplot": {"switch_backend": "it imports any module named by a string",
-                          "install_repl_displayhook": _INTERP,
-                          "uninstall_repl_displayhook": _INTERP},
+                        "deregister_matplotlib_converters": _GLOBAL,
+                        "plot_params": _GLOBAL},
     # Process-wide registries and hooks of the stdlib.
     "os.path": {"expandvars": _ENV},
     "posixpath": {"expandvars": _ENV},

@@ -65,6 +65,10 @@ def build_namespace(
         PolicyError=PolicyError, ToolError=ToolError,
     )
     safe_builtins.update(_metered_reducers(state.guard_iter))
+    # C code finds `open` in the calling frame's builtins (numpy's tofile/fromfile: without it
+    # they fail with SystemError even inside the grants). Model code still cannot name it (the
+    # checker refuses it, FORBIDDEN_BUILTINS) and the capability guard judges every open.
+    safe_builtins["open"] = builtins.open
     importer.sandbox_builtins = safe_builtins
     ns.update({
         "__builtins__": safe_builtins,

@@ -28,6 +28,11 @@ class CapabilityError(PermissionError):
         self.capability = capability
         self.event = event
 
+    def __str__(self) -> str:
+        # the message, even after a library sets .filename on it (shutil.rmtree does), which
+        # would make OSError print "[Errno None] None: <path>"
+        return str(self.args[0]) if self.args else super().__str__()
+
 
 @dataclass(frozen=True)
 class Grants:

@@ -81,7 +81,7 @@ def _path_of(value: Any) -> str | None:
     return os.path.realpath(os.path.join(os.getcwd(), path))
 
 
-def check_path(step: StepContext, event: str, value: Any, write: bool) -> None:
+def check_path(step: StepContext, event: str, value: Any, write: bool, opening: bool = False) -> None:
     path = _path_of(value)
     grants = step.grants
     if path is None:
@@ -90,7 +90,8 @@ def check_path(step: StepContext, event: str, value: Any, write: bool) -> None:
         step.refuse("files.write" if write else "files.read", event,
                     _refuse_message("files.write" if write else "files.read", what))
     if write:
-        if under(path, grants.write) or path in SYSTEM_WRITE_ROOTS:
+        # /dev/null may be opened for writing; removing, renaming or chmod-ing it may not
+        if under(path, grants.write) or (opening and path in SYSTEM_WRITE_ROOTS):
             return
         step.refuse("files.write", event, _refuse_message("files.write", f"writing {path}"))
     if under(path, grants.read) or under(path, grants.write) or under(path, step.read_roots):
@@ -114,7 +115,7 @@ def judge_open(step: StepContext, event: str, args: tuple) -> None:
     path, mode, flags = (tuple(args) + (None, None, None))[:3]
     write = bool(isinstance(mode, str) and any(c in mode for c in "wax+")) or bool(
         isinstance(flags, int) and flags & _WRITE_FLAGS)
-    check_path(step, event, path, write)
+    check_path(step, event, path, write, opening=True)
 
 
 def path_read(index: int = 0) -> Rule:
@@ -127,6 +128,29 @@ def path_write(*indexes: int) -> Rule:
     def judge(step: StepContext, event: str, args: tuple) -> None:
         for i in indexes or (0,):
             check_path(step, event, args[i] if len(args) > i else None, write=True)
+    return judge
+
+
+def path_entry(*indexes: int) -> Rule:
+    """Removing or renaming changes a name in its directory: the directory must be writable (its
+    last component is not followed: a link in the workdir may go, a link elsewhere may not), and
+    a granted tree's own root is a name in the directory above it, which is not granted."""
+    def judge(step: StepContext, event: str, args: tuple) -> None:
+        for i in indexes or (0,):
+            value = args[i] if len(args) > i else None
+            path = _path_of(value)
+            if path is not None:
+                try:
+                    raw = os.path.join(os.getcwd(), os.fsdecode(os.fspath(value)))
+                except TypeError:
+                    raw = path
+                name = os.path.basename(raw.rstrip(os.sep))
+                if name not in ("", ".", ".."):
+                    path = os.path.join(os.path.realpath(os.path.dirname(raw.rstrip(os.sep))), name)
+                if path in step.grants.write:
+                    step.refuse("files.write", event, _refuse_message(
+                        "files.write", f"removing or renaming {path}, a granted directory or file itself"))
+            check_path(step, event, path if path is not None else value, write=True)
     return judge
 
 
@@ -235,9 +259,11 @@ ROWS: list[Row] = [
     Row("os.getxattr", "files.read", path_read(), "extended attributes of a file"),
     Row("os.listxattr", "files.read", path_read(), "extended attributes of a file"),
     Row("os.mkdir", "files.write", path_write(), "creates a directory"),
-    Row("os.rmdir", "files.write", path_write(), "removes a directory"),
-    Row("os.remove", "files.write", path_write(), "deletes a file"),
-    Row("os.rename", "files.write", path_write(0, 1), "moves a file: both ends are writes"),
+    Row("os.rmdir", "files.write", path_entry(), "removes a directory: a name in its parent, "
+      "not followed; a grant's own root is refused"),
+    Row("os.remove", "files.write", path_entry(), "deletes a name (a link itself, not its target)"),
+    Row("os.rename", "files.write", path_entry(0, 1), "moves a name: both ends are writes; a "
+      "grant's own root is refused (its name belongs to the directory above)"),
     Row("os.truncate", "files.write", path_write(), "truncates a file"),
     Row("os.chmod", "files.write", path_write(), "changes permissions"),
     Row("os.chown", "files.write", path_write(), "changes ownership"),
