@@ -153,6 +153,18 @@ def test_numpy_file_methods_written_in_c_follow_the_grants(kind: str, area: dict
     assert sorted(os.listdir(area["outside"])) == ["data.txt"]
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_authorized_builtins_module_never_hands_out_the_forbidden_builtins(kind: str) -> None:
+    """The frames' builtins carry `open` for C code; `import builtins` (when a host authorizes it)
+    gives the sandbox's builtins without it, or eval/exec/compile, by any spelling."""
+    with make(kind, Access(), ["builtins"]) as ex:
+        for code in ("import builtins\nbuiltins.open", "import builtins\ngetattr(builtins, 'open')",
+                     "import builtins\nbuiltins.eval"):
+            assert ex.execute(code).error is not None, code
+        names = ex.execute("import builtins\nsorted(set(dir(builtins)) & {'open', 'eval', 'exec', 'compile'})")
+        assert names.error is None and names.output == []
+
+
 # ----------------------------------------------------------------------------- outside the grants
 
 

@@ -104,6 +104,23 @@ def _patch_random(members: Members, ctx: PatchContext) -> None:
             members[attr] = getattr(rng, attr)
 
 
+def _patch_numpy(members: Members, ctx: PatchContext) -> None:
+    # np.finfo(dtype) is one cached instance per process, shared with the host and pandas: the
+    # sandbox gets a private copy, so `np.finfo(np.float64).eps = 1.0` changes only its own.
+    shared_finfo = members.get("finfo")
+    if shared_finfo is None:
+        return
+
+    def finfo(dtype: Any) -> Any:
+        shared = shared_finfo(dtype)
+        own = object.__new__(type(shared))
+        own.__dict__.update(shared.__dict__)
+        return own
+
+    finfo.__doc__ = shared_finfo.__doc__
+    members["finfo"] = finfo
+
+
 def _patch_numpy_random(members: Members, ctx: PatchContext) -> None:
     # numpy's legacy functions (np.random.seed, rand, choice, ...) are methods of one global
     # RandomState shared with the host: each namespace gets its own, like `random`.
@@ -342,6 +359,7 @@ PATCHES: dict[str, Callable[[Members, PatchContext], None]] = {
     "time": _patch_time,
     "itertools": _patch_itertools,
     "random": _patch_random,
+    "numpy": _patch_numpy,
     "numpy.random": _patch_numpy_random,
     "matplotlib": _patch_matplotlib,
     "matplotlib.pyplot": _patch_pyplot,

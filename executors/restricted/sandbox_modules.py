@@ -18,6 +18,7 @@ from .budget import RunState
 from .errors import ImportPolicyError
 from .host_guard import HostGuard
 from .library_rules import hidden_reason, module_refusal
+from .policy import FORBIDDEN_BUILTINS
 from .module_patches import PatchContext, patch_members
 from .policy import HIDDEN_MODULE_MEMBERS, IO_ALLOWED
 
@@ -160,7 +161,9 @@ class SandboxImporter:
 
     def _members(self, name: str, module: types.ModuleType) -> dict[str, Any]:
         if name == "builtins":  # the sandbox's own builtins, never the host's
-            return {k: v for k, v in self.sandbox_builtins.items() if not k.startswith("_")}
+            # (the frame's builtins carry `open` for C code, e.g. numpy's tofile: never hand it out)
+            return {k: v for k, v in self.sandbox_builtins.items()
+                    if not k.startswith("_") and k not in FORBIDDEN_BUILTINS}
         hidden = HIDDEN_MODULE_MEMBERS.get(name, {})
         members: dict[str, Any] = {}
         public = getattr(module, "__all__", None)
