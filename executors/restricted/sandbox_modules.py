@@ -18,9 +18,8 @@ from .budget import RunState
 from .errors import ImportPolicyError
 from .host_guard import HostGuard
 from .library_rules import hidden_reason, module_refusal
-from .policy import FORBIDDEN_BUILTINS
 from .module_patches import PatchContext, patch_members
-from .policy import HIDDEN_MODULE_MEMBERS, IO_ALLOWED
+from .policy import FORBIDDEN_BUILTINS, HIDDEN_MODULE_MEMBERS, IO_ALLOWED
 
 # Submodules that are part of what their parent is for (`os.path` is posixpath): authorizing the
 # parent authorizes them.
