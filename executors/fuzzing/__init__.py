@@ -11,6 +11,7 @@ What generates examples (hypothesis strategies):
                          and a carrier (escape_rendering.py), aimed at an effect (escape_preamble.py)
     library_escapes.py   the "library" family: library carriers x payload routes (the tables in
                          library_routes.py), drawn for the authorized, importable modules only
+    attempt.py           EscapeAttempt, what both of them build
     bombs.py             resource_bombs(): time, memory, output, recursion and process bombs
 What judges them:
     oracle.py            the CPython reference (also the differential tests' oracle)
@@ -40,7 +41,7 @@ from typing import Any
 
 _LAZY = {
     # strategies
-    "programs": ".program_strategy", "escape_attempts": ".escapes", "EscapeAttempt": ".escapes",
+    "programs": ".program_strategy", "escape_attempts": ".escapes", "EscapeAttempt": ".attempt",
     "resource_bombs": ".bombs", "Bomb": ".bombs", "BOMB_KINDS": ".bombs",
     "REACH_TOKEN": ".escape_preamble",
     # checks

@@ -9,10 +9,10 @@ authorized libraries instead (library_escapes.py: a library carrier fed a payloa
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ._hypothesis import st
+from .attempt import EscapeAttempt
 from .escape_preamble import EFFECTS, PREAMBLE, REACH_TOKEN
 from .escape_primitives import SOURCES, TOOL_CHAINS, direct, format_attempt, tamper, tool_chains
 from .escape_rendering import ATTR_STYLES, CARRIERS, STRING_STYLES, Renderer, carry
@@ -23,34 +23,6 @@ __all__ = ["EscapeAttempt", "escape_attempts", "FAMILIES", "REACH_TOKEN"]
 FAMILIES = ("dunder_walk", "module_pivot", "frames", "builtins", "tool_internals",
             "refused_import", "format_string", "direct", "stdlib_eval", "library")
 EFFECT_NAMES = ("marker", "canary", "reach", "tamper", "read")
-
-
-@dataclass(frozen=True)
-class EscapeAttempt:
-    """One generated escape program.
-
-    family: the primitive it uses (dunder_walk, format_string, frames, module_pivot, builtins,
-        tool_internals, refused_import, direct, library; hooks are carriers, fullwidth an encoding).
-    effect: what it tries to do — "marker" (create `marker_path`, or change anything beside it),
-        "canary" (print the value of the `canary_env` environment variable), "read" (print the
-        secret of the canary file beside the marker), "reach" (print REACH_TOKEN after calling a
-        real `os.getpid()`) or "tamper" (change process-wide state of the host).
-    route: for the library family, the library carrier and the payload route it was fed
-        ("pandas.read_csv+symlink:os", "numpy.load:bytes+os.mkdir", "matplotlib.rcParams").
-    """
-
-    code: str
-    family: str
-    effect: str
-    carrier: str = "plain"
-    encoding: str = "literal"
-    route: str = ""
-
-    @property
-    def label(self) -> str:
-        if self.route:
-            return f"{self.family}/{self.effect}/{self.route}/{self.carrier}/{self.encoding}"
-        return f"{self.family}/{self.effect}/{self.carrier}/{self.encoding}"
 
 
 def _statement(draw: Any, r: Renderer, effect: str, family: str, tools: list[str],

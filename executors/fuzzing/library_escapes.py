@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._hypothesis import st
+from .attempt import EscapeAttempt
 from .escape_rendering import ATTR_STYLES, CARRIERS, STRING_STYLES, Renderer, carry
 from .library_routes import (
     BYTE_WRITERS,
@@ -300,8 +301,6 @@ def format_pairs(tools: Iterable[str] | Mapping[str, Any]) -> tuple[tuple[str, s
 def library_attempts(draw: Any, targets: Targets, plan: LibraryPlan, effects: tuple[str, ...],
                      pairs: tuple[tuple[str, str], ...]) -> Any:
     """One library attempt (an `EscapeAttempt` of family "library"); `pairs`: format_pairs()."""
-    from .escapes import EscapeAttempt
-
     # the effect, then the kind of carrier, then a row: each class of escape gets its share of
     # the draws however many rows it has (there are many more writers than native-code loaders)
     available = [e for e in ("read", "marker", "canary", "tamper") if e in effects and plan.rows((e,))]
