@@ -1,7 +1,8 @@
 """The conversation the agent sends to the model, trimmed to a token budget.
 
-Layout: system prompt, the task (user), then per step the model's reply (assistant) and the
-observation (user). Roles alternate, which chat templates of weak local models require. When the
+Layout: system prompt, worked examples if any (user / assistant turns, for weak models), the task
+(user), then per step the model's reply (assistant) and the observation (user). Roles alternate,
+which chat templates of weak local models require. When the
 history outgrows the budget, the oldest steps go first; the system prompt and the task always stay,
 and the model is told that earlier steps were dropped (their variables still exist).
 """
@@ -54,6 +55,14 @@ class Memory:
     steps: list[tuple[str, str]] = field(default_factory=list)  # (assistant text, observation message)
     last_dropped: int = 0
     _costs: list[int] = field(default_factory=list, repr=False)  # estimated tokens of each step
+    # Worked examples between the system prompt and the task: user / assistant turns that end with
+    # an assistant turn. Always sent, like the system prompt (they are short).
+    examples: list[dict[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        roles = [m.get("role") for m in self.examples]
+        if roles and (roles != ["user", "assistant"] * (len(roles) // 2) or len(roles) % 2):
+            raise ValueError("examples must be user / assistant turns, in pairs, starting with user")
 
     def add_step(self, assistant_text: str, observation_message: str) -> None:
         self.steps.append((assistant_text, observation_message))
@@ -69,6 +78,7 @@ class Memory:
         dropped = 0
         if budget_tokens is not None:
             fixed = estimate_tokens(self.system_prompt) + estimate_tokens(self.task) + 60
+            fixed += sum(estimate_tokens(str(m.get("content") or "")) for m in self.examples)
             if note:
                 fixed += estimate_tokens(note)
             available = budget_tokens - fixed
@@ -92,7 +102,8 @@ class Memory:
                 f"\n\n[Steps 1-{dropped} were dropped from this conversation to fit the context window. "
                 "Variables they defined still exist.]"
             )
-        out = [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": task}]
+        out = [{"role": "system", "content": self.system_prompt}, *(dict(m) for m in self.examples),
+               {"role": "user", "content": task}]
         for assistant, observation in kept:
             out.append({"role": "assistant", "content": assistant})
             out.append({"role": "user", "content": observation})

@@ -380,7 +380,7 @@ def test_clashing_nested_models_keep_apart():
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instance=_instances())
 def test_every_schema_instance_is_a_valid_call(instance):
-    from codeagent._parsing_json import tool_calls_to_code
+    from codeagent.parsing.json_calls import tool_calls_to_code
 
     code = to_call(instance, TOOLS)
     tree = ast.parse(code)
