@@ -1,6 +1,7 @@
 """codeagent: agents that act by writing Python, run by the `executors` package.
 
-Public names only, imported lazily so that `import codeagent` stays cheap.
+Public names only, imported lazily so that `import codeagent` stays cheap. The map of the
+modules and of one agent step: docs/architecture.md.
 """
 
 from __future__ import annotations

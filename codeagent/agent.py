@@ -9,10 +9,15 @@ One step is four moves, each a method of `_CodeRun`:
 Steps repeat until the code calls `final_answer(...)` or `max_steps` is reached. Everything the user
 sees is in `RunResult` (from `run`) or in the typed events of `stream`; model and executor failures
 end the run with a status, not with an exception.
+
+Figures a step produced (`ExecutionResult.attachments`) are recorded in the step, saved in the
+agent's `output_dir` when it has one, and shown to the model: as images when it can see them
+(`model.vision`), else as one line each ("[figure 1: 640×480 PNG, 23 kB, saved as …]").
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Generator, Iterable, Iterator, Mapping
 from typing import Any, Literal, overload
@@ -20,9 +25,11 @@ from typing import Any, Literal, overload
 from executors.base import ExecutionResult, Executor, ExecutorError, Limits, normalize_imports
 from executors.importable import ensure_importable
 
+from .attachments import AttachmentRecord, describe_line, image_part, is_sendable_image
 from .constrain.request import model_spelling, spelling_kind
 from .events import CodeAction, ErrorEvent, Event, ModelReplyEvent, Notice, RunEnd
 from .formats import DEFAULT_CODE_TAGS, ActionFormat, CodeBlock, normalize_code
+from .grants import access_rule, files_section
 from .memory import Memory, truncate_middle
 from .models import Model, check_model
 from .parsing import CodeParseError
@@ -65,6 +72,12 @@ class CodeAgent:
     max_observation_chars: observations are cut head+tail to this many characters.
     action_format: how the model writes its action (`codeagent.formats`): `CodeBlock()` (default)
         or `SingleCall(bundleable=...)` for very weak models; it brings its own prompt template.
+    access: the files and network the default executor grants (`executors.Access`); with
+        executor=..., give it to that executor instead. Either way the agent reads the executor's
+        grants and lists what the code can see in the system prompt.
+    output_dir: where figures the code produces are saved as the run goes
+        (`<run_id>.figure-1.png`, ...), so the model and the events can name the file; None: they
+        stay in the RunResult (whose `save(path)` writes them beside the JSON).
 
     Constrained decoding: when the model constrains its output (`OpenAIModel(constrain=...)`), each
     run asks it which spelling it uses (an "auto" model probes its endpoint at first use) and the
@@ -89,8 +102,11 @@ class CodeAgent:
         empty_reply_retries: int = 3,
         action_format: ActionFormat | None = None,
         additional_authorized_imports: Iterable[str] | None = None,
+        access: Any = None,
+        output_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         check_agent_arguments(model, tools, executor)
+        _check_access(access, executor)
         _check_int("max_steps", max_steps, 1)
         _check_int("max_observation_chars", max_observation_chars, 200)
         _check_int("empty_reply_retries", empty_reply_retries, 0)
@@ -111,6 +127,8 @@ class CodeAgent:
         self._template_override = system_prompt_template
         self._authorized_imports = list(authorized_imports) if authorized_imports is not None else None
         self._limits = limits
+        self._access = access
+        self.output_dir = output_dir
         self._executor = executor
         self._owns_executor = executor is None
         self._tools_given_to: Executor | None = None  # executors keep tools across reset()
@@ -124,7 +142,8 @@ class CodeAgent:
             from executors.local import LocalExecutor
 
             self._executor = LocalExecutor(
-                tools=dict(self.tools), authorized_imports=self._authorized_imports, limits=self._limits
+                tools=dict(self.tools), authorized_imports=self._authorized_imports, limits=self._limits,
+                access=self._access,
             )
             self._tools_given_to = self._executor
         return self._executor
@@ -160,6 +179,8 @@ class CodeAgent:
             "close": self.code_tags[1],
             "tools": self.action_format.render_tools(),
             "authorized_imports": imports_text,
+            "access": access_rule(self.executor),
+            "files": files_section(self.executor),
             "instructions": f"\n{self.instructions.strip()}\n" if self.instructions else "",
             **self.action_format.prompt_fields(),
         }
@@ -206,7 +227,7 @@ class _CodeRun:
 
     def __init__(self, agent: CodeAgent, task: str, variables: Mapping[str, Any] | None, reset: bool) -> None:
         self.agent = agent
-        self.rec = Recorder(agent.model, task)
+        self.rec = Recorder(agent.model, task, agent.output_dir)
         self.variables = variables
         self.reset = reset
         self.format = agent.action_format
@@ -314,21 +335,26 @@ class _CodeRun:
         final = result.is_final_answer
         failed = result.error is not None and not final
         record.logs, record.output_repr = result.logs, result.output_repr
-        record.observation = observation_text(result, self.agent.max_observation_chars, final=final)
+        attached = rec.attach(step, result.attachments)
+        shown = [a for a in attached if is_sendable_image(a.media_type)] if sees_images(self.agent.model) else []
+        figures = "\n".join(describe_line(a, shown=a in shown) for a in attached)
+        record.observation = observation_text(result, self.agent.max_observation_chars, final=final,
+                                              figures=figures)
         if final:
             rec.answer(step, result.output, result.output_repr)
         else:
             note = None if failed else self.format.observation_note()
-            self._remember(said, f"{record.observation}\n{note}" if note else record.observation)
+            self._remember(said, f"{record.observation}\n{note}" if note else record.observation, shown)
         # an execution error is the model's to fix: it reads it in the observation
         error = (ErrorKind.EXECUTION, str(result.error)) if failed else None
         yield from rec.observed(step, error, logs=result.logs, output_repr=result.output_repr)
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _messages(self, note: str | None) -> list[dict[str, str]]:
+    def _messages(self, note: str | None) -> list[dict[str, Any]]:
         assert self.memory is not None
-        return self.memory.messages(self.agent.max_context_tokens, note=note)
+        return self.memory.messages(self.agent.max_context_tokens, note=note,
+                                    images=sees_images(self.agent.model))
 
     def _send(self, messages: list[dict[str, str]]) -> ModelReply:
         constraint = self.format.constraint()
@@ -345,9 +371,9 @@ class _CodeRun:
             return text.rstrip() + "\n" + close_tag
         return text
 
-    def _remember(self, said: str, observation: str) -> None:
+    def _remember(self, said: str, observation: str, images: list[AttachmentRecord] | None = None) -> None:
         assert self.memory is not None
-        self.memory.add_step(said, "Observation:\n" + observation)
+        self.memory.add_step(said, "Observation:\n" + observation, [image_part(a) for a in images or ()])
 
     def _refuse(self, step: Step, kind: ErrorKind, message: str, said: str) -> ErrorEvent:
         """The action did not run: the model is told why, as the step's observation."""
@@ -388,6 +414,24 @@ def check_agent_arguments(model: Any, tools: Any, executor: Any) -> None:
                         f"{type(executor).__name__}")
 
 
+def sees_images(model: Any) -> bool:
+    """Whether the model takes images: its `vision` attribute is True (OpenAIModel(vision=...))."""
+    return getattr(model, "vision", False) is True
+
+
+def _check_access(access: Any, executor: Any) -> None:
+    if access is None:
+        return
+    from executors.access import Access
+
+    if not isinstance(access, Access):
+        raise TypeError(f"access must be an executors.Access, e.g. Access(read=['data/']), not "
+                        f"{type(access).__name__}")
+    if executor is not None:
+        raise ValueError("access configures the default executor; when you pass executor=..., give "
+                         "access=... to that executor's constructor instead (the agent reads its grants)")
+
+
 def _check_int(name: str, value: Any, minimum: int, *, none: str = "") -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         also = f" (or {none})" if none else ""
@@ -418,8 +462,12 @@ def _has_text(reply: ModelReply) -> bool:
     return bool(reply.text.strip())
 
 
-def observation_text(result: ExecutionResult, budget: int, *, final: bool = False) -> str:
-    """What the model sees after its code ran: printed output, error or last value, within `budget`."""
+def observation_text(result: ExecutionResult, budget: int, *, final: bool = False, figures: str = "") -> str:
+    """What the model sees after its code ran: printed output, error or last value, then one line
+    per figure (`figures`, kept whole), within `budget`."""
+    if figures:
+        figures = truncate_middle(figures, budget // 3)
+        budget = max(budget - len(figures) - 1, 200)
     parts: list[str] = []
     if result.state_lost:
         parts.append("Note: the Python process was restarted; variables from earlier steps are gone.")
@@ -438,5 +486,6 @@ def observation_text(result: ExecutionResult, budget: int, *, final: bool = Fals
         parts.append("Printed output:\n" + truncate_middle(result.logs.rstrip("\n"), room))
     parts.extend(tail)
     if not parts:
-        return NOTHING_TO_SHOW
-    return truncate_middle("\n".join(parts), budget)
+        return figures or NOTHING_TO_SHOW
+    text = truncate_middle("\n".join(parts), budget)
+    return f"{text}\n{figures}" if figures else text

@@ -1,6 +1,7 @@
 """The `codeagent` command: `run` a task with a model, `exec` a file in an executor, `demo`, `fuzz`.
 
 Exit status: 0 success, 1 the run or the code failed, 2 usage or setup errors.
+What it prints lives in `cli_render`; the file and network flags (`--read`, ...) in `cli_access`.
 """
 
 from __future__ import annotations
@@ -12,24 +13,19 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NoReturn, TextIO
+from pathlib import Path
+from typing import Any, NoReturn
 
 from executors.base import ExecutorError, Limits
 
+from .cli_access import GrantError, access_from_args, add_access_options, grant_error
+from .cli_render import HumanPrinter, drive, save_run, show_answer, show_saved
 from .constrain.request import SPELLINGS
-from .events import (
-    NOT_JSON,
-    CodeAction,
-    ErrorEvent,
-    Event,
-    FinalAnswerEvent,
-    ModelReplyEvent,
-    Observation,
-    RunEnd,
-    RunStart,
-    plain_json,
-)
+from .events import NOT_JSON, plain_json
 from .run import ErrorKind
+
+__all__ = ["main", "build_parser", "make_executor", "make_model", "load_tools", "UsageError",
+           "HumanPrinter", "drive", "show_answer"]
 
 EXECUTORS = ("local", "subprocess", "docker")
 
@@ -76,8 +72,9 @@ def count(minimum: int) -> Callable[[str], int]:
 
 
 def make_executor(name: str, *, tools: Any = None, authorized_imports: Sequence[str] | None = None,
-                  limits: Limits | None = None) -> Any:
-    """Create the executor named on the command line; the non-local ones are imported lazily."""
+                  limits: Limits | None = None, access: Any = None) -> Any:
+    """Create the executor named on the command line; the non-local ones are imported lazily.
+    access: an `executors.Access` (the --read/--write/--workdir/--network flags), or None."""
     targets = {"local": ("executors.local", "LocalExecutor"),
                "subprocess": ("executors.process", "SubprocessExecutor"),
                "docker": ("executors.container", "DockerExecutor")}
@@ -89,10 +86,25 @@ def make_executor(name: str, *, tools: Any = None, authorized_imports: Sequence[
         cls = getattr(importlib.import_module(module_name), cls_name)
     except (ImportError, AttributeError) as exc:
         raise UsageError(f"the {name} executor is not available in this installation: {exc}")
+    from executors.access import AccessError
+
+    options = {"access": access} if access is not None else {}
     try:
-        return cls(tools=tools, authorized_imports=authorized_imports, limits=limits)
+        return cls(tools=tools, authorized_imports=authorized_imports, limits=limits, **options)
+    except AccessError as exc:  # a grant the executor refuses: name the flag
+        raise UsageError(grant_error(exc))
     except Exception as exc:
         raise UsageError(f"cannot start the {name} executor: {type(exc).__name__}: {exc}")
+
+
+def executor_from_args(args: argparse.Namespace, **options: Any) -> Any:
+    """The executor the flags ask for: --executor, --import, --timeout and the grants."""
+    try:
+        access = access_from_args(args)
+    except GrantError as exc:
+        raise UsageError(str(exc))
+    return make_executor(args.executor, authorized_imports=args.imports, limits=_limits(args), access=access,
+                         **options)
 
 
 def check_imports(executor: str, imports: Sequence[str] | None) -> None:
@@ -175,86 +187,6 @@ def _limits(args: argparse.Namespace) -> Limits | None:
     return None if timeout is None else Limits(timeout_s=timeout)
 
 
-# -- rendering -----------------------------------------------------------------------------------
-
-
-def _indent(text: str, prefix: str = "    ") -> str:
-    return "\n".join(prefix + line if line else prefix.rstrip() for line in text.splitlines()) or prefix
-
-
-def show_answer(output: Any, output_repr: str | None) -> str:
-    """A final answer for humans: strings as they are, other values as the sandbox rendered them."""
-    if type(output) is str:
-        return output
-    if output_repr is not None:
-        return output_repr
-    safe = plain_json(output)
-    return "None" if safe is NOT_JSON else json.dumps(safe, ensure_ascii=False)
-
-
-class HumanPrinter:
-    """Shows each step as it happens: reply, code, observation, progress."""
-
-    def __init__(self, out: TextIO, *, scripted_note: str | None = None) -> None:
-        self.out = out
-        self.scripted_note = scripted_note
-        self.max_steps = 0
-        self.tokens = 0
-
-    def __call__(self, event: Event) -> None:
-        w = self.out.write
-        if isinstance(event, RunStart):
-            self.max_steps = event.max_steps
-            label = f"{event.model} (scripted)" if event.scripted else event.model
-            w(f"task: {event.task}\nmodel: {label} · executor: {event.executor} · tools: "
-              f"{', '.join(event.tools) or '(none)'} · max {event.max_steps} steps\n")
-            if event.scripted and self.scripted_note:
-                w(self.scripted_note + "\n")
-        elif isinstance(event, ModelReplyEvent):
-            self.tokens += event.usage.total_tokens
-            w(f"\n── step {event.step}/{self.max_steps} ── model {event.duration_s:.2f} s, "
-              f"{event.usage.total_tokens} tokens\n")
-            if event.reasoning:
-                w(f"  (reasoning: {len(event.reasoning)} characters, kept out of the code)\n")
-            thought = event.text.split("<code>", 1)[0].strip()
-            if thought:
-                w(_indent(thought[:600], "  ") + "\n")
-        elif isinstance(event, CodeAction):
-            w("  code:\n" + _indent(event.code, "  │ ") + "\n")
-        elif isinstance(event, Observation):
-            w(f"  observation ({event.duration_s * 1000:.1f} ms):\n" + _indent(event.observation[:2000], "  │ ") + "\n")
-        elif isinstance(event, ErrorEvent):
-            if event.kind != ErrorKind.EXECUTION:  # execution errors are already in the observation
-                w(f"  error ({event.kind}): {event.message}\n")
-        elif isinstance(event, FinalAnswerEvent):
-            w(f"  final_answer called at step {event.step}\n")
-        elif isinstance(event, RunEnd):
-            w("\n")
-            if event.status == "success":
-                w(f"✓ answer: {show_answer(event.output, event.output_repr)}\n")
-            else:
-                w(f"✗ {event.status}: {event.error}\n")
-            w(f"  {event.steps} step(s), {event.duration_s:.2f} s, {event.usage.total_tokens} tokens "
-              f"({event.usage.prompt_tokens} prompt + {event.usage.completion_tokens} completion)\n")
-        self.out.flush()
-
-
-def drive(agent: Any, task: str, *, as_json: bool, out: TextIO, scripted_note: str | None = None) -> Any:
-    """Stream the run to `out` (NDJSON or human) and return the RunResult."""
-    printer = HumanPrinter(out, scripted_note=scripted_note)
-    end: RunEnd | None = None
-    for event in agent.stream(task):
-        if as_json:
-            out.write(event.to_json() + "\n")
-            out.flush()
-        else:
-            printer(event)
-        if isinstance(event, RunEnd):
-            end = event
-    assert end is not None
-    return end.result
-
-
 # -- commands --------------------------------------------------------------------------------
 
 
@@ -263,18 +195,22 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     tools = load_tools(args.tools or ())
     model = make_model(args)
-    executor = make_executor(args.executor, authorized_imports=args.imports, limits=_limits(args))
+    executor = executor_from_args(args)
     with executor:
         try:
             agent = CodeAgent(model, tools=tools, executor=executor, max_steps=args.max_steps,
-                              max_context_tokens=args.context_tokens)
+                              max_context_tokens=args.context_tokens, output_dir=args.out)
         except (TypeError, ValueError) as exc:  # e.g. two --tools with the same name
             raise UsageError(str(exc))
         with agent:
             result = drive(agent, args.task, as_json=args.json, out=sys.stdout)
     _report_adaptations(model)
+    saved: list[Path] = []
+    if args.out:
+        saved = save_run(result, args.out)
     if args.save:
-        result.save(args.save)
+        saved += [p for p in [result.save(args.save), *result.saved_files()] if p not in saved]
+    show_saved(saved, sys.stderr if args.json else sys.stdout)  # NDJSON on stdout stays NDJSON
     return 0 if result.success else 1
 
 
@@ -303,18 +239,35 @@ def read_source(name: str) -> str:
                          "save it as UTF-8")
 
 
+def save_attachments(attachments: Sequence[Any], out_dir: str | None) -> list[dict[str, Any]]:
+    """`exec --out DIR`: each attachment as DIR/exec.figure-<n>.<suffix>; their metadata, with the file."""
+    from .attachments import AttachmentRecord
+
+    records = []
+    for i, attachment in enumerate(attachments, 1):
+        record = AttachmentRecord.of(attachment, step=1, index=i)
+        if out_dir:
+            target = Path(out_dir) / record.file_name("exec")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(attachment.data)
+            record.file = str(target)
+        records.append(record)
+    return [r.metadata() | {"description": r.describe()} for r in records]
+
+
 def cmd_exec(args: argparse.Namespace) -> int:
     code = read_source(args.file)
-    executor = make_executor(args.executor, authorized_imports=args.imports, limits=_limits(args))
+    executor = executor_from_args(args)
     with executor:
         result = executor.execute(code)
+    figures = save_attachments(result.attachments, args.out)
     if args.json:
         safe = plain_json(result.output)
         print(json.dumps({
             "output": None if safe is NOT_JSON else safe,
             "output_repr": result.output_repr, "logs": result.logs, "is_final_answer": result.is_final_answer,
             "error": result.error.to_dict() if result.error else None, "duration_s": result.duration_s,
-            "state_lost": result.state_lost,
+            "state_lost": result.state_lost, "attachments": figures,
         }))
     else:
         if result.logs:
@@ -323,6 +276,9 @@ def cmd_exec(args: argparse.Namespace) -> int:
             print(f"final answer: {show_answer(result.output, result.output_repr)}")
         elif result.output_repr is not None:
             print(f"out: {result.output_repr}")
+        for figure in figures:
+            where = f"saved as {figure['file']}" if figure["file"] else "not saved: pass --out DIR to keep it"
+            print(f"{figure['description']} ({where})")
         if result.error:
             print(f"error: {result.error}", file=sys.stderr)
         print(f"({args.executor} executor, {result.duration_s * 1000:.1f} ms)", file=sys.stderr)
@@ -401,6 +357,7 @@ def _executor_options(p: argparse.ArgumentParser, *, imports: bool = True) -> No
                             "submodules (repeatable)")
         p.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
                        help=f"time limit per code action, in seconds (default: {Limits().timeout_s:g})")
+        add_access_options(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -418,7 +375,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--context-tokens", type=count(1), default=16_000, metavar="N",
                      help="budget of the history sent to the model, in estimated tokens (default: 16000)")
     run.add_argument("--json", action="store_true", help="print NDJSON events instead of the human view")
-    run.add_argument("--save", metavar="PATH", help="save the RunResult as JSON")
+    run.add_argument("--save", metavar="PATH", help="save the RunResult as JSON (its figures beside it)")
+    run.add_argument("--out", metavar="DIR", help="save the run as DIR/<run_id>.json and the figures its code "
+                                                  "makes as DIR/<run_id>.figure-<n>.png, as they come")
     run.add_argument("--constrain", choices=("none", "auto", *SPELLINGS), default="none",
                      help="constrained decoding: auto probes what the endpoint honours; json_schema, "
                           "json_object, grammar, guided_json, guided_grammar force a spelling (default: none)")
@@ -430,6 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     _executor_options(ex)
     ex.add_argument("--json", action="store_true",
                     help="print the result as one JSON object (output, logs, error, ...)")
+    ex.add_argument("--out", metavar="DIR", help="save the figures the code makes as DIR/exec.figure-<n>.png")
 
     demo = sub.add_parser("demo", help="a multi-tool data task solved in one code action",
                           description="Sales/inventory analysis over three tools. Uses a real model when "

@@ -100,11 +100,16 @@ class CodeAction(Event):
 
 
 class Observation(Event):
+    """attachments: the step's figures as metadata (`AttachmentRecord` fields: name, media_type,
+    width, height, size, file); the bytes are not in the event: they are in the file when the
+    run has an output_dir, and in the RunResult."""
+
     type: Literal["observation"] = "observation"
     observation: str
     logs: str = ""
     output_repr: str | None = None
     duration_s: float = 0.0
+    attachments: list[dict[str, Any]] = []
 
 
 class ErrorEvent(Event):

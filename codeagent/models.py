@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from .attachments import IMAGE_TOKENS, content_text, has_images, strip_images, vision_capable
 from .constrain.request import Constraint, check_constrain
 from .parsing.reasoning import split_reasoning
 from .replies import ModelReply, ToolCall, Usage
@@ -100,14 +101,18 @@ def cut_at_stop(text: str, stop: Sequence[str] | None) -> str:
 
 def merge_system_into_user(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """For endpoints without a system role: prepend the system text to the first user message."""
-    system = [str(m.get("content") or "") for m in messages if m.get("role") == "system"]
+    system = [content_text(m.get("content")) for m in messages if m.get("role") == "system"]
     rest = [dict(m) for m in messages if m.get("role") != "system"]
     if not system:
         return rest
     preamble = "\n\n".join(system)
     for m in rest:
         if m.get("role") == "user":
-            m["content"] = f"{preamble}\n\n{m.get('content') or ''}"
+            content = m.get("content")
+            if isinstance(content, list):  # text and images: the preamble is one more text part, first
+                m["content"] = [{"type": "text", "text": preamble}, *content]
+            else:
+                m["content"] = f"{preamble}\n\n{content or ''}"
             return rest
     return [{"role": "user", "content": preamble}, *rest]
 
@@ -132,8 +137,12 @@ class OpenAIModel:
     request_options: extra request fields (`temperature`, `max_tokens`, or server-specific ones,
         which are sent through `extra_body`).
     max_retries / timeout: the SDK's retry (429, 5xx, connection errors) and per-request timeout.
-    adapt: when the server answers HTTP 400 about `stop` or the system role, switch that option
-        off and retry once (recorded in `.adaptations`), instead of failing the run.
+    adapt: when the server answers HTTP 400 about `stop`, the system role or images, switch that
+        option off and retry once (recorded in `.adaptations`), instead of failing the run.
+    vision: whether the model takes images (figures the agent's code made are then sent as image
+        parts of the observation). "auto" (default): True for model names known to (gpt-4o, gpt-4.1,
+        claude-3, gemini, llava, qwen2.5-vl, pixtral, ... see `codeagent.attachments`), else False.
+        A model without vision reads a one-line description of each figure instead.
     constrain: constrained decoding, for the requests an agent sends with a `Constraint`: None (no
         constraint), a spelling ("json_schema": OpenAI's response_format, also vLLM's and Ollama's;
         "json_object": llama-cpp-python's {"type": "json_object", "schema": ...}; "grammar": a GBNF
@@ -161,12 +170,16 @@ class OpenAIModel:
         timeout: float = 120.0,
         adapt: bool = True,
         client: Any = None,
+        vision: bool | str = "auto",
         constrain: str | None = None,
     ) -> None:
         if not isinstance(model_id, str) or not model_id.strip():
             raise TypeError(f"OpenAIModel needs the model's name as a string, e.g. OpenAIModel('gpt-4o-mini'), "
                             f"got {model_id!r}")
+        if vision not in (True, False, "auto"):
+            raise ValueError(f"vision must be True, False or 'auto' (known vision model names), got {vision!r}")
         self.model_id = model_id
+        self.vision: bool = vision_capable(model_id) if vision == "auto" else bool(vision)
         self.timeout = timeout
         self.adapt = adapt
         self.adaptations: list[str] = []
@@ -195,6 +208,8 @@ class OpenAIModel:
     ) -> dict[str, Any]:
         """The `create` arguments; `fields`: the constraint's request fields (`_constraint_fields`)."""
         msgs = merge_system_into_user(messages) if not self.system_role else [dict(m) for m in messages]
+        if not self.vision and has_images(msgs):
+            msgs = strip_images(msgs)  # their text describes each image
         known = _create_parameters(self.client)
         request: dict[str, Any] = {"model": self.model_id, "messages": msgs}
         extra: dict[str, Any] = {}
@@ -346,6 +361,10 @@ class OpenAIModel:
             self.system_role = False
             self.adaptations.append("the endpoint rejected the system role: it is merged into the first user message")
             return True
+        if self.vision and "image" in message and has_images(request["messages"]):
+            self.vision = False
+            self.adaptations.append("the endpoint rejected images: figures are described in text")
+            return True
         return False
 
     def __repr__(self) -> str:
@@ -424,6 +443,11 @@ def _short(text: Any, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def _image_count(messages: Sequence[Message]) -> int:
+    return sum(1 for m in messages if isinstance(m.get("content"), list)
+               for p in m["content"] if isinstance(p, Mapping) and p.get("type") == "image_url")
+
+
 def _estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
@@ -440,13 +464,14 @@ class ScriptedModel:
     scripted = True
 
     def __init__(self, replies: Iterable[str | ModelReply], *, model_id: str = "scripted",
-                 constrain: str | None = None) -> None:
+                 vision: bool = False, constrain: str | None = None) -> None:
         if isinstance(replies, (str, bytes, ModelReply)) or not isinstance(replies, Iterable):
             shown = _short(repr(replies), 60)
             raise TypeError(f"ScriptedModel takes a list of replies, one per model call, got "
                             f"{type(replies).__name__} {shown}: wrap it in a list, ScriptedModel([{shown}])")
         self.replies = [r if isinstance(r, ModelReply) else ModelReply(text=str(r)) for r in replies]
         self.model_id = model_id
+        self.vision = bool(vision)  # True: the agent sends it figures as image parts (see .calls)
         self.calls: list[list[dict[str, Any]]] = []
         self.stops: list[list[str] | None] = []
         self.tools: list[list[dict[str, Any]] | None] = []  # the `tools=` of each call
@@ -490,7 +515,8 @@ class ScriptedModel:
         reasoning = "\n\n".join(r for r in (reply.reasoning, think) if r) or None
         usage = reply.usage
         if usage == Usage():
-            prompt = sum(_estimate_tokens(str(m.get("content") or "")) for m in messages)
+            prompt = sum(_estimate_tokens(content_text(m.get("content"))) for m in messages)
+            prompt += IMAGE_TOKENS * _image_count(messages)
             completion = _estimate_tokens(reply.text)
             usage = Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
         return ModelReply(

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_serializer
 
+from .attachments import AttachmentRecord
 from .events import (
     NOT_JSON,
     ErrorEvent,
@@ -109,6 +110,7 @@ class StepRecord(BaseModel):
     execution_duration_s: float = 0.0
     usage: Usage = Usage()
     empty_replies: int = 0
+    attachments: list[AttachmentRecord] = Field(default_factory=list)
 
 
 class RunResult(BaseModel):
@@ -116,7 +118,8 @@ class RunResult(BaseModel):
 
     `output` is the final answer as the executor returned it. In JSON it is kept when it is made of
     plain JSON types; otherwise it is saved as null and `output_repr` (rendered in the sandbox) says
-    what it was.
+    what it was. Figures the steps produced are `attachments` (each step's are in its record); their
+    bytes are saved beside the JSON, not in it.
     """
 
     run_id: str
@@ -171,14 +174,38 @@ class RunResult(BaseModel):
     def from_json(cls, text: str | bytes) -> RunResult:
         return cls.model_validate_json(text)
 
+    @property
+    def attachments(self) -> list[AttachmentRecord]:
+        """Every step's attachments (figures, images), in the order they came."""
+        return [a for s in self.steps for a in s.attachments]
+
     def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the run as JSON at `path`, and its attachments beside it: `<stem>.figure-1.png`, ...
+
+        The JSON names each file (`attachments[].file`, relative to its own directory), so the
+        directory moves as a whole; `RunResult.load` finds them again. Attachments whose bytes are
+        gone (a run loaded from JSON alone) keep the file they had.
+        """
         path = Path(path)
+        for record in self.attachments:
+            target = path.parent / record.file_name(path.stem)
+            if record.write(target):
+                record.file = target.name
+                record._base = path.parent.resolve()
         path.write_text(self.to_json() + "\n", encoding="utf-8")
         return path
 
+    def saved_files(self) -> list[Path]:
+        """Where the attachments' bytes are (after `save`, or written during the run)."""
+        return [p for p in (a.path for a in self.attachments) if p is not None]
+
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> RunResult:
-        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+        path = Path(path)
+        result = cls.from_json(path.read_text(encoding="utf-8"))
+        for record in result.attachments:
+            record._base = path.parent.resolve()
+        return result
 
 
 @dataclass
@@ -211,10 +238,12 @@ def public_output(value: Any) -> Any:
 class Recorder:
     """One run's id, clock, steps, usage and outcome, and the events that report them."""
 
-    def __init__(self, model: Any, task: str) -> None:
+    def __init__(self, model: Any, task: str, output_dir: str | os.PathLike[str] | None = None) -> None:
         self.model = model
         self.task = task
+        self.output_dir = Path(output_dir) if output_dir is not None else None
         self.run_id = uuid.uuid4().hex[:12]
+        self.attached = 0  # attachments so far: the next one's index is attached + 1
         self.t0 = time.perf_counter()
         self.steps: list[StepRecord] = []
         self.usage = Usage()
@@ -275,6 +304,26 @@ class Recorder:
         self.finish(step)
         return self.event(ErrorEvent, step.number, kind=kind.value, message=message)
 
+    def attach(self, step: Step, attachments: Sequence[Any]) -> list[AttachmentRecord]:
+        """Record the step's attachments, numbered across the run; with an output_dir, save each
+        now as `<output_dir>/<run_id>.figure-<n>.<suffix>` (what `RunResult.save` of
+        `<output_dir>/<run_id>.json` writes too)."""
+        records = []
+        for attachment in attachments:
+            self.attached += 1
+            record = AttachmentRecord.of(attachment, step=step.number, index=self.attached)
+            if self.output_dir is not None:
+                target = self.output_dir / record.file_name(self.run_id)
+                try:
+                    self.output_dir.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(attachment.data)
+                    record.file = str(target.resolve())
+                except OSError:  # a full disk must not end the run: the observation says "not saved"
+                    record.file = None
+            records.append(record)
+        step.record.attachments.extend(records)
+        return records
+
     def answer(self, step: Step, output: Any, output_repr: str | None) -> None:
         """The step gave the final answer: the run succeeded."""
         self.status, self.output, self.output_repr = "success", output, output_repr
@@ -289,7 +338,7 @@ class Recorder:
             self.finish(step)
         yield self.event(
             Observation, step.number, observation=step.record.observation, duration_s=round(step.exec_time, 6),
-            **fields,
+            attachments=[a.metadata() for a in step.record.attachments], **fields,
         )
         if error is not None:
             yield self.fail_step(step, *error, observation=step.record.observation)

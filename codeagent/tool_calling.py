@@ -6,7 +6,8 @@ in the order the model made the calls, one `tool` message each. A model (or endp
 function calling may write the calls in its text instead: JSON objects `{"name", "arguments"}` or
 one literal Python call a line; those are accepted too, and anything else comes back as a lesson.
 Events and RunResult are CodeAgent's, so runs of both agents compare and replay alike:
-`CodeAction.code` shows the calls as Python.
+`CodeAction.code` shows the calls as Python. A tool that returns a figure (an `executors.Attachment`,
+or a list of them) is observed as in CodeAgent: an image for a model that can see, else one line.
 """
 
 from __future__ import annotations
@@ -21,12 +22,28 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from executors.base import FINAL_ANSWER_NAME
+from executors.base import FINAL_ANSWER_NAME, Attachment
 
 from .agent import AdaptationNotes
+from .attachments import (
+    IMAGE_TOKENS,
+    AttachmentRecord,
+    content_text,
+    describe_line,
+    image_part,
+    is_sendable_image,
+)
 from .constrain.request import Constraint
 from .events import CodeAction, Event, ModelReplyEvent, RunEnd
-from .memory import estimate_tokens, newest_that_fit, truncate_middle
+from .memory import (
+    IMAGES_DROPPED,
+    append_text,
+    estimate_tokens,
+    keep_newest_images,
+    newest_that_fit,
+    truncate_middle,
+    with_images,
+)
 from .models import Model, ModelError, check_model
 from .prompts import load_prompt
 from .replies import ModelReply
@@ -113,6 +130,7 @@ class ToolCallingAgent:
         in text for the rest of the run (recorded in `.adaptations`).
     tools: the same Tool objects / functions a CodeAgent takes; they run on the host.
     max_parallel: how many calls of one reply run at once.
+    output_dir: where figures the tools return are saved as the run goes (as CodeAgent's).
     A model with a `constrain` setting (`OpenAIModel(constrain=...)`) is asked for tool_choice="required":
     every reply must be a tool call (final_answer is one). The model drops it if the endpoint
     rejects it; that, and the switch away from `tools`, come out of `stream` as `Notice` events.
@@ -131,6 +149,7 @@ class ToolCallingAgent:
         system_prompt_template: str | None = None,
         empty_reply_retries: int = 3,
         native: bool | None = None,
+        output_dir: Any = None,
     ) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
@@ -144,6 +163,7 @@ class ToolCallingAgent:
         self.empty_reply_retries = empty_reply_retries
         self.native = _accepts_tools(model) if native is None else native
         self.adaptations: list[str] = []
+        self.output_dir = output_dir
         self._schemas: list[dict[str, Any]] | None = None
         self._template = system_prompt_template or load_prompt("tool_calling.md")
         self._notes = AdaptationNotes(self.model, self)
@@ -190,10 +210,11 @@ class _ToolRun:
 
     def __init__(self, agent: ToolCallingAgent, task: str) -> None:
         self.agent = agent
-        self.rec = Recorder(agent.model, task)
+        self.rec = Recorder(agent.model, task, agent.output_dir)
         self.notes = agent._notes
         self.history: list[list[dict[str, Any]]] = []  # the messages of each step
-        self.costs: list[int] = []  # the estimated tokens of each step's messages
+        self.costs: list[int] = []  # the estimated tokens of each step's messages (text only)
+        self.images: list[int] = []  # the image parts in each step's last message
 
     def events(self) -> Iterator[Event]:
         agent, rec = self.agent, self.rec
@@ -219,7 +240,8 @@ class _ToolRun:
         t = time.perf_counter()
         results = self._run_calls(work)  # tools concurrently; final_answer after them
         step.exec_time = time.perf_counter() - t
-        yield from self.observe(step, reply, native, calls, list(zip(work, results, strict=True)))
+        done, shown = self._attach(step, list(zip(work, results, strict=True)))
+        yield from self.observe(step, reply, native, calls, done, shown)
 
     # -- the moves ---------------------------------------------------------------------------
 
@@ -262,15 +284,18 @@ class _ToolRun:
 
     def observe(
         self, step: Step, reply: ModelReply, native: list[_Call], calls: list[_Call],
-        done: list[tuple[_Call, tuple[bool, str]]],
+        done: list[tuple[_Call, tuple[bool, str]]], shown: list[AttachmentRecord],
     ) -> Iterator[Event]:
         """Each call's result (and the final answer) as the observation; the history's next group."""
         errors = [text for _, (ok, text) in done if not ok]
         lines = [f"{_python_call(c.name, c.arguments)} -> {text}" for c, (_, text) in done]
+        images = [image_part(a) for a in shown]
         group = self._native_group(reply, calls, done) if native else [
             {"role": "assistant", "content": reply.text},
-            {"role": "user", "content": "Observation:\n" + ("\n".join(lines) or "(no tool ran)")},
+            {"role": "user", "content": with_images("Observation:\n" + ("\n".join(lines) or "(no tool ran)"), images)},
         ]
+        if native and images:  # a tool message holds text only: the images follow in a user message
+            group.append({"role": "user", "content": with_images("The images the tools returned:", images)})
         final = next((c for c in calls if c.name == FINAL_ANSWER_NAME), None)
         if final is not None:
             answer_error = self._final_answer_error(final)
@@ -284,7 +309,7 @@ class _ToolRun:
                 if native:
                     group[-1] = {**group[-1], "content": f"Error: {answer_error}"}
         step.record.observation = truncate_middle("\n".join(lines), self.agent.max_observation_chars)
-        self._remember(group)
+        self._remember(group, len(images))
         error = (ErrorKind.TOOL, "; ".join(errors)) if errors else None
         yield from self.rec.observed(step, error, output_repr=step.record.output_repr)
 
@@ -294,22 +319,50 @@ class _ToolRun:
         agent = self.agent
         head = [{"role": "system", "content": agent.system_prompt()}, {"role": "user", "content": f"Task:\n{self.rec.task}"}]
         start = 0
+        counts = list(self.images)
         if agent.max_context_tokens is not None and self.history:
             budget = agent.max_context_tokens - sum(estimate_tokens(m["content"]) for m in head) - 60
-            start = min(newest_that_fit(self.costs, budget), len(self.history) - 1)  # the newest always stays
+            # images go first, oldest first; then whole turns, oldest first
+            counts = keep_newest_images(counts, sum(self.costs) + IMAGE_TOKENS * sum(counts) - budget)
+            costs = [c + IMAGE_TOKENS * n for c, n in zip(self.costs, counts, strict=True)]
+            start = min(newest_that_fit(costs, budget), len(self.history) - 1)  # the newest always stays
             if start:
                 head[1]["content"] += f"\n\n[Turns 1-{start} were dropped to fit the context window.]"
-        out = head + [m for group in self.history[start:] for m in group]
+        out = head
+        for i in range(start, len(self.history)):
+            group = self.history[i]
+            if counts[i] < self.images[i]:
+                group = [*group[:-1], _fewer_images(group[-1], counts[i])]
+            out = out + group
         if note:
             if out[-1]["role"] == "user":
-                out[-1] = {**out[-1], "content": f"{out[-1]['content']}\n\n{note}"}
+                out[-1] = append_text(out[-1], note)
             else:
                 out.append({"role": "user", "content": note})
         return out
 
-    def _remember(self, group: list[dict[str, Any]]) -> None:
+    def _remember(self, group: list[dict[str, Any]], images: int = 0) -> None:
         self.history.append(group)
-        self.costs.append(sum(estimate_tokens(json.dumps(m, default=str)) for m in group))
+        self.costs.append(sum(estimate_tokens(json.dumps({**m, "content": content_text(m.get("content"))}, default=str))
+                              for m in group))
+        self.images.append(images)
+
+    def _attach(
+        self, step: Step, done: list[tuple[_Call, tuple[bool, Any]]]
+    ) -> tuple[list[tuple[_Call, tuple[bool, str]]], list[AttachmentRecord]]:
+        """Record the figures the tools returned; each such result reads as its figures' lines.
+        Returns the (call, (ok, text)) pairs and the figures to show the model as images."""
+        out: list[tuple[_Call, tuple[bool, str]]] = []
+        shown: list[AttachmentRecord] = []
+        sees = getattr(self.agent.model, "vision", False) is True
+        for call, (ok, result) in done:
+            if isinstance(result, tuple):
+                records = self.rec.attach(step, result)
+                visible = [r for r in records if sees and is_sendable_image(r.media_type)]
+                shown.extend(visible)
+                result = "\n".join(describe_line(r, shown=r in visible) for r in records)
+            out.append((call, (ok, result)))
+        return out, shown
 
     @staticmethod
     def _native_group(reply: ModelReply, calls: list[_Call], done: list[tuple[_Call, tuple[bool, str]]]) -> list[dict[str, Any]]:
@@ -389,8 +442,9 @@ class _ToolRun:
             return "final_answer needs the answer: call final_answer with {\"answer\": ...}."
         return None
 
-    def _run_calls(self, calls: Sequence[_Call]) -> list[tuple[bool, str]]:
-        """(ok, text) for each call, in the order given; the calls run concurrently."""
+    def _run_calls(self, calls: Sequence[_Call]) -> list[tuple[bool, Any]]:
+        """(ok, text) for each call, in the order given (a tuple of Attachments for a call that
+        returned figures); the calls run concurrently."""
         if not calls:
             return []
         if len(calls) == 1:
@@ -398,7 +452,7 @@ class _ToolRun:
         with ThreadPoolExecutor(max_workers=min(len(calls), self.agent.max_parallel), thread_name_prefix="tool-call") as pool:
             return list(pool.map(self._run_one, calls))
 
-    def _run_one(self, call: _Call) -> tuple[bool, str]:
+    def _run_one(self, call: _Call) -> tuple[bool, Any]:
         agent = self.agent
         budget = agent.max_observation_chars // 2
         tool = agent.tools.get(call.name)
@@ -410,8 +464,28 @@ class _ToolRun:
             value = tool(**call.arguments)
         except Exception as exc:  # ToolError and friends: written for the model already
             return False, truncate_middle(f"Error: {exc}", budget)
+        figures = _attachments_in(value)
+        if figures:
+            return True, figures
         return True, truncate_middle(repr(value), budget)
 
+
+
+def _attachments_in(value: Any) -> tuple[Attachment, ...]:
+    """The figures a tool returned: an Attachment, or a non-empty list or tuple of them; else ()."""
+    if isinstance(value, Attachment):
+        return (value,)
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, Attachment) for v in value):
+        return tuple(value)
+    return ()
+
+
+def _fewer_images(message: dict[str, Any], keep: int) -> dict[str, Any]:
+    """`message` with only its last `keep` images (the dropped ones are still described in text)."""
+    parts = message["content"]
+    images = [p for p in parts if p.get("type") == "image_url"]
+    text = f"{content_text(parts)}\n{IMAGES_DROPPED}"
+    return {**message, "content": with_images(text, images[len(images) - keep:] if keep else [])}
 
 
 def _has_content(reply: ModelReply) -> bool:

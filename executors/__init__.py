@@ -1,7 +1,8 @@
 """executors: run untrusted, model-written Python in process, in a subprocess or in a container.
 
 Public names only; they are imported lazily so that `import executors` stays cheap.
-This package never imports `codeagent`.
+This package never imports `codeagent`. The map of its modules and of the path one step takes:
+docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -77,15 +77,17 @@ class Access:
         if self.require not in (None, "kernel"):
             raise AccessError(f"Access(require=...) must be None or 'kernel', not {self.require!r}")
 
-    def resolve(self, base: str | None = None) -> ResolvedAccess:
+    def resolve(self, base: str | None = None, *, shared: bool = False) -> ResolvedAccess:
         """Absolute, checked grants (relative paths against `base`, default the host's cwd).
-        A private workdir is created here when none is given."""
+        A private workdir is created here when none is given; `shared`: another user (the
+        sandbox user of a worker) must be able to reach it, so it goes under a temporary
+        directory every user can enter."""
         base = base or os.getcwd()
         read = tuple(_existing(p, base, "read") for p in self.read)
         write = tuple(_existing(p, base, "write") for p in self.write)
         private = self.workdir is None
-        workdir = tempfile.mkdtemp(prefix="codeagent-work-") if private else \
-            _existing(self.workdir, base, "workdir")
+        workdir = tempfile.mkdtemp(prefix="codeagent-work-", dir=reachable_tmp() if shared else None) \
+            if private else _existing(self.workdir, base, "workdir")
         if not private and not os.path.isdir(workdir):
             raise AccessError(f"Access(workdir={self.workdir!r}) is not a directory")
         try:
@@ -155,6 +157,24 @@ def _walk(root: str, limit: int) -> Iterable[str]:
             count += 1
             if count >= limit:
                 return
+
+
+def reachable_tmp() -> str:
+    """The host's temporary directory if every user can enter it (and its parents), else /tmp:
+    a private TMPDIR (mode 0700, as pam_tmpdir makes) would shut the sandbox user out of its
+    own workdir."""
+    here = tempfile.gettempdir()
+    path = os.path.realpath(here)
+    while True:
+        try:
+            if not os.stat(path).st_mode & 0o001:
+                return "/tmp" if os.path.isdir("/tmp") else here
+        except OSError:
+            return here
+        parent = os.path.dirname(path)
+        if parent == path:
+            return here
+        path = parent
 
 
 def _existing(path: str, base: str, what: str) -> str:

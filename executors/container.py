@@ -30,13 +30,18 @@ network picks one explicitly.
 
 The engine is `docker_url`, else DOCKER_HOST (`source <(scripts/docker-engine.sh --env)` starts
 the project's own). `image=` takes any image with Python >= 3.10 on its PATH as `python3`; the
-default image is built offline from the host's Python on first use (`build_image()`).
+default image is built offline from the host's Python on first use (`build_image()`), and
+`packages=["numpy", "pandas", "matplotlib"]` adds those distributions (and what they require)
+from the host's environment, built once per set of versions. Authorizing a module the image
+lacks is an error at construction (`importable.NotInImage`) that names the fix.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import sys
 import threading
 import uuid
 import weakref
@@ -45,9 +50,18 @@ from pathlib import Path
 from typing import Any
 
 from .access import Access, Isolation, ResolvedAccess
-from .base import ExecutionError, ExecutionResult, ExecutorError, Limits
-from .container_image import build_image, connect, default_image, ensure_image
+from .base import ExecutionError, ExecutionResult, ExecutorError, Limits, extra_imports
+from .container_image import (
+    LABEL_MODULES,
+    build_image,
+    connect,
+    default_image,
+    ensure_image,
+    image_modules,
+    plan_image,
+)
 from .container_runtime import ContainerSpec, WorkerContainer, owner_labels, sweep
+from .importable import PROBE_SOURCE, NotInImage, top_level_names
 from .protocol import MAX_FRAME_BYTES
 from .remote import RemoteExecutor
 from .remote_access import Lease, sandbox_ids
@@ -177,7 +191,14 @@ class DockerExecutor(RemoteExecutor):
         environment: Mapping[str, str] | None = None,
         python: str = "python3",
         max_frame_bytes: int = MAX_FRAME_BYTES,
+        packages: Iterable[str] | None = None,
     ) -> None:
+        if packages is not None and image is not None:
+            raise ValueError("pass image= or packages=, not both: packages= builds the image")
+        self.packages = list(packages or ())
+        # The image the worker will run and what it can import, known before anything starts.
+        self._plan = plan_image(self.packages) if image is None else None
+        self._check_imports(authorized_imports, image, docker_url, python)
         if not (network is None or isinstance(network, bool) or (isinstance(network, str) and network)):
             raise ValueError("network must be False (none), True (default bridge) or a network name")
         if pids_limit < 8:
@@ -194,7 +215,7 @@ class DockerExecutor(RemoteExecutor):
         self.environment = dict(environment or {})
         self.python = python
         self.user = "{}:{}".format(*sandbox_ids())
-        self.access: ResolvedAccess = merged.resolve()
+        self.access: ResolvedAccess = merged.resolve(shared=True)
         try:
             self.workdir = _check_target(workdir, "workdir") if workdir else self.access.workdir
             self._mounts = self._mount_table()
@@ -211,6 +232,21 @@ class DockerExecutor(RemoteExecutor):
             self._access_finalizer()
             raise
         self._deaths: list[str] = []  # filled by our containers when the kernel OOM-kills one
+
+    def _check_imports(self, authorized: Iterable[str] | None, image: str | None,
+                       docker_url: str | None, python: str) -> None:
+        """Authorizing a module the image lacks is a setup mistake: say so now, with the fix."""
+        tops = top_level_names(extra_imports(authorized))
+        if not tops:
+            return
+        if self._plan is not None:
+            missing = [name for name in tops if name not in image_modules(self._plan)]
+            if missing:
+                raise NotInImage(missing, self._plan.tag, self.packages)
+            return
+        missing = _missing_in_image(_client(docker_url), str(image), tops, python)
+        if missing:
+            raise NotInImage(missing, str(image), own_image=False)
 
     @property
     def mounts_ro(self) -> dict[str, str]:
@@ -247,9 +283,10 @@ class DockerExecutor(RemoteExecutor):
         _sweep_once(client, self.docker_url or os.environ.get("DOCKER_HOST"))
         if self.image is None:
             try:
-                self.image = ensure_image(client=client)
+                self.image = ensure_image(client=client, plan=self._plan)
             except Exception as e:
-                raise ExecutorError(f"cannot build the default image offline: {e}; pass image=") from e
+                raise ExecutorError(f"cannot build the image {self._plan.tag} offline: {e}; "
+                                    "pass image=") from e
         if self.network is True:
             _check_default_bridge(client)
         name = f"codeagent-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -336,6 +373,27 @@ class DockerExecutor(RemoteExecutor):
         """The id of the current worker container (None before the first start or after close)."""
         handle = self._link.handle
         return handle.id if handle is not None else None
+
+
+def _missing_in_image(client: Any, image: str, tops: list[str], python: str) -> list[str]:
+    """The names of `tops` the image cannot import: from its module label when we built it,
+    else from one probe run in a throwaway container (no network)."""
+    try:
+        labels = client.images.get(image).labels or {}
+    except Exception as e:
+        raise ExecutorError(f"cannot inspect the image {image!r} to check authorized_imports: {e}") from e
+    listed = labels.get(LABEL_MODULES)
+    if listed is not None:
+        have = set(listed.split(",")) | set(sys.stdlib_module_names)
+        return [name for name in tops if name not in have]
+    try:
+        out = client.containers.run(image, [python, "-I", "-c", PROBE_SOURCE, *tops], remove=True,
+                                     network_mode="none", stderr=False)
+        missing = json.loads(out.decode().strip().splitlines()[-1])
+    except Exception as e:
+        raise ExecutorError(f"cannot run {python} in the image {image!r} to check "
+                            f"authorized_imports: {str(e)[:300]}") from e
+    return [str(name) for name in missing]
 
 
 def _check_default_bridge(client: Any) -> None:

@@ -6,12 +6,23 @@ assembled as a tar stream and handed to `docker import`: the interpreter is relo
 modules link against (per `ldd`) is copied at its host path, and /etc/passwd names user 65534.
 About 75 MB and a few seconds. Run `python -m executors.container_image --ensure` to build it
 when missing; it prints the image name.
+
+`build_image(packages=["numpy", "pandas", "matplotlib"])` adds the named distributions and the
+installed ones they require, file for file from this Python's environment (RECORD lists them;
+`container_packages.resolve`), into the image's site-packages, with the shared libraries their
+extension modules link against; their test suites are left out. Still no registry. The tag
+names the recipe and a digest of the packages and their versions
+(`codeagent-python:3.11.7-r2-pkgs-<digest>`), so an image is built once per set of versions;
+labels list the versions (`org.codeagent.packages`) and the top-level modules
+(`org.codeagent.modules`) the image provides, which DockerExecutor reads to check
+authorized_imports at construction.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import io
 import json
 import os
@@ -23,15 +34,21 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_IMAGE_REPO", "build_image", "connect", "default_image", "ensure_image"]
+from .container_packages import Distribution, PackageError, resolve
+
+__all__ = ["DEFAULT_IMAGE_REPO", "ImagePlan", "build_image", "connect", "default_image",
+           "ensure_image", "image_modules", "plan_image"]
 
 DEFAULT_IMAGE_REPO = "codeagent-python"
 # Bumped whenever the recipe below changes, so an old default image is not reused.
 RECIPE = "r2"
 LABEL = "org.codeagent.image"
+LABEL_PACKAGES = "org.codeagent.packages"  # name==version,... of the added distributions
+LABEL_MODULES = "org.codeagent.modules"  # the top-level modules they provide, comma-separated
 
 # Stdlib parts that a sandboxed worker never needs: tests, GUIs, installers, the static libpython.
 _SKIP_DIRS = {"test", "tests", "idlesave", "idlelib", "tkinter", "turtledemo", "ensurepip",
@@ -88,6 +105,72 @@ def _host_python() -> str:
 def default_image(python: str | None = None) -> str:
     info = _describe(python or _host_python())
     return f"{DEFAULT_IMAGE_REPO}:{info['version']}-{RECIPE}"
+
+
+@dataclass(frozen=True)
+class ImagePlan:
+    """What an image with `packages` holds: its tag, the distributions, the modules they add."""
+
+    tag: str
+    distributions: tuple[Distribution, ...] = ()
+
+    @property
+    def modules(self) -> frozenset[str]:
+        return frozenset(m for d in self.distributions for m in d.modules)
+
+    @property
+    def versions(self) -> str:
+        return ",".join(f"{d.name}=={d.version}" for d in self.distributions)
+
+
+def _resolve(packages: list[str], python: str | None) -> tuple[Distribution, ...]:
+    """The distributions, resolved in this environment or (python=) in that interpreter's."""
+    if python is None:
+        return tuple(resolve(list(packages)))
+    script = str(Path(__file__).with_name("container_packages.py"))
+    out = subprocess.run([python, "-I", script, *packages], capture_output=True, text=True,
+                         timeout=120, cwd="/")
+    try:
+        data = json.loads(out.stdout)
+    except ValueError:
+        raise ValueError(f"python={python!r} could not list its packages: "
+                         f"{(out.stderr.strip().splitlines() or ['no output'])[-1][:300]}") from None
+    if isinstance(data, dict):
+        raise PackageError(str(data.get("error")))
+    return tuple(Distribution.from_dict(d) for d in data)
+
+
+def plan_image(packages: list[str] | None = None, python: str | None = None) -> ImagePlan:
+    """The image for `packages` (None or []: the default image), without building it.
+
+    python: the interpreter whose environment provides the packages (default: this one; the
+    image runs the interpreter behind it, a venv's base, at the same version). Plans are
+    remembered for the process (reading the distributions' RECORDs takes a moment).
+    """
+    if isinstance(packages, str):
+        raise TypeError("packages must be a list of distribution names, not a string")
+    return _plan(tuple(packages or ()), python)
+
+
+@functools.lru_cache(maxsize=32)
+def _plan(packages: tuple[str, ...], python: str | None) -> ImagePlan:
+    base = default_image(python)
+    if not packages:
+        return ImagePlan(base)
+    distributions = _resolve(list(packages), python)
+    digest = hashlib.sha256("\n".join(f"{d.name}=={d.version}" for d in distributions)
+                            .encode()).hexdigest()[:12]
+    return ImagePlan(f"{base}-pkgs-{digest}", distributions)
+
+
+# Standard-library modules the image leaves out (see _SKIP_DIRS).
+_SKIPPED_MODULES = frozenset({"test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3",
+                              "pydoc_data", "__phello__", "_tkinter"})
+
+
+def image_modules(plan: ImagePlan) -> frozenset[str]:
+    """The top-level modules an image of `plan` can import (its stdlib and its packages)."""
+    return frozenset(sys.stdlib_module_names) - _SKIPPED_MODULES | plan.modules
 
 
 def _ldd(paths: list[str]) -> set[str]:
@@ -180,8 +263,10 @@ def _stdlib_files(stdlib: str) -> Iterator[tuple[str, str]]:
                 yield os.path.relpath(full, stdlib), full
 
 
-def write_rootfs(out: io.BufferedIOBase, python: str | None = None) -> dict[str, Any]:
-    """Write the root filesystem tar to `out`; returns the interpreter's description."""
+def write_rootfs(out: io.BufferedIOBase, python: str | None = None,
+                 distributions: tuple[Distribution, ...] = ()) -> dict[str, Any]:
+    """Write the root filesystem tar to `out` (with `distributions` in its site-packages);
+    returns the interpreter's description."""
     info = _describe(python or _host_python())
     short = info["short"]
     lib = f"/usr/local/lib/python{short}"
@@ -208,8 +293,11 @@ def write_rootfs(out: io.BufferedIOBase, python: str | None = None) -> dict[str,
                 tree.file(f"{lib}/lib-dynload/{name}", os.path.join(dynload, name))
                 elf.append(os.path.join(dynload, name))
 
+        shipped = _add_distributions(tree, f"{lib}/site-packages", distributions, elf)
         for so in sorted(_ldd(elf)):
             real = os.path.realpath(so)
+            if any(real.startswith(root + os.sep) for root in shipped):
+                continue  # a library the distribution ships itself (numpy.libs/, pillow.libs/)
             if os.path.dirname(so) in _LOADER_DIRS or os.path.dirname(real) in _LOADER_DIRS:
                 tree.host_path(so)  # system libraries (and the loader) where the host has them
             else:
@@ -219,22 +307,42 @@ def write_rootfs(out: io.BufferedIOBase, python: str | None = None) -> dict[str,
     return info
 
 
+def _add_distributions(tree: _Tree, site: str, distributions: tuple[Distribution, ...],
+                       elf: list[str]) -> set[str]:
+    """Copy each distribution's files into `site`; their extension modules join `elf`. Returns
+    the host directories they came from."""
+    roots = set()
+    for dist in distributions:
+        roots.add(dist.root)
+        for relative in dist.files:
+            source = os.path.join(dist.root, relative)
+            tree.file(f"{site}/{relative}", source)
+            if relative.endswith(".so") or ".so." in os.path.basename(relative):
+                elf.append(source)
+    return roots
+
+
 def build_image(
     tag: str | None = None,
     *,
     python: str | None = None,
     docker_url: str | None = None,
     client: Any = None,
+    packages: list[str] | None = None,
+    plan: ImagePlan | None = None,
 ) -> str:
-    """Build the default worker image offline with `docker import`; returns its name.
+    """Build a worker image offline with `docker import`; returns its name.
 
     python: the interpreter to package (default: the one behind the running Python).
+    packages: distributions to add from that environment, with the installed ones they
+    require (see the module docstring); the default tag then names their versions.
     """
     client = client or connect(docker_url, timeout=600)
     t0 = time.perf_counter()
+    plan = plan or plan_image(packages, python)
     with tempfile.TemporaryFile(prefix="codeagent-rootfs-") as f:
-        info = write_rootfs(f, python)
-        tag = tag or f"{DEFAULT_IMAGE_REPO}:{info['version']}-{RECIPE}"
+        info = write_rootfs(f, python, plan.distributions)
+        tag = tag or plan.tag
         size = f.tell()
         f.seek(0)
         repo, _, version = tag.rpartition(":") if ":" in tag.split("/")[-1] else (tag, "", "latest")
@@ -247,6 +355,11 @@ def build_image(
             f'LABEL {LABEL}="{info["version"]}-{RECIPE}"',
             'CMD ["python3"]',
         ]
+        if plan.distributions:
+            changes += [f'LABEL {LABEL_PACKAGES}="{plan.versions}"',
+                        f'LABEL {LABEL_MODULES}="{",".join(sorted(plan.modules))}"',
+                        # figures: matplotlib's font cache in the container's own /tmp, not the workdir
+                        "ENV MPLCONFIGDIR=/tmp/matplotlib"]
         # A generator makes requests send a chunked body, which is what the engine expects here.
         chunks = iter(lambda: f.read(1 << 20), b"")
         client.api.import_image_from_stream(chunks, repository=repo, tag=version, changes=changes)
@@ -257,17 +370,21 @@ def build_image(
 
 
 def ensure_image(tag: str | None = None, *, python: str | None = None,
-                 docker_url: str | None = None, client: Any = None) -> str:
-    """`tag` (default: the default image) if the engine has it, else build it now."""
+                 docker_url: str | None = None, client: Any = None,
+                 packages: list[str] | None = None, plan: ImagePlan | None = None) -> str:
+    """`tag` (default: the image for `packages`, else the default image) if the engine has it,
+    else build it now."""
     import docker
 
     client = client or connect(docker_url, timeout=600)
-    tag = tag or default_image(python)
+    if tag is None:
+        plan = plan or plan_image(packages, python)
+        tag = plan.tag
     try:
         client.images.get(tag)
         return tag
     except docker.errors.ImageNotFound:
-        return build_image(tag, python=python, client=client)
+        return build_image(tag, python=python, client=client, packages=packages, plan=plan)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -277,11 +394,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tag", help="image name (default: codeagent-python:<version>-<recipe>)")
     p.add_argument("--python", help="interpreter to package (default: the host's)")
     p.add_argument("--docker-url", help="engine address (default: DOCKER_HOST)")
+    p.add_argument("--packages", nargs="+", metavar="DIST",
+                   help="distributions to add from the environment (e.g. numpy pandas matplotlib)")
     a = p.parse_args(argv)
     if a.ensure:
-        tag = ensure_image(a.tag, python=a.python, docker_url=a.docker_url)
+        tag = ensure_image(a.tag, python=a.python, docker_url=a.docker_url, packages=a.packages)
     else:
-        tag = build_image(a.tag, python=a.python, docker_url=a.docker_url)
+        tag = build_image(a.tag, python=a.python, docker_url=a.docker_url, packages=a.packages)
     print(tag)
     return 0
 

@@ -18,7 +18,8 @@ import subprocess
 import sys
 from collections.abc import Iterable
 
-__all__ = ["NotImportable", "missing_modules", "ensure_importable", "PROBE_SOURCE"]
+__all__ = ["NotImportable", "NotInImage", "missing_modules", "ensure_importable", "PROBE_SOURCE",
+           "distributions_for"]
 
 PROBE_TIMEOUT_S = 30.0
 
@@ -60,6 +61,51 @@ class NotImportable(ImportError):
             f"{setting} names {'a module' if one else 'modules'} not installed for {where}: {names}. "
             f"Install {'it' if one else 'them'} there, or remove {'it' if one else 'them'} from {setting}."
         )
+
+
+class NotInImage(NotImportable):
+    """Authorized modules that the Docker image lacks; the message names the fix:
+    `DockerExecutor(packages=[...])` builds an image with them from this Python's environment."""
+
+    def __init__(self, missing: Iterable[str], image: str, packages: Iterable[str] = (),
+                 *, own_image: bool = True) -> None:
+        ImportError.__init__(self)
+        self.missing = tuple(missing)
+        self.python = None
+        self.setting = "authorized_imports"
+        self.image = image
+        wanted = list(dict.fromkeys([*packages, *distributions_for(self.missing)]))
+        one = len(self.missing) == 1
+        names = ", ".join(self.missing)
+        fix = f"DockerExecutor(packages={wanted!r})"
+        how = (f"Add {'it' if one else 'them'} with {fix} (an image built offline from the "
+               "packages installed in this Python's environment)" if own_image else
+               f"Install {'it' if one else 'them'} in that image, or drop image= and pass {fix} "
+               "(an image built offline from this Python's environment)")
+        self.msg = (f"authorized_imports names {'a module' if one else 'modules'} the Docker image "
+                    f"{image} lacks: {names}. {how}, or remove {'it' if one else 'them'} from "
+                    "authorized_imports.")
+        self.args = (self.msg,)
+
+    def __str__(self) -> str:
+        return self.msg
+
+
+def distributions_for(modules: Iterable[str]) -> list[str]:
+    """The installed distributions that provide these top-level modules (`PIL` -> `pillow`);
+    a module no distribution here provides is named as itself."""
+    import importlib.metadata
+
+    try:
+        owners = importlib.metadata.packages_distributions()
+    except Exception:  # noqa: BLE001 - a broken environment: guess the names
+        owners = {}
+    out: list[str] = []
+    for module in modules:
+        for name in owners.get(module) or [module]:
+            if name not in out:
+                out.append(name)
+    return out
 
 
 def top_level_names(names: Iterable[str]) -> list[str]:

@@ -161,7 +161,7 @@ class SubprocessExecutor(RemoteExecutor):
         ensure_importable(extra_imports(authorized_imports), python=self.python)
         access = _with_cwd(access, cwd)
         _check_kernel(access, self.harden)
-        self.access: ResolvedAccess = access.resolve()
+        self.access: ResolvedAccess = access.resolve(shared=True)
         try:
             lease = Lease(self.access)
         except OSError as exc:

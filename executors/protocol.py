@@ -30,9 +30,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from .base import Attachment
 from .worker.wire import (
     DEFAULT_MAX_FRAME_BYTES,
     HEADER_BYTES,
+    MAX_PICTURES,
+    PNG,
     TAG,
     FrameBuffer,
     FrameTooLarge,
@@ -41,6 +44,7 @@ from .worker.wire import (
     decode_value,
     encode_value,
     pack_frame,
+    png_size,
     unpack_message,
 )
 
@@ -60,7 +64,7 @@ __all__ = [
     "parse_worker_message",
     "Configure", "Execute", "ToolResult", "ToolErrorReply", "SetVariables", "GetVariables",
     "RegisterTools", "Reset", "Ping", "Shutdown", "Ok", "ErrorReply", "Pong", "Result", "Variables",
-    "ToolCall", "ErrorInfo",
+    "ToolCall", "ErrorInfo", "AttachmentInfo", "checked_attachments",
 ]
 
 MAX_FRAME_BYTES = DEFAULT_MAX_FRAME_BYTES
@@ -165,6 +169,16 @@ class ErrorInfo(_Strict):
     line: str | None = None
 
 
+class AttachmentInfo(_Strict):
+    """A figure or image of a step (`executors.Attachment`); the host checks the bytes."""
+
+    media_type: Annotated[str, Field(max_length=100)]
+    name: Annotated[str, Field(max_length=200)] = ""
+    width: int | None = None
+    height: int | None = None
+    data: Value  # tagged bytes
+
+
 class Ok(_Strict):
     op: Literal["ok"]
     id: int
@@ -196,6 +210,7 @@ class Result(_Strict):
     error: ErrorInfo | None = None
     duration_s: float = 0.0
     restart: bool = False  # the worker asks to be replaced (e.g. threads it could not stop)
+    attachments: Annotated[list[AttachmentInfo], Field(max_length=100)] = []
 
 
 class Variables(_Strict):
@@ -224,3 +239,21 @@ def parse_worker_message(body: bytes) -> Ok | ErrorReply | Pong | Result | Varia
         return _worker_message.validate_python(msg)
     except ValueError as exc:  # pydantic.ValidationError is a ValueError
         raise ProtocolError(f"invalid {msg.get('op')!r} message from the worker: {str(exc)[:300]}") from None
+
+
+def checked_attachments(msg: Result, max_bytes: int) -> tuple[Attachment, ...]:
+    """A result's pictures, checked as the hostile bytes they are: PNGs only (their size read
+    from their own header, not the worker's word), at most MAX_PICTURES and `max_bytes` in all
+    (`Limits.max_attachment_bytes`). Raises ProtocolError for what is not bytes or not a PNG."""
+    left = max_bytes
+    out: list[Attachment] = []
+    for info in msg.attachments[:MAX_PICTURES]:
+        data = decode_value(info.data)
+        if type(data) is not bytes or info.media_type != PNG:
+            raise ProtocolError("an attachment must be PNG bytes")
+        width, height = png_size(data)
+        if width is None or len(data) > left:
+            continue  # not a PNG after all, or over the cap: the worker should not have sent it
+        left -= len(data)
+        out.append(Attachment(PNG, data, info.name, width, height))
+    return tuple(out)

@@ -69,6 +69,7 @@ from .protocol import (
     ToolErrorReply,
     ToolResult,
     Variables,
+    checked_attachments,
     decode_value,
     encode_value,
 )
@@ -384,6 +385,7 @@ class RemoteExecutor(ExecutorBase):
             error=error,
             duration_s=time.perf_counter() - started,
             output_repr=None if msg.output_repr is None else truncate_text(msg.output_repr, limit),
+            attachments=checked_attachments(msg, self.limits.max_attachment_bytes),
         )
 
     def _answer_tool_call(self, msg: ToolCall, deadline: float | None) -> None:

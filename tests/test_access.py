@@ -86,3 +86,19 @@ def test_isolation_reports_layers():
     assert iso.kernel and "Landlock" in str(iso)
     assert not Isolation("LocalExecutor", {"files": "audit hook"}).kernel
     assert sys.version_info >= (3, 10)
+
+
+def test_a_shared_private_workdir_avoids_a_tmpdir_other_users_cannot_enter(tmp_path, monkeypatch):
+    import tempfile
+
+    private = tmp_path / "private-tmp"
+    private.mkdir(mode=0o700)
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    own = Access().resolve()
+    shared = Access().resolve(shared=True)
+    try:
+        assert own.workdir.startswith(str(private))  # in process: the host's TMPDIR is fine
+        assert not shared.workdir.startswith(str(private)) and shared.workdir.startswith("/tmp/")
+    finally:
+        own.cleanup()
+        shared.cleanup()

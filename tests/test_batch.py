@@ -511,9 +511,10 @@ def test_the_data_task_suite_runs_through_batch(tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "data_tasks" / "batch.py"), "--progress", "none",
                            "--out", str(tmp_path)], capture_output=True, text=True, timeout=180, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+    places = ("code/local", "single_call/local", "tool_calling")
     lines = {line.split()[0]: line.split() for line in done.stdout.splitlines() if line.split()[:1] and
-             line.split()[0] in ("code", "single_call", "tool_calling")}
-    # mode, success, model calls, tokens, recovered, wall
-    assert [(m, lines[m][1], lines[m][2], lines[m][4]) for m in ("code", "single_call", "tool_calling")] == [
-        ("code", "9/9", "11", "0"), ("single_call", "9/9", "27", "1"), ("tool_calling", "9/9", "27", "1")]
-    assert len(read_results(tmp_path)) == 27
+             line.split()[0] in places}
+    # place, success, model calls, tokens, recovered, figures, wall (the shop and data-file suites)
+    assert [(m, lines[m][1], lines[m][2], lines[m][4]) for m in places] == [
+        ("code/local", "20/20", "24", "0"), ("single_call/local", "20/20", "49", "1"), ("tool_calling", "20/20", "49", "1")]
+    assert len(read_results(tmp_path)) == 60

@@ -101,7 +101,8 @@ def test_exec_reads_a_non_utf8_stdin_as_a_usage_error() -> None:
 
 
 def test_a_positive_timeout_is_used_not_ignored(files: dict[str, str]) -> None:
-    proc = codeagent("exec", "-", "--timeout", "0.5", stdin=b"while True:\n    pass\n")
+    # sleeping, not spinning: a fast machine would exhaust the operation budget first
+    proc = codeagent("exec", "-", "--timeout", "0.5", stdin=b"import time\ntime.sleep(30)\n")
     assert proc.returncode == 1 and "TimeoutError" in proc.stderr
     assert codeagent("exec", files["ok"], "--timeout", "2").stdout == "42\n"
 

@@ -650,3 +650,27 @@ def test_deep_c_recursion_cannot_crash_the_host(threads: str):
     )
     assert proc.returncode == 0, f"the host process died (rc={proc.returncode}): {proc.stderr[-1500:]}"
     assert json.loads(proc.stdout.strip().splitlines()[-1])["error"] is not None
+
+
+_CAP_RESTORED = r"""
+import json, resource, sys
+sys.path.insert(0, sys.argv[1])
+from executors import Limits
+from executors.local import LocalExecutor
+before = resource.getrlimit(resource.RLIMIT_AS)
+ex = LocalExecutor(limits=Limits(timeout_s=5, max_memory_mb=64))
+r = ex.execute("d = {}\ni = 0\nwhile True:\n    d[i] = [i] * 1000\n    i += 1")
+after = resource.getrlimit(resource.RLIMIT_AS)
+big = len(bytearray(200 * 1024 * 1024))  # the host allocates freely again
+print(json.dumps({"error": r.error.type if r.error else None, "restored": after == before, "big": big}))
+"""
+
+
+def test_memory_cap_is_lifted_after_a_step_that_exhausted_it():
+    """The runtime restores the address-space cap (host code the capability guard must not
+    refuse: it once swallowed the refusal and left the host capped at the step's limit)."""
+    proc = subprocess.run([sys.executable, "-c", _CAP_RESTORED, str(Path(__file__).parent.parent)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report == {"error": "MemoryError", "restored": True, "big": 200 * 1024 * 1024}, report

@@ -130,6 +130,23 @@ def unordered(expected: list[str]) -> Callable[[Any], bool]:
     return check
 
 
+def _items(value: Any) -> list[Any] | None:
+    if isinstance(value, str):
+        return [x for x in re.split(r"[,;\n]| and ", value) if x.strip()]
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return None
+
+
+def ordered(expected: list[str]) -> Callable[[Any], bool]:
+    """The same items in the same order (a list, or a string of them separated by commas)."""
+    def check(value: Any) -> bool:
+        items = _items(value)
+        return items is not None and [_norm(x) for x in items] == [_norm(x) for x in expected]
+
+    return check
+
+
 @dataclass(frozen=True)
 class Task:
     id: str

@@ -73,8 +73,8 @@ def gbnf_literal(text: str) -> str:
             out.append("\\r")
         elif ch == "\t":
             out.append("\\t")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02X}")
+        elif not ch.isprintable():  # controls, and line breaks such as U+0085 and U+2028
+            out.append(_class_char(ch))
         else:
             out.append(ch)
     return '"' + "".join(out) + '"'

@@ -66,7 +66,7 @@ def _strategy(prop: str, session: Session, mode: str, imports: Iterable[str] | N
     from .program_strategy import programs
 
     if prop == "cpython":
-        return programs(session.tools, mode)
+        return programs(session.tools, mode, authorized_imports=imports)
     if prop == "escapes":
         return escape_attempts(session.marker, CANARY_ENV, tools=session.tools, authorized_imports=imports)
     return resource_bombs(tuple(bomb_kinds or BOMB_KINDS), limits=session.limits)

@@ -8,11 +8,13 @@ Its expressions come from `Expressions` (program_expressions.py), its idioms fro
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ._hypothesis import st
+from .program_data_idioms import DATA_IDIOMS, LIBRARY_IMPORTS
 from .program_expressions import VALUE_TYPES, Expressions, ProgramEnv
 from .program_idioms import IDIOM_IMPORTS, IDIOMS
 
@@ -34,6 +36,7 @@ _MODULE_IMPORTS = {
     "heapq": "import heapq",
     "fractions": "from fractions import Fraction",
     "decimal": "from decimal import Decimal",
+    **LIBRARY_IMPORTS,
 }
 
 # Statement kinds, repeated by weight (hypothesis samples from this order; "tool" joins, three
@@ -83,9 +86,10 @@ class DataProgram(Expressions):
     """One data program, built statement by statement from hypothesis draws."""
 
     def __init__(self, draw: Callable[[st.SearchStrategy[Any]], Any],
-                 tools: Mapping[str, Callable[..., Any]] | None) -> None:
+                 tools: Mapping[str, Callable[..., Any]] | None, libraries: tuple[str, ...] = ()) -> None:
         super().__init__(draw, ProgramEnv())
         self.specs = tool_specs(tools)
+        self.data_idioms = [name for name, (library, _) in DATA_IDIOMS.items() if library in libraries]
 
     def build(self, final: str | None) -> str:
         """`final` forces the ending: "none", "expr" (a last expression) or "final" (final_answer)."""
@@ -100,6 +104,7 @@ class DataProgram(Expressions):
 
     def statement(self) -> str:
         kinds = list(STATEMENT_KINDS) + (["tool", "tool", "tool"] if self.specs else [])
+        kinds += ["data_idiom"] * 6 if self.data_idioms else []
         return getattr(self, f"stmt_{self.pick(kinds)}")()
 
     def depth(self) -> int:
@@ -189,6 +194,12 @@ class DataProgram(Expressions):
         if name in IDIOM_IMPORTS:
             self.env.imports.add(IDIOM_IMPORTS[name])
         return IDIOMS[name](self, k)
+
+    def stmt_data_idiom(self) -> str:
+        k = self.draw(st.integers(1, 9))
+        library, write = DATA_IDIOMS[self.pick(self.data_idioms)]
+        self.env.imports.add(library)
+        return write(self, k)
 
     # -- control flow ------------------------------------------------------------------------
     def stmt_for(self) -> str:
@@ -346,8 +357,21 @@ class DataProgram(Expressions):
 
 
 @st.composite
-def _data_programs(draw: Any, tools: Mapping[str, Callable[..., Any]], final: str | None) -> str:
-    return DataProgram(draw, tools).build(final)
+def _data_programs(draw: Any, tools: Mapping[str, Callable[..., Any]], final: str | None,
+                   libraries: tuple[str, ...] = ()) -> str:
+    return DataProgram(draw, tools, libraries).build(final)
+
+
+def data_libraries(authorized_imports: Iterable[str] | None) -> tuple[str, ...]:
+    """The libraries with idioms (numpy, pandas) that `authorized_imports` allows ("numpy",
+    "numpy.*", "*") and that this Python can import (the CPython reference runs here)."""
+    names = [] if authorized_imports is None or isinstance(authorized_imports, str) else list(authorized_imports)
+    out = []
+    for library in LIBRARY_IMPORTS:
+        allowed = any(n == "*" or n == library or n.startswith(library + ".") for n in names)
+        if allowed and importlib.util.find_spec(library) is not None:
+            out.append(library)
+    return tuple(out)
 
 
 def _compiles(code: str) -> bool:
@@ -363,6 +387,7 @@ def programs(
     mode: str = "data",
     *,
     ending: str | None = None,
+    authorized_imports: Iterable[str] | None = None,
 ) -> st.SearchStrategy[str]:
     """Strategy for Python source code (str) that compiles under CPython.
 
@@ -373,12 +398,14 @@ def programs(
     mode="grammar": grammar-level programs from `hypothesmith` (slow: ~0.5–3 s each), filtered by
     `compile()`. mode="all": either. `ending` forces the last statement: "none", "expr" (a
     last expression whose value is the output) or "final" (a `final_answer(...)` call).
+    authorized_imports: when they allow numpy or pandas (and this Python has them), data
+    programs also use their idioms (program_data_idioms.py).
 
         @given(programs(tools={"add": add}))
         def test_cpython_equal(code): ...
     """
     if mode == "data":
-        return _data_programs(dict(tools or {}), ending)
+        return _data_programs(dict(tools or {}), ending, data_libraries(authorized_imports))
     if mode == "grammar":
         try:
             import hypothesmith
@@ -386,5 +413,6 @@ def programs(
             raise ImportError("programs(mode='grammar') needs hypothesmith: pip install hypothesmith") from exc
         return st.one_of(hypothesmith.from_grammar(), hypothesmith.from_node()).filter(_compiles)
     if mode == "all":
-        return st.one_of(programs(tools, "data", ending=ending), programs(tools, "grammar"))
+        return st.one_of(programs(tools, "data", ending=ending, authorized_imports=authorized_imports),
+                         programs(tools, "grammar"))
     raise ValueError(f"programs(mode=...) must be 'data', 'grammar' or 'all', got {mode!r}")

@@ -1,4 +1,5 @@
 """The in-process restricted runtime: policy check → instrument → compile → exec under guards.
+(docs/architecture.md: where each rule of the policy lives, and the path of one step.)
 
 Used by LocalExecutor, and by the worker process under the restricted policy. The modules, each
 importing only from those above it:

@@ -58,6 +58,17 @@ class ProcessCaps:
                     pass  # no /proc or no rlimits here: size checks still apply
             self.active += 1
 
+    def lift_memory(self) -> None:
+        """Lift the address-space cap until the last active run leaves: for library code that
+        is not safe when an allocation fails (Agg, drawing a figure, corrupts the heap on a
+        bad_alloc, which crashes the host later). Its caller bounds that memory itself."""
+        with self.lock:
+            if self.active and self.saved_as is not None:
+                try:
+                    resource.setrlimit(resource.RLIMIT_AS, self.saved_as)
+                except (OSError, ValueError):
+                    pass
+
     def leave(self) -> None:
         with self.lock:
             self.active -= 1

@@ -138,6 +138,15 @@ def _patch_matplotlib(members: Members, ctx: PatchContext) -> None:
     members["use"] = use
 
 
+def _patch_pyplot(members: Members, ctx: PatchContext) -> None:
+    # Figures are drawn off-screen: show() keeps them open, and every figure open at the end of
+    # the step comes back with the result as a PNG (executors/worker/figures.py).
+    def show(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    members["show"] = show
+
+
 def _patch_pprint(members: Members, ctx: PatchContext) -> None:
     print_fn = ctx.print_fn
 
@@ -335,6 +344,7 @@ PATCHES: dict[str, Callable[[Members, PatchContext], None]] = {
     "random": _patch_random,
     "numpy.random": _patch_numpy_random,
     "matplotlib": _patch_matplotlib,
+    "matplotlib.pyplot": _patch_pyplot,
     "pprint": _patch_pprint,
     "functools": _patch_functools,
     "dataclasses": _patch_dataclasses,

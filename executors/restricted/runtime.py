@@ -17,6 +17,7 @@ from typing import Any
 from ..base import (
     FINAL_ANSWER_NAME,
     MAX_SOURCE_CHARS,
+    Attachment,
     ExecutionError,
     ExecutionResult,
     FinalAnswer,
@@ -26,6 +27,8 @@ from ..base import (
     normalize_imports,
     normalize_tools,
 )
+from ..worker.display import display_text
+from ..worker.figures import collect, is_pil_image, max_pixels, open_figures, pil_description
 from .budget import RunState
 from .capabilities import GUARD, Grants
 from .caps import PROCESS_CAPS, frame_depth
@@ -74,7 +77,12 @@ class RestrictedRuntime:
         self.grants = Grants(base.read, base.write, base.network,
                              base.check_source or check_library_source)
         self.workdir = workdir
-        self._settings = StepSettings(name.split(".")[0] for name in self.authorized_imports)
+        tops = {name.split(".")[0] for name in self.authorized_imports}
+        self._settings = StepSettings(tops)
+        # Figures can only come from a step that may import matplotlib (a host tool's own figure
+        # is the host's business).
+        self._figures = "matplotlib" in tops
+        self._figures_before: set | None = None
         warn_dangerous(self.authorized_imports)
         GUARD.install()
         # Authorized libraries set themselves up (caches, config) as the host, not in a step.
@@ -82,7 +90,7 @@ class RestrictedRuntime:
         install_hooks({name.split(".")[0] for name in self.authorized_imports})
         self._tools: dict[str, Callable[..., Any]] = {}
         self._compiler = StepCompiler(lambda: self.reserved_names)
-        self._outcome: list[Any] = [None, None, None]
+        self._outcome: list[Any] = [None, None, None, [], []]
         self._buffer = OutputBuffer(self.limits.max_output_chars)
         self._lock = threading.Lock()
         self._new_namespace()
@@ -229,12 +237,16 @@ class RestrictedRuntime:
                 return ExecutionResult(error=error, duration_s=time.perf_counter() - started)
             state = self.state
             self._buffer = buffer = OutputBuffer(self.limits.max_output_chars)
-            outcome = self._outcome = [None, None, None]  # output, output_repr, error
+            # output, output_repr, error, pictures, notes
+            outcome = self._outcome = [None, None, None, [], []]
+            self._figures_before = open_figures() if self._figures else None
             exc = self._under_limits(compiled, self._render_output)
-            output, output_repr, error = outcome
+            output, output_repr, error, pictures, notes = outcome
             if exc is not None and error is None and not state.final_called:
                 error = ExecutionError(type(exc).__name__, "the code failed")
             state.reason = "finished"
+            for note in notes:
+                buffer.write(f"{note}\n")
             return ExecutionResult(
                 output=output,
                 logs=buffer.getvalue(),
@@ -242,18 +254,31 @@ class RestrictedRuntime:
                 error=error,
                 duration_s=time.perf_counter() - started,
                 output_repr=output_repr,
+                attachments=tuple(Attachment(p.media_type, p.data, p.name, p.width, p.height)
+                                  for p in pictures),
             )
         finally:
             self._lock.release()
 
     def _render_output(self, exc: BaseException | None) -> None:
+        """The step's value as text, its error, then its figures (PNG): under the step's
+        limits, with the capability guard on (rendering runs model callbacks)."""
         outcome = self._outcome
         try:
-            if outcome[0] is not None:
-                outcome[1] = safe_repr(outcome[0], self.limits.max_output_chars)
+            value = outcome[0]
+            if value is not None:
+                outcome[1] = _describe(value, self.limits.max_output_chars)
             if exc is not None and not self.state.final_called:
                 outcome[2] = describe_error(exc, self.limits, self.state.reason,
                                             locate(exc, self._compiler.sources))
+            if self._figures_before is not None or value is not None:
+                # Drawing is bounded by the figure's pixels, not by the address-space cap (see
+                # lift_memory); pictures are appended as they are made: an interrupt keeps those.
+                limits = self.limits
+                _lift_memory_cap()
+                collect(self._figures_before, value, max_bytes=limits.max_attachment_bytes,
+                        deadline=self.state.deadline, into=outcome[3], notes=outcome[4],
+                        pixels=max_pixels(limits.max_memory_mb))
         except BaseException:  # noqa: BLE001 - an interrupt landed while rendering
             pass
 
@@ -333,21 +358,46 @@ class RestrictedRuntime:
                     except Interrupt:
                         continue
                     except MemoryError:
-                        # The code left no memory under the cap for us: lift the cap and go on.
+                        # The code left no memory under the cap for us: lift the cap and go on;
+                        # if even that is not enough, report the bare error (never raise).
                         if released:
-                            raise
-                        released = True
-                        PROCESS_CAPS.leave()
+                            settled = True
+                        else:
+                            released = True
+                            _lift_caps(guard)
             finally:
                 ns[LIVE] = False
+                # Lift the caps first: the host's own cleanup below must not meet the memory
+                # the code used up (a MemoryError here escaped execute()).
+                if not released:
+                    _lift_caps(guard)
                 GUARD.leave(guard)
                 WORKDIRS.leave()
-                if not released:
-                    PROCESS_CAPS.leave()
                 _unwatch(state)
                 self.host_guard.restore()
                 settings.restore()
         return exc
+
+
+def _lift_memory_cap() -> None:
+    # setrlimit is ours, not the model's: the capability guard lets it through.
+    step = GUARD.current()
+    if step is not None:
+        step.suspended += 1
+    try:
+        PROCESS_CAPS.lift_memory()
+    finally:
+        if step is not None:
+            step.suspended -= 1
+
+
+def _describe(value: Any, limit: int) -> str:
+    """output_repr: tables and arrays like a notebook shows them, a PIL image by its size (its
+    pixels come back as an attachment), anything else its repr."""
+    if is_pil_image(value):
+        return pil_description(value)
+    text = display_text(value, limit)
+    return text if text is not None else safe_repr(value, limit)
 
 
 def _safe_text(exc: BaseException) -> str:
@@ -356,6 +406,17 @@ def _safe_text(exc: BaseException) -> str:
         return text if type(text) is str else type(exc).__name__
     except Exception:  # noqa: BLE001 - a hostile __str__
         return type(exc).__name__
+
+
+def _lift_caps(step: Any) -> None:
+    """Restore the process's address-space cap and recursion limit. Host code, so the step's
+    capability guard stands aside: it refuses `resource.setrlimit`, and the cap's own error
+    handling would swallow the refusal and leave the host capped."""
+    step.suspended += 1
+    try:
+        PROCESS_CAPS.leave()
+    finally:
+        step.suspended -= 1
 
 
 def _unwatch(state: RunState) -> None:

@@ -48,6 +48,13 @@ class Run(Protocol):
     def expire(self, reason: str) -> None: ...
 
 
+# _LOCK_NOTE: the run's thread takes the lock with `with self.lock:` (a C-level __enter__), never
+# `with self._cond:`. Condition.__enter__ is Python code: an interrupt pending while the thread
+# waited for the lock is delivered right after the acquire, inside Condition.__enter__, before
+# the with block is set up — the lock stays held and the next pause() (and the watchdog thread)
+# wait for it forever. Seen as a rare hang of test_interrupt_storm_never_escapes_execute.
+
+
 class Watchdog:
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -68,7 +75,7 @@ class Watchdog:
         """Start watching this step of `run` (cheap: the thread is woken only when needed)."""
         if run.deadline == _NEVER:
             return  # no deadline (Limits.timeout_s=None): nothing to enforce
-        with self._cond:
+        with self.lock:  # the C lock, not the Condition: see _LOCK_NOTE
             self._ensure_thread()
             if id(run) in self._queued:
                 # A run object is reused step after step and keeps one heap entry: when its old
@@ -85,7 +92,7 @@ class Watchdog:
 
     def unwatch(self, run: Run) -> None:
         """Mark the run ended; afterwards no interrupt is pending or will be sent for it."""
-        with self._cond:
+        with self.lock:  # see _LOCK_NOTE
             run.ended = True
             self._expired.discard(run)
             if run.fired:
@@ -101,7 +108,7 @@ class Watchdog:
         made."""
         while True:
             try:
-                with self._cond:
+                with self.lock:  # see _LOCK_NOTE
                     run.settling = paused
                     if paused and run.fired:
                         _clear_async_exc(run.thread_id, None)

@@ -5,6 +5,8 @@
   loop          the worker loop: requests in, replies out; one runtime holds the namespace
   open_runtime  the open policy's namespace and soft deadline (the restricted policy uses
                 `executors.restricted.RestrictedRuntime`, imported only when configured so)
+  display       tables and arrays as notebook-like text (output_repr), for both runtimes
+  figures       pyplot figures and PIL images as PNG attachments, for both runtimes
   harden        what the worker does to itself before reading a frame (rlimits, death signal),
                 and `confine()`: the kernel confinement to the host's grants at configure
   hardening/    Landlock, namespaces, privilege drop (stdlib + _ctypes; the host imports it too,

@@ -22,6 +22,7 @@ from .wire import (
     FrameBuffer,
     FrameTooLarge,
     ProtocolError,
+    attachments_to_wire,
     decode_value,
     encode_value,
     pack_frame,
@@ -58,6 +59,7 @@ def result_reply(request_id, step, logs: str, duration_s: float) -> dict:
                                         "line": err.line},
         duration_s=duration_s,
         restart=bool(getattr(step, "restart", False)),
+        attachments=attachments_to_wire(getattr(step, "attachments", ())),
     )
 
 
@@ -317,6 +319,16 @@ class Worker:
             return
         except (FrameTooLarge, ValueError):  # the value is too big (or odd) for one frame
             pass
+        if result.get("attachments"):  # figures first: the text matters more to the model
+            names = ", ".join(str(a.get("name")) for a in result["attachments"])
+            result["attachments"] = []
+            result["logs"] = truncate_text(f"{result.get('logs') or ''}[{names} not returned: too large "
+                                           "to send in one frame (max_frame_bytes)]\n", self._output_limit())
+            try:
+                self.send(result)
+                return
+            except (FrameTooLarge, ValueError):
+                pass
         result["output"] = {TAG: "repr", "v": truncate_text(result.get("output_repr") or "", 10_000), "type": "too large"}
         try:
             self.send(result)

@@ -19,8 +19,11 @@ import _ast as ast
 import _signal as signal
 import os
 import sys
+import time
 
+from .display import display_text
 from .errors import FinalAnswer
+from .figures import collect, is_pil_image, max_pixels, open_figures, pil_description
 from .harden import has_children
 from .wire import OutputBuffer, Repr, safe_repr, safe_str, truncate_text
 
@@ -49,12 +52,13 @@ class Step:
     """What one step produced: the fields of `executors.ExecutionResult` that cross the wire,
     plus `restart` (the worker asks the host to replace it)."""
 
-    __slots__ = ("output", "output_repr", "logs", "is_final_answer", "error", "restart")
+    __slots__ = ("output", "output_repr", "logs", "is_final_answer", "error", "restart", "attachments")
 
     def __init__(self, output=None, output_repr: str | None = None, logs: str = "", is_final_answer: bool = False,
-                 error: StepError | None = None, restart: bool = False) -> None:
+                 error: StepError | None = None, restart: bool = False, attachments=()) -> None:
         self.output, self.output_repr, self.logs = output, output_repr, logs
         self.is_final_answer, self.error, self.restart = is_final_answer, error, restart
+        self.attachments = attachments  # figures.Picture
 
 
 class OpenRuntime:
@@ -72,6 +76,9 @@ class OpenRuntime:
         self.final_answer = self._final_answer  # one bound method: get_variables compares identity
         sys.setrecursionlimit(int(limits.get("max_recursion_depth") or 200) + 60)
         signal.signal(signal.SIGALRM, self._on_alarm)
+        # No display here: pyplot draws off-screen, show() keeps figures open (headless Agg does
+        # nothing), and the figures open at the end of a step come back as PNGs.
+        os.environ.setdefault("MPLBACKEND", "Agg")
         self.reset()
 
     # -- the namespace ------------------------------------------------------------------------
@@ -162,6 +169,8 @@ class OpenRuntime:
         capture = OutputBuffer(limit)
         self.final, self.fired, self.pending, self.in_tool = [], False, False, False
         output = error = None
+        timeout = self.limits.get("timeout_s")
+        deadline = time.monotonic() + float(timeout) if timeout else None
         old_out, old_err = sys.stdout, sys.stderr
         sys.stdout = sys.stderr = capture
         try:
@@ -184,14 +193,48 @@ class OpenRuntime:
             restart = True  # e.g. a fork bomb that ended in BlockingIOError: its forks live on
         if self.final:  # an answer given is remembered, whatever happened after it
             output, error = self.final[0], None
+        output_repr, pictures = self._render(output, capture, deadline)
         return Step(
             output=output,
-            output_repr=None if output is None else safe_repr(output, limit),
+            output_repr=output_repr,
             logs=capture.text(),
             is_final_answer=bool(self.final),
             error=error,
             restart=restart,
+            attachments=pictures,
         )
+
+    def _render(self, output, capture: OutputBuffer, deadline: float | None) -> tuple:
+        """The value as text and the step's figures as PNGs, in what is left of the step's time
+        (both run model code: __repr__, tick formatters); figures are closed whatever happens."""
+        limit = int(self.limits.get("max_output_chars") or 20_000)
+        text, pictures, notes = None, [], []
+        old_out, old_err = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = capture
+        fired = self.fired
+        try:
+            if deadline is not None:
+                signal.setitimer(signal.ITIMER_REAL, max(0.001, deadline - time.monotonic()), RE_FIRE_S)
+            try:
+                if output is not None:
+                    text = _describe(output, limit)
+                collect(set(), output, max_bytes=int(self.limits.get("max_attachment_bytes", 5_000_000)),
+                        deadline=deadline, into=pictures, notes=notes,
+                        pixels=max_pixels(self.limits.get("max_memory_mb")))
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        except BaseException as exc:  # noqa: BLE001 - Deadline (noted), or a broken pyplot
+            if not isinstance(exc, Deadline):
+                notes.append(f"[figures not returned: {type(exc).__name__}: {safe_str(exc)[:300]}]")
+        finally:
+            sys.stdout, sys.stderr = old_out, old_err
+            self.fired = fired
+            _close_figures()
+        if output is not None and text is None:
+            text = safe_repr(output, limit)
+        for note in notes:
+            capture.write(f"{note}\n")
+        return text, pictures
 
     def _run(self, code: str):
         """Run the code with the deadline armed; the value of its last expression statement."""
@@ -211,6 +254,24 @@ class OpenRuntime:
     def _timeout_error(self) -> StepError:
         return StepError("TimeoutError", f"execution exceeded the {self.limits.get('timeout_s')} s time limit "
                          "(Limits.timeout_s); make the code faster or do less per step.")
+
+
+def _describe(value, limit: int) -> str:
+    """output_repr: tables and arrays like a notebook shows them, a PIL image by its size (its
+    pixels come back as an attachment), anything else its repr."""
+    if is_pil_image(value):
+        return pil_description(value)
+    text = display_text(value, limit)
+    return text if text is not None else safe_repr(value, limit)
+
+
+def _close_figures() -> None:
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None and open_figures():
+        try:
+            plt.close("all")
+        except Exception:  # noqa: BLE001 - a pyplot the model broke: nothing more to do
+            pass
 
 
 class _NotPlain(Exception):

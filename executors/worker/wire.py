@@ -15,6 +15,10 @@ Messages (their fields are listed in `executors.protocol`):
                   register_tools, reset, ping, shutdown.
   worker -> host: ok, error, pong, result, variables, tool_call.
 
+Attachments (figures and images of a step) cross in the result message as
+{media_type, name, width, height, data: tagged bytes}: `attachments_to_wire`; the host checks
+them with `png_size` (the one media type, PNG, read from its own header).
+
 Also here, because both sides cut text the same way: `truncate_text` (head + tail), `safe_repr`
 (a repr that survives a hostile `__repr__`) and `OutputBuffer` (keeps the head and the tail of
 everything written to it).
@@ -29,7 +33,8 @@ import math
 import sys
 
 __all__ = [
-    "DEFAULT_MAX_FRAME_BYTES", "HEADER_BYTES", "REPR_CHARS", "TAG",
+    "DEFAULT_MAX_FRAME_BYTES", "HEADER_BYTES", "MAX_PICTURES", "PNG", "REPR_CHARS", "TAG",
+    "attachments_to_wire", "png_size",
     "FrameBuffer", "FrameTooLarge", "OutputBuffer", "ProtocolError", "Repr",
     "decode_value", "dumps", "encode_value", "loads", "pack_frame", "safe_repr", "safe_str",
     "truncate_text",
@@ -43,6 +48,8 @@ _BIG_INT_BITS = 12_000  # above ~3600 digits, str(int) may hit Python's int->str
 _MAX_DEPTH = 100
 _MAX_NODES = 1_000_000
 REPR_CHARS = 10_000  # the longest repr a value crosses as
+PNG = "image/png"
+MAX_PICTURES = 20  # attachments per step: a loop that opens 500 figures gets the first 20
 
 
 class ProtocolError(Exception):
@@ -256,6 +263,26 @@ def _decode_tagged(tag, data, d):
 
         return datetime.timedelta(days=v[0], seconds=v[1], microseconds=v[2])
     raise ProtocolError(f"unknown or malformed tagged value {tag!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Attachments
+
+
+def attachments_to_wire(items) -> list:
+    """The `attachments` field of a result message: figures.Picture or executors.Attachment
+    objects (the same fields), their bytes as tagged bytes."""
+    return [{"media_type": str(item.media_type), "name": str(item.name), "width": item.width,
+             "height": item.height,
+             "data": {TAG: "bytes", "v": binascii.b2a_base64(bytes(item.data), newline=False).decode("ascii")}}
+            for item in items]
+
+
+def png_size(data: bytes) -> tuple[int | None, int | None]:
+    """Width and height from a PNG's IHDR chunk; (None, None) for anything else."""
+    if len(data) >= 24 and data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR":
+        return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    return None, None
 
 
 # ---------------------------------------------------------------------------------------------
