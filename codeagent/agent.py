@@ -233,6 +233,7 @@ class _CodeRun:
         self.format = agent.action_format
         self.memory: Memory | None = None
         self.notes = agent._notes
+        self._last = False  # whether the step being asked is the run's last
 
     def events(self) -> Iterator[Event]:
         agent, rec = self.agent, self.rec
@@ -290,6 +291,7 @@ class _CodeRun:
 
     def ask(self, step: Step, last: bool) -> Generator[Event, None, ModelReply | None]:
         agent = self.agent
+        self._last = last  # the constraint of the last step allows only the final answer
         reply = yield from self.rec.ask(
             step, self._messages, self._send, note=LAST_STEP_NOTE if last else None,
             empty_note=EMPTY_REPLY_NOTE, retries=agent.empty_reply_retries, has_content=_has_text,
@@ -357,7 +359,7 @@ class _CodeRun:
                                     images=sees_images(self.agent.model))
 
     def _send(self, messages: list[dict[str, str]]) -> ModelReply:
-        constraint = self.format.constraint()
+        constraint = self.format.constraint(last=self._last)
         if constraint is None:
             return self.agent.model.complete(messages, stop=self.agent.stop_sequences)
         return self.agent.model.complete(  # type: ignore[call-arg]

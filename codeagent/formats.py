@@ -93,8 +93,8 @@ class ActionFormat:
             raise ValueError(f"constraint kind must be one of {CONSTRAINT_KINDS}, got {kind!r}")
         self.constraint_kind = kind
 
-    def constraint(self) -> Constraint | None:
-        """What the next request must decode (None: nothing)."""
+    def constraint(self, last: bool = False) -> Constraint | None:
+        """What the next request must decode (None: nothing); last: the run's last step."""
         return None
 
     def examples(self, task_text: Spelling, observation: Spelling) -> list[dict[str, str]]:
@@ -142,7 +142,7 @@ class CodeBlock(ActionFormat):
     def start_run(self) -> None:
         self._seen: dict[str, int] = {}  # normalized code -> the step it ran in
 
-    def constraint(self) -> Constraint | None:
+    def constraint(self, last: bool = False) -> Constraint | None:
         if self.constraint_kind == "grammar":
             return Constraint(grammar=code_action_grammar(self.code_tags), name="code_action")
         if self.constraint_kind == "schema":
@@ -216,14 +216,17 @@ class SingleCall(ActionFormat):
         self._previous = None  # the fingerprint of the previous step's call(s)
         self._forbid = None
 
-    def constraint(self) -> Constraint | None:
+    def constraint(self, last: bool = False) -> Constraint | None:
+        # On the last step only final_answer can be written: a weak model that loops on lookups
+        # then ends with its best answer instead of running out of steps with none.
+        tools = {} if last else self.tools
         if self.constraint_kind == "grammar":
             # the call that just ran cannot be written again (it would be refused as a repeat)
-            grammar = single_call_grammar(self.tools, self.code_tags, answer_schema=SCALAR_ANSWER_SCHEMA,
+            grammar = single_call_grammar(tools, self.code_tags, answer_schema=SCALAR_ANSWER_SCHEMA,
                                           forbid=self._forbid)
             return Constraint(grammar=grammar, name="single_call")
         if self.constraint_kind == "schema":
-            return Constraint(schema=single_call_schema(self.tools, answer_schema=SCALAR_ANSWER_SCHEMA),
+            return Constraint(schema=single_call_schema(tools, answer_schema=SCALAR_ANSWER_SCHEMA),
                               name="single_call")
         return None
 

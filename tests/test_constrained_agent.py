@@ -227,6 +227,25 @@ def test_a_reply_that_breaks_the_schema_anyway_gets_a_lesson_in_the_constrained_
     assert stub.requests[1]["messages"][-1]["content"].startswith("Observation:\nError: I could not find a tool call")
 
 
+def test_on_the_last_step_only_the_final_answer_can_be_written():
+    """A weak model that keeps looking things up ends with its best answer, not out of steps."""
+    replies = ['<code>capital_of(country="Japan")</code>', '<code>final_answer("Tokyo")</code>']
+    with OpenAIStub(replies) as stub:
+        result = SingleCallAgent(model_for(stub, "grammar"), [capital_of], max_steps=2).run("Capital of Japan?")
+    assert result.output == "Tokyo"
+    first, last = (Gbnf(b["grammar"]) for b in stub.requests)
+    assert first.accepts('<code>capital_of(country="France")</code>')
+    assert not last.accepts('<code>capital_of(country="France")</code>')
+    assert last.accepts('<code>final_answer("Tokyo")</code>')
+    replies = ['{"name": "capital_of", "arguments": {"country": "Japan"}}',
+               '{"name": "final_answer", "arguments": {"answer": "Tokyo"}}']
+    with OpenAIStub(replies) as stub:
+        SingleCallAgent(model_for(stub, "json_object"), [capital_of], max_steps=2).run("Capital of Japan?")
+    first, last = (b["response_format"]["schema"] for b in stub.requests)
+    assert first == single_call_schema([capital_of], answer_schema=SCALAR_ANSWER_SCHEMA)
+    assert last == single_call_schema([], answer_schema=SCALAR_ANSWER_SCHEMA)
+
+
 def test_code_agent_with_a_grammar_gets_thought_then_one_block():
     with OpenAIStub(["Thought: add them.\n<code>\nfinal_answer(add(2, 40))\n</code>"]) as stub:
         result = CodeAgent(model_for(stub, "grammar"), [add]).run("2 + 40?")
