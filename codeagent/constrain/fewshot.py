@@ -25,7 +25,7 @@ from ..tools import Tool, tools_by_name
 from .schemas import ARGUMENTS_KEY, FINAL_ANSWER, NAME_KEY, parameter_schema, python_literal
 
 __all__ = ["STYLES", "Shot", "example_value", "example_arguments", "example_task", "example_shot",
-           "chain_shots", "fewshot_messages", "fewshot_text"]
+           "fewshot_messages", "fewshot_text"]
 
 STYLES = ("json", "call", "code", "code_json")
 
@@ -142,48 +142,6 @@ def example_shot(tool: Tool) -> Shot:
     return Shot(task=example_task(tool, arguments), tool=tool.name, arguments=arguments, result=result)
 
 
-_LINKABLE = ("string", "integer", "number")
-_CHAIN_RESULT = {"integer": 29, "number": 29.5}  # the second call's result: not the first one's
-
-
-def _return_kind(tool: Tool) -> str | None:
-    ret = tool.signature.return_annotation
-    if ret is tool.signature.empty:
-        return None
-    kind = parameter_schema(ret).get("type")
-    return kind if kind in _LINKABLE else None
-
-
-def chain_shots(tools: Iterable[Any] | Mapping[str, Any]) -> list[Shot] | None:
-    """Two calls where the second takes the first one's result (the first pair of tools, in order,
-    whose return type is the type of a required parameter of the other), or None.
-
-    Small models copy the length of an example: after a one-call example they answer right after
-    the first result, also when the task needs a second call."""
-    listed = list(tools_by_name(tools).values())
-    for first in listed:
-        kind = _return_kind(first)
-        for second in (t for t in listed if t is not first and kind):
-            link = next((p for p in second.signature.parameters.values() if p.default is p.empty
-                         and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-                         and parameter_schema(p.annotation).get("type") == kind), None)
-            if link is None:
-                continue
-            arguments = example_arguments(second)
-            value = arguments.get(link.name) if kind == "string" else _example_result({"type": kind})
-            arguments[link.name] = value
-            head = example_shot(first)
-            ret = second.signature.return_annotation
-            schema = parameter_schema(ret) if ret is not second.signature.empty else {}
-            result = _CHAIN_RESULT.get(schema.get("type"), None) if isinstance(schema, Mapping) else None
-            if result is None:
-                result = _example_result(schema) if schema else "done"
-            summary = (second.description or second.name).strip().splitlines()[0].rstrip(".")
-            task = f"{head.task.rstrip('?.')}, and then {summary[0].lower()}{summary[1:]} for that?"
-            return [Shot(task, first.name, head.arguments, value), Shot(task, second.name, arguments, result)]
-    return None
-
-
 def _render(style: str, name: str, arguments: Mapping[str, Any], tags: tuple[str, str] | None,
             thought: str) -> str:
     if style == "json":
@@ -217,12 +175,10 @@ def fewshot_messages(
     *,
     task_text: Callable[[str], str] | None = None,
     observation: Callable[[Any], str] | None = None,
-    chain: bool = False,
 ) -> list[dict[str, str]]:
     """Chat turns to put between the system prompt and the task: call → result → final answer.
 
-    With no tools the example is a task answered at once with final_answer. chain=True: where two
-    of the tools chain (`chain_shots`), two calls, the second with the first one's result.
+    With no tools the example is a task answered at once with final_answer.
     task_text / observation: how the agent spells a task message and an observation message
         (default "Task: <task>" and "Observation: <repr of the result>"); an example written
         exactly like the real conversation is the one a small model follows.
@@ -234,13 +190,13 @@ def fewshot_messages(
         final = _render(style, FINAL_ANSWER, {"answer": "blue"}, tags, thought="I know the answer.")
         return [{"role": "user", "content": task_text("What colour is a clear daytime sky?")},
                 {"role": "assistant", "content": final}]
-    shots = (chain_shots(tools) if chain else None) or shots
-    messages = [{"role": "user", "content": task_text(shots[0].task)}]
-    for shot in shots:
-        messages += [{"role": "assistant", "content": shot.reply(style, tags)},
-                     {"role": "user", "content": observation(shot.result)}]
-    messages.append({"role": "assistant", "content": shots[-1].final(style, tags)})
-    return messages
+    shot = shots[0]
+    return [
+        {"role": "user", "content": task_text(shot.task)},
+        {"role": "assistant", "content": shot.reply(style, tags)},
+        {"role": "user", "content": observation(shot.result)},
+        {"role": "assistant", "content": shot.final(style, tags)},
+    ]
 
 
 def fewshot_text(
