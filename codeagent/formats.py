@@ -192,6 +192,7 @@ class SingleCall(ActionFormat):
     examples: worked examples built from the tools (a call, its result, the final answer) as chat
         turns before the task: small models copy an example far better than they follow rules.
     nudge: after each result, remind the model to answer with final_answer if it has the answer.
+    Under a constraint, the last step's schema or grammar allows only final_answer.
     """
 
     def __init__(self, bundleable: Iterable[str] = (), *, examples: bool = True, nudge: bool = True) -> None:
