@@ -26,7 +26,8 @@ from executors.base import ExecutionResult, Executor, ExecutorError, Limits, nor
 from executors.importable import ensure_importable
 
 from .attachments import AttachmentRecord, describe_line, image_part, is_sendable_image
-from .events import CodeAction, ErrorEvent, Event, ModelReplyEvent, RunEnd
+from .constrain.request import model_spelling, spelling_kind
+from .events import CodeAction, ErrorEvent, Event, ModelReplyEvent, Notice, RunEnd
 from .formats import DEFAULT_CODE_TAGS, ActionFormat, CodeBlock, normalize_code
 from .grants import access_rule, files_section
 from .memory import Memory, truncate_middle
@@ -77,6 +78,11 @@ class CodeAgent:
     output_dir: where figures the code produces are saved as the run goes
         (`<run_id>.figure-1.png`, ...), so the model and the events can name the file; None: they
         stay in the RunResult (whose `save(path)` writes them beside the JSON).
+
+    Constrained decoding: when the model constrains its output (`OpenAIModel(constrain=...)`), each
+    run asks it which spelling it uses (an "auto" model probes its endpoint at first use) and the
+    action format sends the matching constraint with every request; what the model adapted to (the
+    probe's verdict, a fallback) comes out of `stream` as `Notice` events.
     """
 
     def __init__(
@@ -118,7 +124,7 @@ class CodeAgent:
         self.empty_reply_retries = empty_reply_retries
         self.stop_sequences = [code_tags[1], "\nObservation:"]
         self.action_format = (action_format or CodeBlock()).bind(self.tools, code_tags)
-        self._template = system_prompt_template or load_prompt(self.action_format.template_file)
+        self._template_override = system_prompt_template
         self._authorized_imports = list(authorized_imports) if authorized_imports is not None else None
         self._limits = limits
         self._access = access
@@ -126,6 +132,7 @@ class CodeAgent:
         self._executor = executor
         self._owns_executor = executor is None
         self._tools_given_to: Executor | None = None  # executors keep tools across reset()
+        self._notes = AdaptationNotes(model)
 
     # -- executor ----------------------------------------------------------------------------
 
@@ -154,12 +161,19 @@ class CodeAgent:
 
     # -- prompt ------------------------------------------------------------------------------
 
+    def constraint_kind(self) -> str | None:
+        """"grammar", "schema" or None: what the model can constrain its replies with (a model with
+        constrain="auto" runs its probe on the first call)."""
+        return spelling_kind(model_spelling(self.model))
+
     def system_prompt(self) -> str:
+        """The system prompt of the next run (of the last run's constraint kind, once it ran)."""
         imports = tuple(getattr(self.executor, "authorized_imports", ()) or ())
         if "*" in imports:
             imports_text = "any installed module"
         else:
             imports_text = ", ".join(imports) if imports else "none"
+        text = self._template_override or load_prompt(self.action_format.template_file)
         fields = {
             "open": self.code_tags[0],
             "close": self.code_tags[1],
@@ -170,7 +184,6 @@ class CodeAgent:
             "instructions": f"\n{self.instructions.strip()}\n" if self.instructions else "",
             **self.action_format.prompt_fields(),
         }
-        text = self._template
         for name, value in fields.items():
             text = text.replace("{{" + name + "}}", value)
         return text
@@ -219,11 +232,15 @@ class _CodeRun:
         self.reset = reset
         self.format = agent.action_format
         self.memory: Memory | None = None
+        self.notes = agent._notes
+        self._last = False  # whether the step being asked is the run's last
 
     def events(self) -> Iterator[Event]:
         agent, rec = self.agent, self.rec
         executor_name = type(agent._executor).__name__ if agent._executor else "LocalExecutor"
         yield rec.start(max_steps=agent.max_steps, tools=list(agent.tools), executor=executor_name)
+        self.format.use_constraint(agent.constraint_kind())
+        yield from self.notes.new(rec)
         try:
             self.memory = self._prepare()
         except ExecutorError as exc:
@@ -253,7 +270,9 @@ class _CodeRun:
             executor.set_variables(dict(self.variables))
             names = ", ".join(f"{k} ({type(v).__name__})" for k, v in self.variables.items())
             task_text += f"\n\nThese Python variables are already defined for you: {names}."
-        return Memory(agent.system_prompt(), task_text)
+        examples = self.format.examples(task_text=lambda task: f"Task:\n{task}",
+                                        observation=lambda value: f"Observation:\nLast value: {value!r}")
+        return Memory(agent.system_prompt(), task_text, examples=examples)
 
     def step(self, number: int, last: bool) -> Iterator[Event]:
         step = self.rec.begin_step(number)
@@ -272,10 +291,12 @@ class _CodeRun:
 
     def ask(self, step: Step, last: bool) -> Generator[Event, None, ModelReply | None]:
         agent = self.agent
+        self._last = last  # the constraint of the last step allows only the final answer
         reply = yield from self.rec.ask(
             step, self._messages, self._send, note=LAST_STEP_NOTE if last else None,
             empty_note=EMPTY_REPLY_NOTE, retries=agent.empty_reply_retries, has_content=_has_text,
         )
+        yield from self.notes.new(self.rec, step.number)
         if reply is not None:
             yield self.rec.event(
                 ModelReplyEvent, step.number, text=reply.text, reasoning=reply.reasoning, usage=step.usage,
@@ -324,7 +345,8 @@ class _CodeRun:
         if final:
             rec.answer(step, result.output, result.output_repr)
         else:
-            self._remember(said, record.observation, shown)
+            note = None if failed else self.format.observation_note()
+            self._remember(said, f"{record.observation}\n{note}" if note else record.observation, shown)
         # an execution error is the model's to fix: it reads it in the observation
         error = (ErrorKind.EXECUTION, str(result.error)) if failed else None
         yield from rec.observed(step, error, logs=result.logs, output_repr=result.output_repr)
@@ -337,7 +359,11 @@ class _CodeRun:
                                     images=sees_images(self.agent.model))
 
     def _send(self, messages: list[dict[str, str]]) -> ModelReply:
-        return self.agent.model.complete(messages, stop=self.agent.stop_sequences)
+        constraint = self.format.constraint(last=self._last)
+        if constraint is None:
+            return self.agent.model.complete(messages, stop=self.agent.stop_sequences)
+        return self.agent.model.complete(  # type: ignore[call-arg]
+            messages, stop=self.agent.stop_sequences, constraint=constraint)
 
     def _as_said(self, text: str) -> str:
         """The reply as the history keeps it. The stop sequence ate the closing tag: put it back, so
@@ -356,6 +382,23 @@ class _CodeRun:
         observation = f"Error: {message}"
         self._remember(said, observation)
         return self.rec.fail_step(step, kind, message, observation=observation)
+
+
+class AdaptationNotes:
+    """The `adaptations` of the model (a constraint probe's verdict, fallbacks, options the endpoint
+    rejected) and of the agent, as `Notice` events, each once per agent: an agent's first run also
+    reports what the model adapted to before it (auto_agent's probe). Shared by both agents."""
+
+    def __init__(self, *sources: Any) -> None:
+        self.sources = sources
+        self.seen = [0] * len(sources)
+
+    def new(self, rec: Recorder, step: int | None = None) -> Iterator[Notice]:
+        for i, source in enumerate(self.sources):
+            notes = list(getattr(source, "adaptations", None) or ())
+            for note in notes[self.seen[i]:]:
+                yield rec.event(Notice, step, message=str(note))
+            self.seen[i] = len(notes)
 
 
 def check_agent_arguments(model: Any, tools: Any, executor: Any) -> None:

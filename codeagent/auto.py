@@ -10,7 +10,11 @@ The rule (first that applies wins):
 3. Tool probe: one request carrying a `multiply` tool (OpenAI `tools`). If the reply holds a native
    `tool_calls` entry for it with the arguments 17 and 23: **tool_calling** (a ToolCallingAgent).
 4. Otherwise (a weak model, or an endpoint without function calling): **single_call**
-   (a SingleCallAgent: one literal call per turn, the easiest format to get right).
+   (a SingleCallAgent: one literal call per turn, the easiest format to get right), constrained
+   when the endpoint can constrain decoding: a model that can (`OpenAIModel`) and has no
+   `constrain` setting is switched to constrain="auto", which probes which spelling the endpoint
+   honours (a grammar or a JSON schema; the spelling is in the reason). A weak model is where a
+   constraint helps most: measured with SmolLM2-135M, see benchmarks/weak_model_e2e.py.
 
 A probe that fails with HTTP 400 (say, `tools` not supported) counts as "no"; any other model
 error (unreachable endpoint, bad key) is raised, since no mode would work. The choice and why are
@@ -59,6 +63,7 @@ class AutoChoice:
     reason: str
     writes_code: bool | None = None  # None: not probed
     native_tools: bool | None = None
+    constrain: str | None = None  # the constraint spelling the model uses (None: none)
 
 
 def _is_bad_request(exc: ModelError) -> bool:
@@ -124,10 +129,33 @@ def choose_mode(model: Model, mode: str | None = None) -> AutoChoice:
         return AutoChoice(
             "tool_calling", "no usable code, but a correct native tool call", writes_code=False, native_tools=True
         )
+    spelling, why = constrain_for_single_call(model)
     return AutoChoice(
-        "single_call", "neither usable code nor a native tool call: one call per turn",
-        writes_code=False, native_tools=False,
+        "single_call", f"neither usable code nor a native tool call: one call per turn, {why}",
+        writes_code=False, native_tools=False, constrain=spelling,
     )
+
+
+def constrain_for_single_call(model: Model) -> tuple[str | None, str]:
+    """The constraint spelling a single-call agent on `model` gets, and a phrase that says why.
+
+    A model that can constrain (has `set_constrain`) and has no setting is switched to "auto"; when
+    the probe finds no spelling, constrained requests go out unconstrained (the probe's reasons are
+    in the model's adaptations, and so in the run's events).
+    """
+    from .constrain.request import model_spelling
+
+    setting = getattr(model, "constrain", None)
+    if setting is None and callable(getattr(model, "set_constrain", None)):
+        model.set_constrain("auto")  # type: ignore[attr-defined]
+        setting = "auto"
+    if setting is None:
+        return None, "unconstrained (the model has no constrain setting)"
+    spelling = model_spelling(model)
+    if spelling is None:
+        return None, "unconstrained (no constraint spelling works on this endpoint)"
+    how = "probed" if setting == "auto" else "configured"
+    return spelling, f"constrained with constrain={spelling!r} ({how})"
 
 
 def auto_agent(

@@ -20,6 +20,7 @@ from executors.base import ExecutorError, Limits
 
 from .cli_access import GrantError, access_from_args, add_access_options, grant_error
 from .cli_render import HumanPrinter, drive, save_run, show_answer, show_saved
+from .constrain.request import SPELLINGS
 from .events import NOT_JSON, plain_json
 from .run import ErrorKind
 
@@ -175,6 +176,7 @@ def make_model(args: argparse.Namespace, *, default_model: str | None = None) ->
         return OpenAIModel(
             model_id, base_url=args.base_url, api_key=api_key, system_role=not args.no_system_role,
             supports_stop=not args.no_stop, request_options=options,
+            constrain=None if getattr(args, "constrain", "none") in (None, "none") else args.constrain,
         )
     except Exception as exc:
         raise UsageError(str(exc))
@@ -214,8 +216,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _report_adaptations(model: Any) -> None:
     for note in getattr(model, "adaptations", ()):
-        flag = "--no-stop" if "stop" in note else "--no-system-role"
-        print(f"note: {note} (pass {flag} to skip the failed first request)", file=sys.stderr)
+        flag = "--no-stop" if "`stop`" in note else "--no-system-role" if "system role" in note else None
+        print(f"note: {note}" + (f" (pass {flag} to skip the failed first request)" if flag else ""), file=sys.stderr)
 
 
 def read_source(name: str) -> str:
@@ -376,6 +378,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--save", metavar="PATH", help="save the RunResult as JSON (its figures beside it)")
     run.add_argument("--out", metavar="DIR", help="save the run as DIR/<run_id>.json and the figures its code "
                                                   "makes as DIR/<run_id>.figure-<n>.png, as they come")
+    run.add_argument("--constrain", choices=("none", "auto", *SPELLINGS), default="none",
+                     help="constrained decoding: auto probes what the endpoint honours; json_schema, "
+                          "json_object, grammar, guided_json, guided_grammar force a spelling (default: none)")
 
     ex = sub.add_parser("exec", help="run a Python file in an executor",
                         description="Run FILE ('-' for stdin) in an executor and print what it printed, "

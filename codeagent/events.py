@@ -21,6 +21,7 @@ __all__ = [
     "CodeAction",
     "Observation",
     "ErrorEvent",
+    "Notice",
     "FinalAnswerEvent",
     "RunEnd",
     "plain_json",
@@ -116,6 +117,14 @@ class ErrorEvent(Event):
 
     type: Literal["error"] = "error"
     kind: str
+    message: str
+
+
+class Notice(Event):
+    """Something the run adapted to, not an error of a step: the model's constraint probe and its
+    fallbacks, an option the endpoint rejected (`OpenAIModel.adaptations`, in the order they happened)."""
+
+    type: Literal["notice"] = "notice"
     message: str
 
 

@@ -16,6 +16,16 @@ found (`lesson`) and fills its part of the system prompt. Two formats:
 
 A format object given to an agent is bound to its tools and tags (`bind` returns a copy), and keeps
 per-run state (what already ran) that `start_run` clears: one agent runs one task at a time.
+
+Constrained decoding (`codeagent.constrain`): when the model can constrain its output, the agent
+tells the format which kind at the start of a run (`use_constraint("grammar" | "schema" | None)`)
+and sends `constraint()` with every request. CodeBlock: a grammar for "Thought, then one code block",
+or the JSON `{"thought", "code"}` turned back into that text before the parser. SingleCall: a grammar
+for one call in its own `<code>name(k=v)</code>` format (never the call that just ran), or a JSON
+`oneOf` per tool read by the parser's JSON tier, with its own prompt. Either way the reply still goes
+through the parser, the vetting and the executor's policy: a constraint the server ignored only
+costs a lesson. SingleCall also brings worked examples from the actual tools (`examples`) and a
+reminder after each result (`observation_note`).
 """
 
 from __future__ import annotations
@@ -25,12 +35,22 @@ import copy
 import difflib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from executors.base import FINAL_ANSWER_NAME
 
+from .constrain import (
+    SCALAR_ANSWER_SCHEMA,
+    Constraint,
+    code_action_grammar,
+    code_action_schema,
+    code_action_text,
+    fewshot_messages,
+    single_call_grammar,
+    single_call_schema,
+)
 from .parsing import CodeParseError, fix_final_answer, parse_code
 from .run import ActionRefused, ErrorKind
 from .tools import Tool
@@ -43,13 +63,18 @@ __all__ = [
     "ParsedCall",
     "check_single_call",
     "call_fingerprint",
+    "bound_arguments",
     "colon_call_fix",
+    "CONSTRAINT_KINDS",
     "normalize_code",
     "render_tool_line",
 ]
 
 DEFAULT_CODE_TAGS = ("<code>", "</code>")
 NO_TOOLS = "# (no tools besides final_answer)"
+CONSTRAINT_KINDS = (None, "grammar", "schema")
+# How the agent spells the messages of a worked example: a task, and an observation of a result.
+Spelling = Callable[[Any], str]
 
 
 class ActionFormat:
@@ -60,6 +85,25 @@ class ActionFormat:
     def __init__(self) -> None:
         self.tools: Mapping[str, Tool] = {}
         self.code_tags: tuple[str, str] = DEFAULT_CODE_TAGS
+        self.constraint_kind: str | None = None  # "grammar" | "schema" | None, set per run by the agent
+
+    def use_constraint(self, kind: str | None) -> None:
+        """Constrain this run's replies: "grammar" (GBNF), "schema" (JSON schema) or None."""
+        if kind not in CONSTRAINT_KINDS:
+            raise ValueError(f"constraint kind must be one of {CONSTRAINT_KINDS}, got {kind!r}")
+        self.constraint_kind = kind
+
+    def constraint(self, last: bool = False) -> Constraint | None:
+        """What the next request must decode (None: nothing); last: the run's last step."""
+        return None
+
+    def examples(self, task_text: Spelling, observation: Spelling) -> list[dict[str, str]]:
+        """Worked examples (chat turns) to put between the system prompt and the task."""
+        return []
+
+    def observation_note(self) -> str | None:
+        """A line to add after the result of an action that did not end the run."""
+        return None
 
     def bind(self, tools: Mapping[str, Tool], code_tags: tuple[str, str]) -> ActionFormat:
         """A copy of this format for an agent with these tools and code tags."""
@@ -98,6 +142,33 @@ class CodeBlock(ActionFormat):
     def start_run(self) -> None:
         self._seen: dict[str, int] = {}  # normalized code -> the step it ran in
 
+    def constraint(self, last: bool = False) -> Constraint | None:
+        if self.constraint_kind == "grammar":
+            return Constraint(grammar=code_action_grammar(self.code_tags), name="code_action")
+        if self.constraint_kind == "schema":
+            return Constraint(schema=code_action_schema(), name="code_action")
+        return None
+
+    def extract(self, text: str) -> str:
+        if self.constraint_kind == "schema":
+            try:  # {"thought", "code"} back into "Thought + tagged block"; any other text as it is
+                text = code_action_text(json.loads(text), self.code_tags)
+            except ValueError:
+                pass
+        return super().extract(text)
+
+    def lesson(self, error: CodeParseError) -> str:
+        if self.constraint_kind == "schema":
+            return ('I could not find code in your reply. Reply with one JSON object, {"thought": "what you '
+                    'will do", "code": "the Python code"}; call final_answer(...) in the code when you are done.')
+        return super().lesson(error)
+
+    def examples(self, task_text: Spelling, observation: Spelling) -> list[dict[str, str]]:
+        if self.constraint_kind is None:
+            return []
+        style = "code_json" if self.constraint_kind == "schema" else "code"
+        return fewshot_messages(self.tools, style, self.code_tags, task_text=task_text, observation=observation)
+
     def vet(self, code: str, step: int) -> str:
         key = normalize_code(code)
         previous = self._seen.get(key)
@@ -116,15 +187,25 @@ class SingleCall(ActionFormat):
     """One literal tool call per turn (RA.Aid's CIAYN style), for very weak models.
 
     bundleable: tool names (read-only lookups, say) that may come several to a reply; their results
-        come back together, keyed by the call. Any other tool must be called alone.
+        come back together, keyed by the call. Any other tool must be called alone (and under a
+        constraint every reply is one call).
+    examples: worked examples built from the tools (a call, its result, the final answer) as chat
+        turns before the task: small models copy an example far better than they follow rules.
+    nudge: after each result, remind the model to answer with final_answer if it has the answer.
+    Under a constraint, the last step's schema or grammar allows only final_answer.
     """
 
-    template_file = "single_call.md"
-
-    def __init__(self, bundleable: Iterable[str] = ()) -> None:
+    def __init__(self, bundleable: Iterable[str] = (), *, examples: bool = True, nudge: bool = True) -> None:
         super().__init__()
         self.bundleable = frozenset(bundleable)
+        self.with_examples = examples
+        self.nudge = nudge
         self._previous: str | None = None
+        self._forbid: dict[str, dict[str, Any]] | None = None  # the previous call, for the grammar
+
+    @property
+    def template_file(self) -> str:  # type: ignore[override]
+        return "single_call_json.md" if self.constraint_kind == "schema" else "single_call.md"
 
     def bind(self, tools: Mapping[str, Tool], code_tags: tuple[str, str]) -> ActionFormat:
         unknown = sorted(self.bundleable - set(tools) - {FINAL_ANSWER_NAME})
@@ -134,10 +215,44 @@ class SingleCall(ActionFormat):
 
     def start_run(self) -> None:
         self._previous = None  # the fingerprint of the previous step's call(s)
+        self._forbid = None
+
+    def constraint(self, last: bool = False) -> Constraint | None:
+        # On the last step only final_answer can be written: a weak model that loops on lookups
+        # then ends with its best answer instead of running out of steps with none.
+        tools = {} if last else self.tools
+        if self.constraint_kind == "grammar":
+            # the call that just ran cannot be written again (it would be refused as a repeat)
+            grammar = single_call_grammar(tools, self.code_tags, answer_schema=SCALAR_ANSWER_SCHEMA,
+                                          forbid=self._forbid)
+            return Constraint(grammar=grammar, name="single_call")
+        if self.constraint_kind == "schema":
+            return Constraint(schema=single_call_schema(tools, answer_schema=SCALAR_ANSWER_SCHEMA),
+                              name="single_call")
+        return None
+
+    def examples(self, task_text: Spelling, observation: Spelling) -> list[dict[str, str]]:
+        if not self.with_examples:
+            return []
+        if self.constraint_kind == "schema":
+            return fewshot_messages(self.tools, "json", task_text=task_text,
+                                    observation=lambda r: _noted(observation(r), self.observation_note()))
+        return fewshot_messages(self.tools, "call", self.code_tags, task_text=task_text,
+                                observation=lambda r: _noted(observation(r), self.observation_note()))
+
+    def observation_note(self) -> str | None:
+        if not self.nudge:
+            return None
+        if self.constraint_kind == "schema":
+            answer = '{"name": "final_answer", "arguments": {"answer": ...}}'
+        else:
+            answer = f"{self.code_tags[0]}final_answer(...){self.code_tags[1]}"
+        return f"If this answers the task, reply {answer} with it; otherwise call the next tool."
 
     def vet(self, code: str, step: int) -> str:
         calls = check_single_call(code, self.tools, self.bundleable)
         fingerprint = "\n".join(call_fingerprint(c, self.tools) for c in calls)
+        self._forbid = {calls[0].name: bound_arguments(calls[0], self.tools)} if len(calls) == 1 else None
         if fingerprint == self._previous:
             shown = "; ".join(c.source for c in calls)
             raise ActionRefused(
@@ -155,6 +270,10 @@ class SingleCall(ActionFormat):
 
     def lesson(self, error: CodeParseError) -> str:
         """The parser's lesson shows a whole code block; in this mode the model must send one call."""
+        if self.constraint_kind == "schema":
+            return ('I could not find a tool call in your reply. Reply with one JSON object: {"name": '
+                    f'"<tool name>", "arguments": {{...}}}}, like {_json_example(self.tools)}. If you already know '
+                    'the answer, reply {"name": "final_answer", "arguments": {"answer": "your answer"}}.')
         open_tag, close_tag = self.code_tags
         lesson = (
             "I could not find a tool call in your reply. Reply with one line: a single call of one tool, "
@@ -176,7 +295,7 @@ class SingleCall(ActionFormat):
         return "\n".join(render_tool_line(t) for t in self.tools.values()) or NO_TOOLS
 
     def prompt_fields(self) -> dict[str, str]:
-        if self.bundleable:
+        if self.bundleable and self.constraint_kind is None:
             rule = (
                 "These tools may be called several at once, one call per line: "
                 + ", ".join(sorted(self.bundleable)) + "."
@@ -237,6 +356,21 @@ def _example(tools: Mapping[str, Tool], name: str | None = None) -> str:
     params = [p.name for p in tool.signature.parameters.values() if p.default is p.empty
               and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     return f'{tool.name}({", ".join(f"{p}=..." for p in params)})'
+
+
+def _json_example(tools: Mapping[str, Tool]) -> str:
+    """`_example` as the JSON the constrained single-call prompt asks for."""
+    tool = next(iter(tools.values()), None)
+    if tool is None:
+        return '{"name": "final_answer", "arguments": {"answer": "..."}}'
+    params = [p.name for p in tool.signature.parameters.values() if p.default is p.empty
+              and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    arguments = ", ".join(f'"{p}": ...' for p in params)
+    return f'{{"name": "{tool.name}", "arguments": {{{arguments}}}}}'
+
+
+def _noted(observation: str, note: str | None) -> str:
+    return f"{observation}\n{note}" if note else observation
 
 
 def render_tool_line(tool: Tool) -> str:
@@ -381,15 +515,20 @@ def _literal_argument(name: str, where: str, node: ast.expr) -> Any:
         ) from None
 
 
-def call_fingerprint(call: ParsedCall, tools: Mapping[str, Tool]) -> str:
-    """Tool name + arguments bound to the signature, as canonical JSON (quotes/keywords don't matter)."""
-    arguments: Any = {"args": list(call.args), "kwargs": dict(call.kwargs)}
+def bound_arguments(call: ParsedCall, tools: Mapping[str, Tool]) -> dict[str, Any]:
+    """The call's arguments by parameter name (defaults applied); {"args", "kwargs"} when the call
+    does not bind (the call itself will fail with the tool's own message)."""
     tool = tools.get(call.name)
     if tool is not None:
         try:
             bound = tool.signature.bind(*call.args, **dict(call.kwargs))
             bound.apply_defaults()
-            arguments = dict(bound.arguments)
+            return dict(bound.arguments)
         except TypeError:
-            pass  # the call itself will fail with the tool's own message
-    return json.dumps([call.name, arguments], sort_keys=True, default=repr)
+            pass
+    return {"args": list(call.args), "kwargs": dict(call.kwargs)}
+
+
+def call_fingerprint(call: ParsedCall, tools: Mapping[str, Tool]) -> str:
+    """Tool name + arguments bound to the signature, as canonical JSON (quotes/keywords don't matter)."""
+    return json.dumps([call.name, bound_arguments(call, tools)], sort_keys=True, default=repr)

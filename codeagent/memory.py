@@ -1,7 +1,8 @@
 """The conversation the agent sends to the model, trimmed to a token budget.
 
-Layout: system prompt, the task (user), then per step the model's reply (assistant) and the
-observation (user). Roles alternate, which chat templates of weak local models require. When the
+Layout: system prompt, worked examples if any (user / assistant turns, for weak models), the task
+(user), then per step the model's reply (assistant) and the observation (user). Roles alternate,
+which chat templates of weak local models require. When the
 history outgrows the budget, the oldest steps go first; the system prompt and the task always stay,
 and the model is told that earlier steps were dropped (their variables still exist).
 
@@ -97,6 +98,14 @@ class Memory:
     last_images_dropped: int = 0
     _costs: list[int] = field(default_factory=list, repr=False)  # estimated tokens of each step's text
     _images: list[tuple[dict[str, Any], ...]] = field(default_factory=list, repr=False)  # image parts per step
+    # Worked examples between the system prompt and the task: user / assistant turns that end with
+    # an assistant turn. Always sent, like the system prompt (they are short).
+    examples: list[dict[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        roles = [m.get("role") for m in self.examples]
+        if roles and (roles != ["user", "assistant"] * (len(roles) // 2) or len(roles) % 2):
+            raise ValueError("examples must be user / assistant turns, in pairs, starting with user")
 
     def add_step(self, assistant_text: str, observation_message: str,
                  images: Sequence[dict[str, Any]] = ()) -> None:
@@ -122,6 +131,7 @@ class Memory:
         dropped = 0
         if budget_tokens is not None:
             fixed = estimate_tokens(self.system_prompt) + estimate_tokens(self.task) + 60
+            fixed += sum(estimate_tokens(str(m.get("content") or "")) for m in self.examples)
             if note:
                 fixed += estimate_tokens(note)
             available = budget_tokens - fixed
@@ -150,6 +160,7 @@ class Memory:
                 "Variables they defined still exist.]"
             )
         out: list[dict[str, Any]] = [{"role": "system", "content": self.system_prompt},
+                                     *(dict(m) for m in self.examples),
                                      {"role": "user", "content": task}]
         for i, (assistant, observation) in enumerate(kept, start=dropped):
             shown = self._images[i][len(self._images[i]) - counts[i]:] if counts[i] else ()

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from .attachments import IMAGE_TOKENS, content_text, has_images, strip_images, vision_capable
+from .constrain.request import Constraint, check_constrain
 from .parsing.reasoning import split_reasoning
 from .replies import ModelReply, ToolCall, Usage
 from .run import RunResult  # the run record imports no model: models -> run is the one direction
@@ -142,6 +143,16 @@ class OpenAIModel:
         parts of the observation). "auto" (default): True for model names known to (gpt-4o, gpt-4.1,
         claude-3, gemini, llava, qwen2.5-vl, pixtral, ... see `codeagent.attachments`), else False.
         A model without vision reads a one-line description of each figure instead.
+    constrain: constrained decoding, for the requests an agent sends with a `Constraint`: None (no
+        constraint), a spelling ("json_schema": OpenAI's response_format, also vLLM's and Ollama's;
+        "json_object": llama-cpp-python's {"type": "json_object", "schema": ...}; "grammar": a GBNF
+        grammar, the llama.cpp family; "guided_json" / "guided_grammar": vLLM's fields), or "auto":
+        at first use a probe of a few tiny requests picks the spelling the endpoint honours
+        (remembered per endpoint and model; None when none works). A constrained request the
+        endpoint rejects (HTTP 400, 422 or 500) is sent again with the next spelling ("auto") or
+        without a constraint; the probe's verdict and every fallback are recorded in `.adaptations`,
+        which the agents report as events. With any constrain setting, ToolCallingAgent's requests
+        also carry tool_choice="required" (dropped if the endpoint rejects it).
     """
 
     scripted = False
@@ -160,6 +171,7 @@ class OpenAIModel:
         adapt: bool = True,
         client: Any = None,
         vision: bool | str = "auto",
+        constrain: str | None = None,
     ) -> None:
         if not isinstance(model_id, str) or not model_id.strip():
             raise TypeError(f"OpenAIModel needs the model's name as a string, e.g. OpenAIModel('gpt-4o-mini'), "
@@ -175,6 +187,7 @@ class OpenAIModel:
         self.system_role = system_role
         self.supports_stop = supports_stop
         self.request_options = dict(request_options or {})
+        self.set_constrain(constrain)
         if client is None:
             import openai
 
@@ -190,15 +203,17 @@ class OpenAIModel:
         self.client = client
 
     def _request(
-        self, messages: Sequence[Message], stop: Sequence[str] | None, tools: Sequence[Mapping[str, Any]] | None = None
+        self, messages: Sequence[Message], stop: Sequence[str] | None, tools: Sequence[Mapping[str, Any]] | None = None,
+        fields: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
+        """The `create` arguments; `fields`: the constraint's request fields (`_constraint_fields`)."""
         msgs = merge_system_into_user(messages) if not self.system_role else [dict(m) for m in messages]
         if not self.vision and has_images(msgs):
             msgs = strip_images(msgs)  # their text describes each image
         known = _create_parameters(self.client)
         request: dict[str, Any] = {"model": self.model_id, "messages": msgs}
         extra: dict[str, Any] = {}
-        for key, value in self.request_options.items():
+        for key, value in {**self.request_options, **(fields or {})}.items():
             (request if key in known else extra)[key] = value
         if extra:
             request["extra_body"] = {**request.get("extra_body", {}), **extra}
@@ -208,24 +223,91 @@ class OpenAIModel:
             request["tools"] = [dict(t) for t in tools]
         return request
 
+    # -- constrained decoding ----------------------------------------------------------------
+
+    def set_constrain(self, constrain: str | None) -> None:
+        """Change the `constrain` setting (see the class doc); "auto" probes again at first use."""
+        self.constrain = check_constrain(constrain)
+        self._spelling: str | None = None if constrain == "auto" else constrain
+        self._resolved = constrain != "auto"
+        self._confirmed = False  # a constrained request in this spelling has been answered
+        self._tried: list[str] = []  # spellings rejected by the probe or by a real request
+        self._tool_choice = constrain is not None
+
+    def constraint_spelling(self) -> str | None:
+        """The spelling constrained requests use now (None: none); runs the "auto" probe once."""
+        if not self._resolved:
+            self._resolved = True
+            from .constrain.probe import PROBE_ORDER
+
+            result = _probe(self)
+            self._spelling = result.spelling
+            if result.spelling is not None:
+                self._tried = [s for s in PROBE_ORDER[: PROBE_ORDER.index(result.spelling) + 1]]
+            self.adaptations.append(f"constrain='auto': {result.describe()}")
+        return self._spelling
+
+    def _constraint_fields(self, constraint: Constraint | None, has_tools: bool) -> dict[str, Any]:
+        if constraint is None:
+            return {}
+        fields: dict[str, Any] = {}
+        if constraint.schema is not None or constraint.grammar is not None:  # only then is a probe worth it
+            fields = constraint.fields(self.constraint_spelling())
+        if constraint.tool_choice and has_tools and self._tool_choice:
+            fields["tool_choice"] = constraint.tool_choice
+        return fields
+
+    def _constraint_rejected(self, exc: Any, fields: Mapping[str, Any], constraint: Constraint | None) -> bool:
+        """A constrained request failed with `exc`: fall back (next spelling, or none); True to retry."""
+        status = getattr(exc, "status_code", None)
+        message = _short(_error_message(exc), 160)
+        if "tool_choice" in fields and status in (400, 422) and (
+                "tool_choice" in message or "required" in message):
+            self._tool_choice = False
+            self.adaptations.append(f"the endpoint rejected tool_choice='required' (HTTP {status}): not sent again")
+            return True
+        spelling = self._spelling
+        if constraint is None or spelling is None or status not in (400, 422, 500) or fields.keys() <= {"tool_choice"}:
+            return False
+        self._tried.append(spelling)
+        following = None
+        if self.constrain == "auto":
+            from .constrain.probe import PROBE_ORDER
+
+            following = next((s for s in PROBE_ORDER if s not in self._tried and constraint.expressible(s)), None)
+        self._spelling, self._confirmed = following, False
+        then = f"trying constrain={following!r}" if following else "continuing without a constraint"
+        self.adaptations.append(f"the endpoint rejected the constrained request (constrain={spelling!r}, "
+                                f"HTTP {status}: {message}); {then}")
+        return True
+
     def complete(
         self,
         messages: Sequence[Message],
         stop: Sequence[str] | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        constraint: Constraint | None = None,
     ) -> ModelReply:
-        """One chat completion. `tools`: OpenAI tool schemas; native calls come back in `.tool_calls`."""
+        """One chat completion. `tools`: OpenAI tool schemas; native calls come back in `.tool_calls`.
+        `constraint`: what to decode, sent in this model's `constrain` spelling (ignored when None)."""
         import openai
 
         where = self.base_url or "api.openai.com"
         try:
             while True:
-                request = self._request(messages, stop, tools)
+                fields = self._constraint_fields(constraint, bool(tools))
+                request = self._request(messages, stop, tools, fields)
+                client = self.client
+                if fields and not self._confirmed and hasattr(client, "with_options"):
+                    # the first request in a spelling: a rejection (llama-cpp-python answers an unknown
+                    # response_format with HTTP 500) is an answer to act on, not a fault to retry
+                    client = client.with_options(max_retries=0)
                 try:
-                    response = self.client.chat.completions.create(**request)
+                    response = client.chat.completions.create(**request)
+                    self._confirmed = self._confirmed or bool(fields)
                     break
-                except openai.BadRequestError as exc:
-                    if not self._adapted_to(exc, request):
+                except openai.APIStatusError as exc:
+                    if not (self._adapted_to(exc, request) or self._constraint_rejected(exc, fields, constraint)):
                         raise
         except openai.APIStatusError as exc:
             hint = {
@@ -268,7 +350,7 @@ class OpenAIModel:
 
     def _adapted_to(self, exc: Any, request: Mapping[str, Any]) -> bool:
         """Switch off what a weak endpoint rejected (`stop`, the system role); True to retry."""
-        if not self.adapt:
+        if not self.adapt or getattr(exc, "status_code", None) != 400:
             return False
         message = str(getattr(exc, "message", exc)).lower()
         if "stop" in request and "stop" in message:
@@ -310,6 +392,37 @@ def _tool_calls_from(raw: Any) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
+def _error_message(exc: Any) -> str:
+    """The server's own error message (the SDK's `message` prefixes "Error code: 500 - {...}")."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        inner = body.get("error") if isinstance(body.get("error"), Mapping) else body
+        if isinstance(inner.get("message"), str):
+            return inner["message"]
+    return str(getattr(exc, "message", exc))
+
+
+# The "auto" probe's verdict per (base_url, model_id): the probe costs a few requests, once.
+_PROBED: dict[tuple[str, str], Any] = {}
+
+
+def _probe(model: OpenAIModel) -> Any:
+    """Which spelling `model`'s endpoint honours (a ProbeResult), probed once per endpoint and model.
+    A probe that cannot reach the endpoint is not remembered: it says so, and the run goes on."""
+    import openai
+
+    from .constrain.probe import ProbeResult, probe_constraint, sdk_sender
+
+    key = (model.base_url or "api.openai.com", model.model_id)
+    if key not in _PROBED:
+        try:
+            result = probe_constraint(sdk_sender(model.client, model.model_id))
+        except openai.APIError as exc:
+            return ProbeResult(None, (("probe", f"the probe request failed: {_short(exc, 160)}"),))
+        _PROBED[key] = result
+    return _PROBED[key]
+
+
 _CREATE_PARAMS: dict[type, frozenset[str]] = {}
 
 
@@ -344,12 +457,14 @@ class ScriptedModel:
 
     It behaves like a server that honors `stop` (each reply is cut at the first stop sequence) and
     reports an estimated usage. `scripted = True` lets the agent and the CLI say so in their output.
+    constrain: a constraint spelling to act as if the endpoint honoured (agents then build their
+        constrained prompts and constraints); each call's `Constraint` is kept in `.constraints`.
     """
 
     scripted = True
 
     def __init__(self, replies: Iterable[str | ModelReply], *, model_id: str = "scripted",
-                 vision: bool = False) -> None:
+                 vision: bool = False, constrain: str | None = None) -> None:
         if isinstance(replies, (str, bytes, ModelReply)) or not isinstance(replies, Iterable):
             shown = _short(repr(replies), 60)
             raise TypeError(f"ScriptedModel takes a list of replies, one per model call, got "
@@ -360,6 +475,10 @@ class ScriptedModel:
         self.calls: list[list[dict[str, Any]]] = []
         self.stops: list[list[str] | None] = []
         self.tools: list[list[dict[str, Any]] | None] = []  # the `tools=` of each call
+        if check_constrain(constrain) == "auto":
+            raise ValueError("ScriptedModel has no endpoint to probe: give it a spelling, e.g. constrain='grammar'")
+        self.constrain = constrain
+        self.constraints: list[Constraint | None] = []  # the `constraint=` of each call
         self._next = 0
 
     @classmethod
@@ -373,12 +492,17 @@ class ScriptedModel:
     def remaining(self) -> int:
         return len(self.replies) - self._next
 
+    def constraint_spelling(self) -> str | None:
+        return self.constrain
+
     def complete(
         self,
         messages: Sequence[Message],
         stop: Sequence[str] | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        constraint: Constraint | None = None,
     ) -> ModelReply:
+        self.constraints.append(constraint)
         self.calls.append([dict(m) for m in messages])
         self.stops.append(list(stop) if stop else None)
         self.tools.append([dict(t) for t in tools] if tools else None)

@@ -24,6 +24,7 @@ from pydantic import TypeAdapter
 
 from executors.base import FINAL_ANSWER_NAME, Attachment
 
+from .agent import AdaptationNotes
 from .attachments import (
     IMAGE_TOKENS,
     AttachmentRecord,
@@ -32,6 +33,7 @@ from .attachments import (
     image_part,
     is_sendable_image,
 )
+from .constrain.request import Constraint
 from .events import CodeAction, Event, ModelReplyEvent, RunEnd
 from .memory import (
     IMAGES_DROPPED,
@@ -67,6 +69,8 @@ NO_CALL_LESSON = (
     '{"name": "tool_name", "arguments": {...}} as JSON). When you know the answer, call the '
     "final_answer tool with it: final_answer(answer=...)."
 )
+# Sent when the model constrains its output: a reply must be a tool call (OpenAI's spelling).
+TOOL_CALL_REQUIRED = Constraint(tool_choice="required", name="tool_call")
 LAST_TURN_NOTE = "This is your last turn: call the final_answer tool now with your best answer."
 EMPTY_NOTE = "Your previous reply was empty. Call a tool, or call final_answer with the answer."
 
@@ -127,6 +131,9 @@ class ToolCallingAgent:
     tools: the same Tool objects / functions a CodeAgent takes; they run on the host.
     max_parallel: how many calls of one reply run at once.
     output_dir: where figures the tools return are saved as the run goes (as CodeAgent's).
+    A model with a `constrain` setting (`OpenAIModel(constrain=...)`) is asked for tool_choice="required":
+    every reply must be a tool call (final_answer is one). The model drops it if the endpoint
+    rejects it; that, and the switch away from `tools`, come out of `stream` as `Notice` events.
     """
 
     def __init__(
@@ -159,6 +166,7 @@ class ToolCallingAgent:
         self.output_dir = output_dir
         self._schemas: list[dict[str, Any]] | None = None
         self._template = system_prompt_template or load_prompt("tool_calling.md")
+        self._notes = AdaptationNotes(self.model, self)
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """The `tools` sent with every request (built once: pydantic schema generation is not free)."""
@@ -203,6 +211,7 @@ class _ToolRun:
     def __init__(self, agent: ToolCallingAgent, task: str) -> None:
         self.agent = agent
         self.rec = Recorder(agent.model, task, agent.output_dir)
+        self.notes = agent._notes
         self.history: list[list[dict[str, Any]]] = []  # the messages of each step
         self.costs: list[int] = []  # the estimated tokens of each step's messages (text only)
         self.images: list[int] = []  # the image parts in each step's last message
@@ -242,6 +251,7 @@ class _ToolRun:
             step, self.messages, self._send, note=LAST_TURN_NOTE if last else None, empty_note=EMPTY_NOTE,
             retries=agent.empty_reply_retries, has_content=_has_content,
         )
+        yield from self.notes.new(self.rec, step.number)
         if reply is not None:
             shown = reply.text or "\n".join(_python_call(c.name, c.arguments) for c in reply.tool_calls)
             step.record.model_output = shown
@@ -375,8 +385,12 @@ class _ToolRun:
     def _send(self, messages: list[dict[str, Any]]) -> ModelReply:
         agent = self.agent
         if agent.native:
+            options: dict[str, Any] = {}
+            if getattr(agent.model, "constrain", None) is not None:
+                options["constraint"] = TOOL_CALL_REQUIRED
             try:
-                return agent.model.complete(messages, stop=None, tools=agent.tool_schemas())  # type: ignore[call-arg]
+                return agent.model.complete(  # type: ignore[call-arg]
+                    messages, stop=None, tools=agent.tool_schemas(), **options)
             except ModelError as exc:
                 if exc.status != 400 or "tool" not in str(exc).lower():
                     raise

@@ -50,7 +50,9 @@ def test_a_weak_model_gets_single_call_mode():
 
 def test_an_endpoint_rejecting_tools_counts_as_no_function_calling():
     agent, stub = agent_for(["the answer is 391", "the answer is 391"], reject_tools=True)
-    assert type(agent) is SingleCallAgent and stub.responses == [200, 400]
+    assert type(agent) is SingleCallAgent and stub.responses[:2] == [200, 400]
+    # then the constraint probe (single-call mode is constrained where the endpoint can): none works here
+    assert agent.auto_choice.constrain is None and "unconstrained" in agent.auto_choice.reason
 
 
 def test_a_configured_mode_always_wins_without_probing(monkeypatch):

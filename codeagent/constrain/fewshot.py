@@ -9,14 +9,15 @@ the model calls a tool, sees its result, then gives the final answer.
 
 Styles: "json" (`{"name": ..., "arguments": {...}}`, the constrained single-call reply), "call"
 (one line of Python, the single-call agent's unconstrained reply), "code" (Thought + code block,
-the CodeAgent's reply). Argument values are plausible literals for the parameter's type, chosen by
+the CodeAgent's reply), "code_json" (`{"thought": ..., "code": ...}`, the CodeAgent's reply under a
+JSON schema). Argument values are plausible literals for the parameter's type, chosen by
 its name where a common name says more than the type (`city` -> "Paris").
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,7 @@ from .schemas import ARGUMENTS_KEY, FINAL_ANSWER, NAME_KEY, parameter_schema, py
 __all__ = ["STYLES", "Shot", "example_value", "example_arguments", "example_task", "example_shot",
            "fewshot_messages", "fewshot_text"]
 
-STYLES = ("json", "call", "code")
+STYLES = ("json", "call", "code", "code_json")
 
 # A common parameter name says more than its type; values kept neutral and short.
 _STRING_BY_NAME: dict[str, str] = {
@@ -151,6 +152,8 @@ def _render(style: str, name: str, arguments: Mapping[str, Any], tags: tuple[str
         call = f"{FINAL_ANSWER}({python_literal(arguments['answer'])})"
     else:
         call = f"{name}({', '.join(f'{k}={python_literal(v)}' for k, v in arguments.items())})"
+    if style == "code_json":
+        return json.dumps({"thought": thought, "code": call}, ensure_ascii=False)
     open_tag, close_tag = tags or (("<code>", "</code>") if style == "code" else ("", ""))
     if style == "call":
         return f"{open_tag}{call}{close_tag}"
@@ -169,21 +172,29 @@ def fewshot_messages(
     tools: Iterable[Any] | Mapping[str, Any],
     style: str = "json",
     tags: tuple[str, str] | None = None,
+    *,
+    task_text: Callable[[str], str] | None = None,
+    observation: Callable[[Any], str] | None = None,
 ) -> list[dict[str, str]]:
     """Chat turns to put between the system prompt and the task: call → result → final answer.
 
     With no tools the example is a task answered at once with final_answer.
+    task_text / observation: how the agent spells a task message and an observation message
+        (default "Task: <task>" and "Observation: <repr of the result>"); an example written
+        exactly like the real conversation is the one a small model follows.
     """
+    task_text = task_text or (lambda task: f"Task: {task}")
+    observation = observation or (lambda result: f"Observation: {result!r}")
     shots = _shots(tools)
     if not shots:
         final = _render(style, FINAL_ANSWER, {"answer": "blue"}, tags, thought="I know the answer.")
-        return [{"role": "user", "content": "Task: What colour is a clear daytime sky?"},
+        return [{"role": "user", "content": task_text("What colour is a clear daytime sky?")},
                 {"role": "assistant", "content": final}]
     shot = shots[0]
     return [
-        {"role": "user", "content": f"Task: {shot.task}"},
+        {"role": "user", "content": task_text(shot.task)},
         {"role": "assistant", "content": shot.reply(style, tags)},
-        {"role": "user", "content": f"Observation: {shot.result!r}"},
+        {"role": "user", "content": observation(shot.result)},
         {"role": "assistant", "content": shot.final(style, tags)},
     ]
 

@@ -22,15 +22,77 @@ ignored (unknown fields), which is why the probe checks the reply, not only the 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SPELLINGS", "SCHEMA_SPELLINGS", "GRAMMAR_SPELLINGS", "TOOL_CHOICE_REQUIRED", "request_fields"]
+__all__ = ["SPELLINGS", "SCHEMA_SPELLINGS", "GRAMMAR_SPELLINGS", "TOOL_CHOICE_REQUIRED", "CONSTRAIN_SETTINGS",
+           "Constraint", "request_fields", "spelling_kind", "check_constrain", "model_spelling"]
 
 SCHEMA_SPELLINGS = ("json_schema", "json_object", "guided_json")
 GRAMMAR_SPELLINGS = ("grammar", "guided_grammar")
 SPELLINGS: tuple[str, ...] = (*SCHEMA_SPELLINGS, *GRAMMAR_SPELLINGS)
 # For ToolCallingAgent: the model must answer with a tool call (OpenAI, vLLM, llama-server).
 TOOL_CHOICE_REQUIRED: Mapping[str, Any] = {"tool_choice": "required"}
+# What OpenAIModel(constrain=...) takes: None (no constraint), a spelling, or "auto" (probe it).
+CONSTRAIN_SETTINGS: tuple[str | None, ...] = (None, "auto", *SPELLINGS)
+
+
+def check_constrain(value: Any) -> str | None:
+    """`value` if it is a valid `constrain=` setting, else a ValueError that lists the valid ones."""
+    if value is not None and (not isinstance(value, str) or value not in CONSTRAIN_SETTINGS):
+        raise ValueError(f"constrain must be None, 'auto' or one of {', '.join(map(repr, SPELLINGS))}; "
+                         f"got {value!r}")
+    return value
+
+
+def spelling_kind(spelling: str | None) -> str | None:
+    """"schema" for the spellings that carry a JSON schema, "grammar" for GBNF ones, None for None."""
+    if spelling is None:
+        return None
+    return "schema" if spelling in SCHEMA_SPELLINGS else "grammar"
+
+
+def model_spelling(model: Any) -> str | None:
+    """The constraint spelling `model` uses now (None: it sends no constraint, or cannot).
+
+    Any model with a `constraint_spelling()` method takes part (OpenAIModel, ScriptedModel); for an
+    OpenAIModel with constrain="auto" the first call runs the probe.
+    """
+    get = getattr(model, "constraint_spelling", None)
+    return get() if callable(get) else None
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What one request asks the server to decode, in a form every spelling can be made from.
+
+    schema: a JSON schema (sent as is by the schema spellings, converted to GBNF by the grammar
+        ones when there is no `grammar`).
+    grammar: a GBNF grammar (only the grammar spellings can carry it). A constraint with a grammar
+        and no schema is sent unconstrained by a schema spelling: the agent picks the format to
+        suit the spelling (`spelling_kind`), so that happens only after a fallback mid-run.
+    name: OpenAI's json_schema name.
+    tool_choice: "required" for native tool calls (ToolCallingAgent), independent of the spelling.
+    """
+
+    schema: Mapping[str, Any] | None = None
+    grammar: str | None = None
+    name: str = "action"
+    tool_choice: str | None = None
+
+    def expressible(self, spelling: str | None) -> bool:
+        """True if `spelling` can carry this constraint's schema or grammar."""
+        if spelling is None:
+            return False
+        if spelling in SCHEMA_SPELLINGS:
+            return self.schema is not None
+        return self.grammar is not None or self.schema is not None
+
+    def fields(self, spelling: str | None) -> dict[str, Any]:
+        """The request fields in `spelling` ({} when it cannot carry this constraint)."""
+        if not self.expressible(spelling):
+            return {}
+        return request_fields(spelling, schema=self.schema, grammar=self.grammar, name=self.name)
 
 
 def request_fields(
