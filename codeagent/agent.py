@@ -85,6 +85,8 @@ class CodeAgent:
     probe's verdict, a fallback) comes out of `stream` as `Notice` events.
     """
 
+    last_step_note = LAST_STEP_NOTE  # what the model is told on its last step
+
     def __init__(
         self,
         model: Model,
@@ -293,7 +295,7 @@ class _CodeRun:
         agent = self.agent
         self._last = last  # the constraint of the last step allows only the final answer
         reply = yield from self.rec.ask(
-            step, self._messages, self._send, note=LAST_STEP_NOTE if last else None,
+            step, self._messages, self._send, note=agent.last_step_note if last else None,
             empty_note=EMPTY_REPLY_NOTE, retries=agent.empty_reply_retries, has_content=_has_text,
         )
         yield from self.notes.new(self.rec, step.number)

@@ -30,6 +30,9 @@ class SingleCallAgent(CodeAgent):
     Everything else (model, tools, executor, max_steps, limits, events, RunResult) is CodeAgent's.
     """
 
+    last_step_note = ("This is your last step. Call final_answer(...) now with your best answer, "
+                      "as your one call.")
+
     def __init__(
         self,
         model: Any,

@@ -224,3 +224,17 @@ def test_fingerprint_property_spelling_never_matters_values_always_do(item, stor
     assert call_fingerprint(single, TOOLS) == call_fingerprint(double, TOOLS)
     (changed,) = check_single_call(f"stock({item!r}, {other!r})", TOOLS)
     assert (call_fingerprint(changed, TOOLS) == call_fingerprint(single, TOOLS)) == (other == store)
+
+
+def test_the_last_step_note_asks_for_one_call_not_a_code_block():
+    """A single-call model is told on its last step to make final_answer its one call (the
+    CodeAgent's note speaks of a code block, a format this model was never shown)."""
+    with OpenAIStub(["print(1)", "print(2)", "final_answer(3)"]) as stub:
+        model = OpenAIModel("stub", base_url=stub.base_url, api_key="k", max_retries=0)
+        with SingleCallAgent(model, max_steps=3) as agent:
+            result = agent.run("Count.")
+    assert result.status == "success" and result.output == 3 and len(stub.requests) == 3
+    note = SingleCallAgent.last_step_note
+    assert "code block" not in note and "one call" in note
+    assert note in stub.requests[2]["messages"][-1]["content"]
+    assert all(note not in r["messages"][-1]["content"] for r in stub.requests[:2])
