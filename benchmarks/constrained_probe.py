@@ -45,9 +45,20 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE / "data_tasks"), str(HERE.parent)]
 
-from weak_model_e2e import add, capital_of, free_port, get_weather, start_server, stop_server  # noqa: E402
+from weak_model_e2e import (  # noqa: E402
+    add,
+    capital_of,
+    free_port,
+    get_weather,
+    multiply,
+    population,
+    price_of,
+    start_server,
+    stop_server,
+    temperature,
+)
 
-from codeagent import ScriptedModel, SingleCallAgent, tool  # noqa: E402
+from codeagent import ScriptedModel, SingleCallAgent  # noqa: E402
 from codeagent.agent import ActionRefused  # noqa: E402
 from codeagent.constrain import (  # noqa: E402
     fewshot_messages,
@@ -64,30 +75,6 @@ from codeagent.parsing import CodeParseError, fix_final_answer, parse_code  # no
 from codeagent.single_call import check_single_call, render_tool_line  # noqa: E402
 
 # -- the tools and tasks ------------------------------------------------------------------------
-
-
-@tool
-def population(city: str) -> int:
-    """The number of people living in a city."""
-    return {"paris": 2102650, "rome": 2748109, "tokyo": 13960000}.get(city.strip().lower(), 100000)
-
-
-@tool
-def temperature(city: str) -> int:
-    """The temperature in a city now, in degrees Celsius."""
-    return {"paris": 21, "london": 14, "rome": 25}.get(city.strip().lower(), 18)
-
-
-@tool
-def price_of(item: str) -> int:
-    """The price of one item, in euros."""
-    return {"apple": 2, "bread": 3}.get(item.strip().lower().rstrip("s"), 5)
-
-
-@tool
-def multiply(a: int, b: int) -> int:
-    """Multiply two integers and return the product."""
-    return a * b
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from .attachments import IMAGE_TOKENS, content_text, has_images, strip_images, vision_capable
+from .constrain.probe import server_error_text
 from .constrain.request import Constraint, check_constrain
 from .parsing.reasoning import split_reasoning
 from .replies import ModelReply, ToolCall, Usage
@@ -260,7 +261,7 @@ class OpenAIModel:
     def _constraint_rejected(self, exc: Any, fields: Mapping[str, Any], constraint: Constraint | None) -> bool:
         """A constrained request failed with `exc`: fall back (next spelling, or none); True to retry."""
         status = getattr(exc, "status_code", None)
-        message = _short(_error_message(exc), 160)
+        message = _short(server_error_text(exc), 160)
         if "tool_choice" in fields and status in (400, 422) and (
                 "tool_choice" in message or "required" in message):
             self._tool_choice = False
@@ -390,16 +391,6 @@ def _tool_calls_from(raw: Any) -> tuple[ToolCall, ...]:
             arguments = decoded if isinstance(decoded, dict) else arguments
         calls.append(ToolCall(id=str(getattr(item, "id", "") or ""), name=name, arguments=arguments))
     return tuple(calls)
-
-
-def _error_message(exc: Any) -> str:
-    """The server's own error message (the SDK's `message` prefixes "Error code: 500 - {...}")."""
-    body = getattr(exc, "body", None)
-    if isinstance(body, Mapping):
-        inner = body.get("error") if isinstance(body.get("error"), Mapping) else body
-        if isinstance(inner.get("message"), str):
-            return inner["message"]
-    return str(getattr(exc, "message", exc))
 
 
 # The "auto" probe's verdict per (base_url, model_id): the probe costs a few requests, once.

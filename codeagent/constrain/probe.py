@@ -116,7 +116,7 @@ def sdk_sender(client: Any, model_id: str, *, max_tokens: int = 48, **options: A
         try:
             response = client.chat.completions.create(**request)
         except openai.APIStatusError as exc:
-            return exc.status_code, _error_text(exc)
+            return exc.status_code, server_error_text(exc)
         choices = getattr(response, "choices", None) or []
         message = choices[0].message if choices else None
         return 200, (getattr(message, "content", None) or "") if message is not None else ""
@@ -124,7 +124,7 @@ def sdk_sender(client: Any, model_id: str, *, max_tokens: int = 48, **options: A
     return send
 
 
-def _error_text(exc: Any) -> str:
+def server_error_text(exc: Any) -> str:
     """The server's own error message (the SDK's `message` prefixes "Error code: 500 - {...}")."""
     body = getattr(exc, "body", None)
     if isinstance(body, Mapping):
