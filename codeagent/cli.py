@@ -68,6 +68,18 @@ def count(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def out_dir(text: str) -> str:
+    """--out DIR: a directory, or a path where one can be made (checked before anything runs, so a
+    finished run is never lost to a bad path)."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} exists and is not a directory")
+    parent = next((p for p in path.absolute().parents if p.exists()), None)
+    if not path.exists() and parent is not None and not (parent.is_dir() and os.access(parent, os.W_OK)):
+        raise argparse.ArgumentTypeError(f"cannot create {text}: {parent} is not a writable directory")
+    return text
+
+
 # -- building blocks ---------------------------------------------------------------------------
 
 
@@ -376,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="budget of the history sent to the model, in estimated tokens (default: 16000)")
     run.add_argument("--json", action="store_true", help="print NDJSON events instead of the human view")
     run.add_argument("--save", metavar="PATH", help="save the RunResult as JSON (its figures beside it)")
-    run.add_argument("--out", metavar="DIR", help="save the run as DIR/<run_id>.json and the figures its code "
+    run.add_argument("--out", metavar="DIR", type=out_dir, help="save the run as DIR/<run_id>.json and the figures its code "
                                                   "makes as DIR/<run_id>.figure-<n>.png, as they come")
     run.add_argument("--constrain", choices=("none", "auto", *SPELLINGS), default="none",
                      help="constrained decoding: auto probes what the endpoint honours; json_schema, "
@@ -389,7 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     _executor_options(ex)
     ex.add_argument("--json", action="store_true",
                     help="print the result as one JSON object (output, logs, error, ...)")
-    ex.add_argument("--out", metavar="DIR", help="save the figures the code makes as DIR/exec.figure-<n>.png")
+    ex.add_argument("--out", metavar="DIR", type=out_dir, help="save the figures the code makes as DIR/exec.figure-<n>.png")
 
     demo = sub.add_parser("demo", help="a multi-tool data task solved in one code action",
                           description="Sales/inventory analysis over three tools. Uses a real model when "

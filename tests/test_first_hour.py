@@ -78,6 +78,9 @@ USAGE_MISTAKES = {
     "run without an API key": (["run", "t", "--model", "gpt-4o"],
                                "no API key for OpenAI: set OPENAI_API_KEY (or name another variable with "
                                "--api-key-env VAR), or pass --base-url URL"),
+    "exec --out over a file": (["exec", "{ok}", "--out", "{ok}"], "argument --out: {ok} exists and is not a directory"),
+    "run --out under a file": (["run", "t", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+                                "--out", "{ok}/runs"], "argument --out: cannot create {ok}/runs"),
     "run --tools of a broken module": (["run", "t", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
                                         "--tools", "codeagent.cli:no_such_attr"], "has no attribute 'no_such_attr'"),
 }
