@@ -20,6 +20,7 @@ This module only parses the command line; the campaign is `executors.fuzzing.run
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -43,6 +44,9 @@ def add_fuzz_arguments(parser: argparse.ArgumentParser) -> None:
                         help="program generator: model-like data programs, hypothesmith grammar, or both")
     parser.add_argument("--properties", nargs="*", choices=("cpython", "escapes", "bombs"),
                         default=["cpython", "escapes", "bombs"], help="which properties to run")
+    parser.add_argument("--escape-families", nargs="+", default=None, metavar="FAMILY",
+                        help="only these families of escape attempts, e.g. 'library' for the attempts "
+                             "through the authorized libraries (default: all; a wrong name lists them)")
     parser.add_argument("--timeout", type=float, default=2.0, help="Limits.timeout_s for the campaign (default: 2)")
     parser.add_argument("--margin", type=float, default=1.0,
                         help="seconds a bomb may overrun its timeout (default: 1)")
@@ -99,8 +103,9 @@ def run_fuzz(args: argparse.Namespace) -> int:
         tools = load_tools(args.tools)
         distribute = make_distribute(options)
         check_options(options, distribute)
-    except ValueError as exc:
-        raise SystemExit(f"codeagent fuzz: {exc}") from None
+    except ValueError as exc:  # a usage mistake: exit 2 (1 means the campaign found something)
+        print(f"codeagent fuzz: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     if distribute is None:
         return run_command(options, make_factory(args), tools)
     from codeagent.batch import BatchError

@@ -114,10 +114,36 @@ def test_a_shard_that_never_reports_back_fails_the_campaign(tmp_path, capsys):
     (["--backend", "local", "--seconds", "10"], "--seconds cannot be used with --backend"),
     (["--backend", "local", "--workers", "0"], "--workers must be >= 1"),
     (["--shard-size", "0"], "--shard-size must be >= 1"),
+    (["--escape-families", "nope"], "--escape-families: escape families must be among dunder_walk"),
 ])
-def test_options_that_cannot_work_are_refused_before_anything_runs(flags, message):
-    with pytest.raises(SystemExit, match=message):
+def test_options_that_cannot_work_are_refused_before_anything_runs(flags, message, capsys):
+    """A usage mistake is one line and exit status 2 (1 means the campaign found something)."""
+    with pytest.raises(SystemExit) as stopped:
         fuzz_cli.main(flags)
+    assert stopped.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_escape_families_narrow_the_attempts_and_travel_with_the_shards():
+    """--escape-families library: only attempts through the libraries, in process and in the
+    shard tasks a distributed run hands out."""
+    from executors import LocalExecutor
+    from executors.fuzzing import CommandOptions, fuzz
+    from executors.fuzzing.distributed import shard_tasks
+    from executors.fuzzing.shards import plan_shards
+
+    imports = ["numpy.*", "pandas.*"]
+    labels: list[str] = []
+    report = fuzz(lambda: LocalExecutor(authorized_imports=imports), examples=6, properties=["escapes"],
+                  escape_families=["library"], seed=5,
+                  on_outcome=lambda o: labels.append(o.label))
+    assert labels and all(label.startswith("library/") for label in labels), labels
+    assert report.failures == []
+    options = CommandOptions(examples=6, seed=5, properties=["escapes"], escape_families=["library"])
+    tasks = shard_tasks(plan_shards(6, ["escapes"], 5, 10), options)
+    assert tasks and all(t["options"]["escape_families"] == ["library"] for t in tasks)
+    with pytest.raises(ValueError, match="escape families must be among"):
+        fuzz(LocalExecutor, examples=1, escape_families=["nope"])
 
 
 # ----------------------------------------------------------------------------- the same campaign, three places

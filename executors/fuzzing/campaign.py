@@ -76,16 +76,30 @@ def _campaign(n: int, strategy: Any, prop: str, mode: str, phase_deadline: float
 
 
 def _strategy(prop: str, session: Session, mode: str, imports: Iterable[str] | None,
-              bomb_kinds: Iterable[str] | None) -> Any:
+              bomb_kinds: Iterable[str] | None, families: Iterable[str] | None = None) -> Any:
     from .bombs import BOMB_KINDS, resource_bombs
-    from .escapes import escape_attempts
+    from .escapes import FAMILIES, escape_attempts
     from .program_strategy import programs
 
     if prop == "cpython":
         return programs(session.tools, mode, authorized_imports=imports)
     if prop == "escapes":
-        return escape_attempts(session.marker, CANARY_ENV, tools=session.tools, authorized_imports=imports)
+        return escape_attempts(session.marker, CANARY_ENV, tools=session.tools, authorized_imports=imports,
+                               families=tuple(families or FAMILIES))
     return resource_bombs(tuple(bomb_kinds or BOMB_KINDS), limits=session.limits)
+
+
+def check_families(families: Iterable[str] | None) -> tuple[str, ...] | None:
+    """The escape families asked for (None: all); ValueError naming the known ones otherwise."""
+    if families is None:
+        return None
+    from .escapes import FAMILIES
+
+    chosen = tuple(families)
+    unknown = [f for f in chosen if f not in FAMILIES]
+    if unknown or not chosen:
+        raise ValueError(f"escape families must be among {', '.join(FAMILIES)}; got {list(chosen)}")
+    return chosen
 
 
 def phase_plan(examples: int, properties: Iterable[str]) -> dict[str, int]:
@@ -135,10 +149,11 @@ def _run_phase(planned: int, strategy: Any, prop: str, mode: str, phase_deadline
 def _run_phases(props: list[str], weights: dict[str, float], plan: dict[str, int], deadline: float | None,
                 session: Session, report: FuzzReport, mode: str, imports: Iterable[str] | None,
                 bomb_kinds: Iterable[str] | None, seed: int | None,
-                on_outcome: Callable[[Outcome], None] | None, batch_size: int) -> None:
+                on_outcome: Callable[[Outcome], None] | None, batch_size: int,
+                families: Iterable[str] | None = None) -> None:
     """One phase per property, the time budget split by weight among the phases still to run."""
     for i, prop in enumerate(props):
-        strategy = _strategy(prop, session, mode, imports, bomb_kinds)
+        strategy = _strategy(prop, session, mode, imports, bomb_kinds, families)
         phase_deadline = None
         if deadline is not None:
             remaining_w = sum(weights[p] for p in props[i:])
@@ -165,6 +180,7 @@ def fuzz(
     seed: int | None = None,
     on_outcome: Callable[[Outcome], None] | None = None,
     batch_size: int = _BATCH,
+    escape_families: Iterable[str] | None = None,
 ) -> FuzzReport:
     """Run a campaign: `examples` generated examples (and at most `seconds`), split among the
     properties ("cpython": generated programs compared with CPython — also the internal-error
@@ -176,6 +192,8 @@ def fuzz(
     open_policy: whether reaching `os` is allowed (default: read from the executor's `policy`).
     batch_size: examples per hypothesis run (the k-th run of a phase is seeded `seed + k`); the
     same campaign sharded over workers (executors.fuzzing.shards) uses it as its shard size.
+    escape_families: only these families of escape attempts (default: all; e.g. ["library"] for
+    the attempts through the authorized libraries).
 
         report = fuzz(LocalExecutor, examples=1000, seconds=60)
         print(report.total("program", "equal"), report.failures)
@@ -186,6 +204,7 @@ def fuzz(
         raise ValueError(f"properties must be among {PROPERTIES}, got {props}")
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    families = check_families(escape_families)
     from . import program_strategy  # noqa: F401 - needs hypothesis: say so before building anything
     from ._hypothesis import private_storage
 
@@ -202,7 +221,7 @@ def fuzz(
     try:
         with private_storage():
             _run_phases(props, weights, plan, deadline, session, report, mode, imports, bomb_kinds, seed,
-                        on_outcome, batch_size)
+                        on_outcome, batch_size, families)
     finally:
         session.close()
         report.duration_s = time.perf_counter() - t_start

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .campaign import PROPERTIES, fuzz
+from .campaign import PROPERTIES, check_families, fuzz
 from .console import Progress, report_table, summary_dict
 from .distributed import Distribute, run_distributed
 from .failures import read_failure, save_failure
@@ -42,6 +42,7 @@ class CommandOptions:
     tools: list[str] | None = None  # MODULE:ATTR specs, for the rerun line
     mode: str = "data"
     properties: list[str] = field(default_factory=lambda: list(PROPERTIES))
+    escape_families: list[str] | None = None  # None: every family of escape attempts
     timeout: float = 2.0
     margin: float = 1.0
     save_dir: str = "fuzz-failures"
@@ -136,7 +137,7 @@ def _run_here(options: CommandOptions, factory: Callable[[], Any], tools: Any) -
                   properties=options.properties, mode=options.mode, tools=tools,
                   authorized_imports=None, margin_s=options.margin,
                   isolate=False if options.no_isolate else None, seed=options.seed, on_outcome=origins,
-                  batch_size=options.shard_size)
+                  batch_size=options.shard_size, escape_families=options.escape_families)
     progress.show(end="\n")
     return report, origins.by_outcome
 
@@ -145,6 +146,10 @@ def check_options(options: CommandOptions, distribute: Distribute | None = None)
     """ValueError naming the first option that cannot work (what run_command checks first)."""
     if options.shard_size < 1:
         raise ValueError(f"--shard-size must be >= 1, got {options.shard_size}")
+    try:
+        check_families(options.escape_families)
+    except ValueError as exc:
+        raise ValueError(f"--escape-families: {exc}") from None
     if options.backend is None or options.replay is not None:
         return
     if distribute is None:

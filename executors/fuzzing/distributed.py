@@ -39,7 +39,7 @@ _COST = {"cpython": 1, "escapes": 5, "bombs": 25}
 
 # Options a worker needs to rebuild the campaign's executor and tools; the rest is the driver's.
 _WORKER_OPTIONS = ("executor", "policy", "authorized_imports", "tools", "mode", "timeout", "margin",
-                   "no_isolate")
+                   "no_isolate", "escape_families")
 
 
 def random_seed() -> int:
@@ -50,7 +50,7 @@ def random_seed() -> int:
 def shard_tasks(shards: Sequence[ShardSpec], options: Any) -> list[dict[str, Any]]:
     """One task per shard: {"id", "options", "shard"}. The id names the shard and hashes the task,
     so a results directory reused with other options never passes off old results as new."""
-    worker_options = {k: getattr(options, k) for k in _WORKER_OPTIONS}
+    worker_options = {k: getattr(options, k, None) for k in _WORKER_OPTIONS}
     tasks = []
     for spec in shards:
         body = {"options": worker_options, "shard": spec.to_dict()}
@@ -73,7 +73,8 @@ def run_shard_task(task: Mapping[str, Any]) -> dict[str, Any]:
                                authorized_imports=opts.get("authorized_imports"), policy=opts.get("policy"))
     report = run_shard(spec, factory, tools=load_tools(opts.get("tools")), mode=opts.get("mode", "data"),
                        margin_s=float(opts.get("margin", 1.0)),
-                       isolate=False if opts.get("no_isolate") else None)
+                       isolate=False if opts.get("no_isolate") else None,
+                       escape_families=opts.get("escape_families"))
     return report_to_dict(report)
 
 

@@ -93,7 +93,8 @@ def plan_shards(examples: int, properties: Iterable[str] = PROPERTIES, seed: int
 def run_shard(spec: ShardSpec, factory: Callable[[], Any], *,
               tools: Mapping[str, Callable[..., Any]] | None = None, mode: str = "data",
               margin_s: float = 1.0, isolate: bool | None = None,
-              authorized_imports: Iterable[str] | None = None) -> FuzzReport:
+              authorized_imports: Iterable[str] | None = None,
+              escape_families: Iterable[str] | None = None) -> FuzzReport:
     """Run one shard against a fresh session of `factory` (the arguments mean what they mean for
     fuzz()). Never raises for what it finds."""
     import time
@@ -106,7 +107,7 @@ def run_shard(spec: ShardSpec, factory: Callable[[], Any], *,
     report.executor = session.executor_name
     imports = authorized_imports if authorized_imports is not None else session.authorized_imports
     try:
-        strategy = _strategy(spec.prop, session, mode, imports, None)
+        strategy = _strategy(spec.prop, session, mode, imports, None, escape_families)
         # _run_phase seeds its k-th run `seed + k`: from this shard's seed, its first run is the
         # campaign's run number `batch`, and only a run that comes up short needs a second.
         _run_phase(spec.examples, strategy, spec.prop, mode, None, session, report,
