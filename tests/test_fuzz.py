@@ -514,6 +514,8 @@ def test_the_fuzzing_package_sits_below_the_executors() -> None:
     assert loaded <= allowed, loaded - allowed
 
 
-def test_cli_rejects_a_malformed_tools_spec() -> None:
-    with pytest.raises(SystemExit, match="codeagent fuzz: --tools wants MODULE:ATTR"):
+def test_cli_rejects_a_malformed_tools_spec(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
         fuzz_cli.run_fuzz(_args(tools=["no-colon"]))
+    assert stopped.value.code == 2  # a usage mistake (1 means the campaign found something)
+    assert "codeagent fuzz: --tools wants MODULE:ATTR" in capsys.readouterr().err
