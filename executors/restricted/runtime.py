@@ -319,8 +319,7 @@ class RestrictedRuntime:
         depth = frame_depth() + self.limits.max_recursion_depth + 12
         settings = self._settings
         with decimal.localcontext():
-            WATCHDOG.watch(state)
-            alarm = CPU_ALARM.arm(state)
+            alarm = False
             PROCESS_CAPS.enter(self.limits.max_memory_mb, depth)
             rendered = settled = released = False
             settings.save()
@@ -329,42 +328,57 @@ class RestrictedRuntime:
             try:
                 ns[LIVE] = True
                 try:
+                    # Interrupts flow from here on (the deadline may even be past already).
+                    WATCHDOG.watch(state)
+                    alarm = CPU_ALARM.arm(state)
                     if compiled is not None:
                         exec(compiled, ns)
                 except BaseException as raised:  # noqa: BLE001 - everything is reported
                     exc = raised
-                # From here on an interrupt may still land anywhere (one sent just before the
-                # code ended): every step is retried until the run is settled.
+                # From here on an interrupt may still land anywhere: one pending, and one the
+                # watchdog was sending as we stopped it (plain stores of `settling` stop new ones:
+                # the watchdog and the CPU alarm check it). A delivery can even land on a loop's
+                # back edge, outside its `try`: the outer loop catches that one, and by then
+                # none is left (see _SETTLE_NOTE).
+                state.settling = True
                 while not settled:
                     try:
-                        WATCHDOG.pause(state, True)
-                        if alarm:
-                            CPU_ALARM.disarm()
-                        if not rendered:
-                            rendered = True
-                            if state.final_called:
-                                self._outcome[0] = state.final_value
-                            elif exc is None:
-                                self._outcome[0] = ns[RESULT]
-                                ns[RESULT] = None
-                            if state.reason in (None, "final"):
-                                state.reason = None
-                                ns[LIVE] = True
-                            # Render under the limits: model __repr__/__str__ run here.
-                            WATCHDOG.pause(state, False)
-                            render(exc)
-                            continue  # pause again before leaving
-                        settled = True
+                        while not settled:
+                            try:
+                                WATCHDOG.pause(state, True)
+                                if alarm or CPU_ALARM.run is state:  # (armed, then interrupted)
+                                    CPU_ALARM.disarm()
+                                if not rendered:
+                                    rendered = True
+                                    if state.final_called:
+                                        self._outcome[0] = state.final_value
+                                    elif exc is None:
+                                        self._outcome[0] = ns[RESULT]
+                                        ns[RESULT] = None
+                                    if state.reason in (None, "final"):
+                                        state.reason = None
+                                        ns[LIVE] = True
+                                    # Render under the limits: model __repr__/__str__ run here.
+                                    WATCHDOG.pause(state, False)
+                                    render(exc)
+                                    state.settling = True
+                                    continue  # pause again before leaving
+                                settled = True
+                            except Interrupt:
+                                state.settling = True
+                                continue
+                            except MemoryError:
+                                state.settling = True
+                                # The code left no memory under the cap for us: lift the cap and
+                                # go on; if even that is not enough, report the bare error.
+                                if released:
+                                    settled = True
+                                else:
+                                    released = True
+                                    _lift_caps(guard)
                     except Interrupt:
+                        state.settling = True
                         continue
-                    except MemoryError:
-                        # The code left no memory under the cap for us: lift the cap and go on;
-                        # if even that is not enough, report the bare error (never raise).
-                        if released:
-                            settled = True
-                        else:
-                            released = True
-                            _lift_caps(guard)
             finally:
                 ns[LIVE] = False
                 # Lift the caps first: the host's own cleanup below must not meet the memory
@@ -406,6 +420,15 @@ def _safe_text(exc: BaseException) -> str:
         return text if type(text) is str else type(exc).__name__
     except Exception:  # noqa: BLE001 - a hostile __str__
         return type(exc).__name__
+
+
+# _SETTLE_NOTE: the watchdog's interrupt is an asynchronous exception, raised at the next
+# eval-breaker check of the run's thread — a call's return or a loop's back edge, and the back
+# edge of `except Interrupt: continue` lies outside the `try`. Once `settling` is stored, at most
+# two can still arrive (one pending, one being sent): the first lands in the inner `try` (or on
+# the inner back edge, caught by the outer one), a second on the inner back edge is caught by the
+# outer `try`, and the outer handler's back edge meets none. Found as "execute() raised
+# Interrupt" in a loaded CI run of test_deadline_interrupt_never_leaks_out_of_execute.
 
 
 def _lift_caps(step: Any) -> None:
