@@ -380,17 +380,21 @@ class RestrictedRuntime:
                         state.settling = True
                         continue
             finally:
-                ns[LIVE] = False
-                # Lift the caps first: the host's own cleanup below must not meet the memory
-                # the code used up (a MemoryError here escaped execute()).
-                if not released:
-                    _lift_caps(guard)
-                GUARD.leave(guard)
-                WORKDIRS.leave()
-                _unwatch(state)
-                self.host_guard.restore()
-                settings.restore()
+                self._leave_step(guard, released)
         return exc
+
+    def _leave_step(self, guard: Any, released: bool) -> None:
+        """Undo what the step entered, in order (no interrupt is pending any more)."""
+        self.state.ns[LIVE] = False
+        # Lift the caps first: the host's own cleanup below must not meet the memory the code
+        # used up (a MemoryError here escaped execute()).
+        if not released:
+            _lift_caps(guard)
+        GUARD.leave(guard)
+        WORKDIRS.leave()
+        _unwatch(self.state)
+        self.host_guard.restore()
+        self._settings.restore()
 
 
 def _lift_memory_cap() -> None:
