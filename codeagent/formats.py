@@ -30,17 +30,25 @@ reminder after each result (`observation_note`).
 
 from __future__ import annotations
 
-import ast
 import copy
-import difflib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from executors.base import FINAL_ANSWER_NAME
 
+from .call_shape import (
+    ParsedCall,
+    bound_arguments,
+    call_fingerprint,
+    check_single_call,
+    colon_call_fix,
+    example_call,
+    json_example_call,
+    render_tool_line,
+    with_note,
+)
 from .constrain import (
     SCALAR_ANSWER_SCHEMA,
     Constraint,
@@ -236,9 +244,9 @@ class SingleCall(ActionFormat):
             return []
         if self.constraint_kind == "schema":
             return fewshot_messages(self.tools, "json", task_text=task_text,
-                                    observation=lambda r: _noted(observation(r), self.observation_note()))
+                                    observation=lambda r: with_note(observation(r), self.observation_note()))
         return fewshot_messages(self.tools, "call", self.code_tags, task_text=task_text,
-                                observation=lambda r: _noted(observation(r), self.observation_note()))
+                                observation=lambda r: with_note(observation(r), self.observation_note()))
 
     def observation_note(self) -> str | None:
         if not self.nudge:
@@ -272,12 +280,12 @@ class SingleCall(ActionFormat):
         """The parser's lesson shows a whole code block; in this mode the model must send one call."""
         if self.constraint_kind == "schema":
             return ('I could not find a tool call in your reply. Reply with one JSON object: {"name": '
-                    f'"<tool name>", "arguments": {{...}}}}, like {_json_example(self.tools)}. If you already know '
+                    f'"<tool name>", "arguments": {{...}}}}, like {json_example_call(self.tools)}. If you already know '
                     'the answer, reply {"name": "final_answer", "arguments": {"answer": "your answer"}}.')
         open_tag, close_tag = self.code_tags
         lesson = (
             "I could not find a tool call in your reply. Reply with one line: a single call of one tool, "
-            f"like {open_tag}{_example(self.tools)}{close_tag}, with the values written out."
+            f"like {open_tag}{example_call(self.tools)}{close_tag}, with the values written out."
         )
         fixed = colon_call_fix(str(getattr(error, "reply", "") or ""), self.tools)
         if fixed:
@@ -335,200 +343,3 @@ def normalize_code(code: str) -> str:
             out += part
         lines.append(f"{len(line) - len(line.lstrip())}:{out}")
     return "\n".join(lines)
-
-
-# --- the single-call shape ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ParsedCall:
-    name: str
-    args: tuple[Any, ...]
-    kwargs: tuple[tuple[str, Any], ...]
-    source: str  # the call, re-spelled canonically by ast.unparse
-
-
-def _example(tools: Mapping[str, Tool], name: str | None = None) -> str:
-    """A call the model can copy: the tool with its parameters as keyword placeholders."""
-    tool = tools.get(name) if name else next(iter(tools.values()), None)
-    if tool is None:
-        return 'final_answer("...")'
-    params = [p.name for p in tool.signature.parameters.values() if p.default is p.empty
-              and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    return f'{tool.name}({", ".join(f"{p}=..." for p in params)})'
-
-
-def _json_example(tools: Mapping[str, Tool]) -> str:
-    """`_example` as the JSON the constrained single-call prompt asks for."""
-    tool = next(iter(tools.values()), None)
-    if tool is None:
-        return '{"name": "final_answer", "arguments": {"answer": "..."}}'
-    params = [p.name for p in tool.signature.parameters.values() if p.default is p.empty
-              and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    arguments = ", ".join(f'"{p}": ...' for p in params)
-    return f'{{"name": "{tool.name}", "arguments": {{{arguments}}}}}'
-
-
-def _noted(observation: str, note: str | None) -> str:
-    return f"{observation}\n{note}" if note else observation
-
-
-def render_tool_line(tool: Tool) -> str:
-    """One line per tool: the call signature and the first line of its doc (no `def` to copy)."""
-    doc = (tool.description or "").strip().splitlines()
-    return f"{tool.signature_text()}  # {doc[0]}" if doc else tool.signature_text()
-
-
-def _names(tools: Mapping[str, Tool]) -> str:
-    return ", ".join([*tools, FINAL_ANSWER_NAME])
-
-
-def _literal(node: ast.expr) -> Any:
-    return ast.literal_eval(node)
-
-
-def check_single_call(code: str, tools: Mapping[str, Tool], bundleable: Iterable[str] = ()) -> list[ParsedCall]:
-    """The calls in `code` if it is one allowed call (or an allowed bundle); else ActionRefused.
-
-    Every message is written for the model: what is wrong, and the line it should send instead.
-    """
-    bundleable = frozenset(bundleable)
-    example = _example(tools)
-    try:
-        tree = ast.parse(code)
-    except SyntaxError as exc:
-        raise ActionRefused(
-            ErrorKind.INVALID_ACTION,
-            f"Your line is not valid Python ({exc.msg}). Reply with one tool call on one line, like {example}.",
-        ) from None
-    if not tree.body:
-        raise ActionRefused(ErrorKind.INVALID_ACTION, f"Your reply has no call. Reply with one tool call, like {example}.")
-    calls: list[ParsedCall] = []
-    for stmt in tree.body:
-        calls.append(_check_statement(stmt, tools, example))
-    if len(calls) > 1:
-        outside = sorted({c.name for c in calls if c.name not in bundleable})
-        if outside:
-            allowed = (
-                f" Only these tools may be combined in one reply: {', '.join(sorted(bundleable))}."
-                if bundleable else ""
-            )
-            raise ActionRefused(
-                ErrorKind.INVALID_ACTION,
-                f"Your reply has {len(calls)} calls; make exactly one call per reply "
-                f"({', '.join(outside)} cannot be combined with other calls).{allowed} "
-                f"Send the first call alone now: {calls[0].source}",
-            )
-    return calls
-
-
-def _check_statement(stmt: ast.stmt, tools: Mapping[str, Tool], example: str) -> ParsedCall:
-    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and isinstance(stmt.value, ast.Call):
-        call_text = ast.unparse(stmt.value)
-        raise ActionRefused(
-            ErrorKind.INVALID_ACTION,
-            f"Do not assign the result to a variable: there are no variables in this mode. Write just the "
-            f"call, {call_text}, and its result will be shown to you.",
-        )
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        known = stmt.name if stmt.name in tools else None
-        raise ActionRefused(
-            ErrorKind.INVALID_ACTION,
-            f"Do not define functions: the tools already exist. Call one, like {_example(tools, known)}, "
-            "with the values written out.",
-        )
-    if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
-        raise ActionRefused(
-            ErrorKind.INVALID_ACTION,
-            f"Reply with exactly one tool call on one line, like {example}. Assignments, loops, imports "
-            f"and other statements are not available in this mode. Tools: {_names(tools)}.",
-        )
-    call = stmt.value
-    func = call.func
-    name = func.id if isinstance(func, ast.Name) else ast.unparse(func)
-    if name not in tools and name != FINAL_ANSWER_NAME:
-        inner = [a for a in call.args if isinstance(a, ast.Call)]
-        close = _closest_tool(name, tools)
-        if name == "print" and len(inner) == 1:
-            hint = f" Write just {ast.unparse(inner[0])}: its result is shown to you without print."
-        elif close:
-            hint = f" Did you mean {_example(tools, close)}?"
-        else:
-            hint = ""
-        raise ActionRefused(
-            ErrorKind.INVALID_ACTION, f"`{name}` is not a tool you can call.{hint} The tools are: {_names(tools)}."
-        )
-    args: list[Any] = []
-    for i, node in enumerate(call.args, 1):
-        if isinstance(node, ast.Starred):
-            raise ActionRefused(ErrorKind.INVALID_ACTION, f"Write the arguments of {name}() one by one, without *.")
-        args.append(_literal_argument(name, f"argument {i}", node))
-    kwargs: list[tuple[str, Any]] = []
-    for kw in call.keywords:
-        if kw.arg is None:
-            raise ActionRefused(ErrorKind.INVALID_ACTION, f"Write the arguments of {name}() one by one, without **.")
-        kwargs.append((kw.arg, _literal_argument(name, f"argument {kw.arg}=", kw.value)))
-    return ParsedCall(name=name, args=tuple(args), kwargs=tuple(kwargs), source=ast.unparse(call))
-
-
-def _closest_tool(name: str, tools: Mapping[str, Tool]) -> str | None:
-    """The tool a misspelled or shortened name most likely meant (`capital` -> `capital_of`)."""
-    names = [*tools, FINAL_ANSWER_NAME]
-    found = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-    if found:
-        return found[0]
-    prefixed = [n for n in names if name and (n.startswith(name) or name.startswith(n))]
-    return prefixed[0] if len(prefixed) == 1 else None
-
-
-# `tool(country: "Japan")`: weak models copy the signature's colon into the call.
-_COLON_KWARG = re.compile(r"\b([A-Za-z_]\w*)\s*\(([^()\n]*\b[A-Za-z_]\w*\s*:[^()\n]*)\)")
-_COLON = re.compile(r"\b([A-Za-z_]\w*)\s*:\s*")
-
-
-def colon_call_fix(text: str, tools: Mapping[str, Tool]) -> str | None:
-    """`tool(key: value)` in `text`, rewritten as a valid call of a known tool, else None."""
-    # short lines only: the pattern backtracks, and a call is one short line anyway
-    lines = [line for line in text.splitlines()[:50] if len(line) <= 300]
-    for m in (m for line in lines for m in _COLON_KWARG.finditer(line)):
-        name = m.group(1) if m.group(1) in tools or m.group(1) == FINAL_ANSWER_NAME else _closest_tool(m.group(1), tools)
-        if name is None:
-            continue
-        fixed = f"{name}({_COLON.sub(lambda k: k.group(1) + '=', m.group(2))})"
-        try:
-            check_single_call(fixed, tools)
-        except ActionRefused:
-            continue
-        return fixed
-    return None
-
-
-def _literal_argument(name: str, where: str, node: ast.expr) -> Any:
-    try:
-        return _literal(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        raise ActionRefused(
-            ErrorKind.INVALID_ACTION,
-            f"The {where} of {name}() is `{ast.unparse(node)}`, which is not a literal value. There are no "
-            "variables or expressions in this mode: write the value itself (a number, a string in quotes, "
-            "a list), copied from an earlier observation.",
-        ) from None
-
-
-def bound_arguments(call: ParsedCall, tools: Mapping[str, Tool]) -> dict[str, Any]:
-    """The call's arguments by parameter name (defaults applied); {"args", "kwargs"} when the call
-    does not bind (the call itself will fail with the tool's own message)."""
-    tool = tools.get(call.name)
-    if tool is not None:
-        try:
-            bound = tool.signature.bind(*call.args, **dict(call.kwargs))
-            bound.apply_defaults()
-            return dict(bound.arguments)
-        except TypeError:
-            pass
-    return {"args": list(call.args), "kwargs": dict(call.kwargs)}
-
-
-def call_fingerprint(call: ParsedCall, tools: Mapping[str, Tool]) -> str:
-    """Tool name + arguments bound to the signature, as canonical JSON (quotes/keywords don't matter)."""
-    return json.dumps([call.name, bound_arguments(call, tools)], sort_keys=True, default=repr)
