@@ -13,7 +13,7 @@ _LAZY = {
     "RunResult": ".run",
     "RunFailed": ".run",
     "OpenAIModel": ".models",
-    "ScriptedModel": ".models",
+    "ScriptedModel": ".scripted",
     "Model": ".models",
     "ModelReply": ".models",
     "Tool": ".tools",

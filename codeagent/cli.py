@@ -300,7 +300,7 @@ def cmd_exec(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from . import demo
     from .agent import CodeAgent
-    from .models import ScriptedModel
+    from .scripted import ScriptedModel
 
     base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
     if base_url:

@@ -135,7 +135,7 @@ def test_the_graph_sees_both_kinds_of_import():
     assert "codeagent.run" in graph["codeagent.agent"]  # from .run import ...
     assert "executors.base" in graph["codeagent.agent"]  # from executors.base import ...
     assert "executors.local" in graph["codeagent.agent"]  # imported inside a function
-    assert "codeagent.run" in graph["codeagent.models"]  # ScriptedModel.from_run
+    assert "codeagent.run" in graph["codeagent.scripted"]  # ScriptedModel.from_run
     assert "executors.local" in graph["codeagent.auto"]  # imported inside a function
 
 
