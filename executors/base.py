@@ -268,3 +268,28 @@ class ExecutorBase:
 
     def close(self) -> None:  # pragma: no cover - overridden
         pass
+
+
+def check_variable_names(values: Mapping[str, Any], tools: Iterable[str]) -> None:
+    """set_variables: every name a public identifier that no tool (or final_answer) holds."""
+    if not isinstance(values, Mapping):
+        raise TypeError("set_variables needs a mapping of names to values")
+    taken = set(tools) | {FINAL_ANSWER_NAME}
+    for name in values:
+        if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+            raise ValueError(f"variable name {name!r} must be a public Python identifier")
+        if name in taken:
+            raise ValueError(f"variable name {name!r} is taken by a tool")
+
+
+def variable_names_asked(names: Iterable[str] | None) -> list[str] | None:
+    """get_variables: None (all), or the names asked for, once each, in order."""
+    if names is None:
+        return None
+    if isinstance(names, str):
+        raise TypeError("get_variables takes a list of names (or None for all), not a str")
+    wanted = list(names)
+    for name in wanted:
+        if not isinstance(name, str):
+            raise TypeError(f"variable names must be str, got {type(name).__name__}")
+    return list(dict.fromkeys(wanted))

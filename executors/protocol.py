@@ -64,7 +64,7 @@ __all__ = [
     "parse_worker_message",
     "Configure", "Execute", "ToolResult", "ToolErrorReply", "SetVariables", "GetVariables",
     "RegisterTools", "Reset", "Ping", "Shutdown", "Ok", "ErrorReply", "Pong", "Result", "Variables",
-    "ToolCall", "ErrorInfo", "AttachmentInfo", "checked_attachments",
+    "ToolCall", "ErrorInfo", "AttachmentInfo", "checked_attachments", "checked_variables",
 ]
 
 MAX_FRAME_BYTES = DEFAULT_MAX_FRAME_BYTES
@@ -257,3 +257,11 @@ def checked_attachments(msg: Result, max_bytes: int) -> tuple[Attachment, ...]:
         left -= len(data)
         out.append(Attachment(PNG, data, info.name, width, height))
     return tuple(out)
+
+
+def checked_variables(msg: Variables) -> dict[str, Any]:
+    """A get_variables answer as a dict of str names (ProtocolError when it is not a mapping)."""
+    values = decode_value(msg.values)
+    if not isinstance(values, dict):
+        raise ProtocolError(f"a {type(values).__name__}, not a dict")
+    return {k: v for k, v in values.items() if isinstance(k, str)}

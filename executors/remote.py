@@ -38,7 +38,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .base import (
-    FINAL_ANSWER_NAME,
     ExecutionError,
     ExecutionResult,
     ExecutorBase,
@@ -46,8 +45,10 @@ from .base import (
     Limits,
     ToolError,
     check_code,
+    check_variable_names,
     normalize_imports,
     normalize_tools,
+    variable_names_asked,
 )
 from .pool import ExecutorPool
 from .protocol import (
@@ -70,6 +71,7 @@ from .protocol import (
     ToolResult,
     Variables,
     checked_attachments,
+    checked_variables,
     decode_value,
     encode_value,
 )
@@ -420,13 +422,7 @@ class RemoteExecutor(ExecutorBase):
                 self._request(RegisterTools(id=self._new_id(), tools=sorted(new)), "register_tools")
 
     def set_variables(self, values: Mapping[str, Any]) -> None:
-        if not isinstance(values, Mapping):
-            raise TypeError("set_variables needs a mapping of names to values")
-        for name in values:
-            if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
-                raise ValueError(f"variable name {name!r} must be a public Python identifier")
-            if name == FINAL_ANSWER_NAME or name in self._tools:
-                raise ValueError(f"variable name {name!r} is taken by a tool")
+        check_variable_names(values, self._tools)
         encoded = encode_value(dict(values))
         with self._lock:
             self._check_open()
@@ -444,7 +440,7 @@ class RemoteExecutor(ExecutorBase):
         """The model's variables (all, or those named): values that cross as JSON (+tags) as
         themselves, anything else as its repr (`executors.protocol.Repr`). Tools, `final_answer`,
         modules and names starting with `_` are not variables. KeyError names unknown names."""
-        wanted = _names_asked(names)
+        wanted = variable_names_asked(names)
         with self._lock:
             self._check_open()
             if self._link.handle is None and self._configure_id is None:
@@ -459,13 +455,10 @@ class RemoteExecutor(ExecutorBase):
                 raise ExecutorError(f"the worker could not list its variables: {reply.type}: "
                                     f"{truncate_text(reply.message, 1000)}")
             try:
-                values = decode_value(reply.values)
-                if not isinstance(values, dict):
-                    raise ProtocolError(f"a {type(values).__name__}, not a dict")
+                values = checked_variables(reply)
             except ProtocolError as exc:
                 self._restart()
                 raise ExecutorError(f"the worker answered get_variables with a bad value: {str(exc)[:300]}") from None
-        values = {k: v for k, v in values.items() if isinstance(k, str)}
         if wanted is None:
             return values
         missing = [name for name in wanted if name not in values]
@@ -498,18 +491,6 @@ class RemoteExecutor(ExecutorBase):
     def pool(cls, n: int, **kwargs: Any) -> ExecutorPool:
         """`n` warm executors built with `cls(**kwargs)` for concurrent runs (see ExecutorPool)."""
         return ExecutorPool(lambda: cls(**kwargs), n)
-
-
-def _names_asked(names: Iterable[str] | None) -> list[str] | None:
-    if names is None:
-        return None
-    if isinstance(names, str):
-        raise TypeError("get_variables takes a list of names (or None for all), not a str")
-    wanted = list(names)
-    for name in wanted:
-        if not isinstance(name, str):
-            raise TypeError(f"variable names must be str, got {type(name).__name__}")
-    return list(dict.fromkeys(wanted))
 
 
 def _exc_text(exc: BaseException) -> str:

@@ -24,8 +24,10 @@ from ..base import (
     Limits,
     ToolError,
     check_code,
+    check_variable_names,
     normalize_imports,
     normalize_tools,
+    variable_names_asked,
 )
 from ..worker.display import display_text
 from ..worker.figures import collect, is_pil_image, max_pixels, open_figures, pil_description
@@ -150,20 +152,14 @@ class RestrictedRuntime:
         self._compiler.clear()
 
     def set_variables(self, values: Mapping[str, Any]) -> None:
-        for name in values:
-            if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
-                raise ValueError(f"variable name {name!r} must be a public Python identifier")
-            if name in self._tools or name == FINAL_ANSWER_NAME:
-                raise ValueError(f"variable name {name!r} is taken by a tool")
+        check_variable_names(values, self._tools)
         self.ns.update(values)
 
     def get_variables(self, names: Iterable[str] | None = None) -> dict[str, Any]:
         """The model's variables (all, or those named): plain data as a copy, anything else as
         its repr, rendered under the sandbox's limits. Tools, final_answer, imported modules
         and names starting with '_' are not variables; naming one raises KeyError."""
-        if isinstance(names, str):
-            raise TypeError("get_variables() takes a list of names, not a string")
-        wanted = None if names is None else list(names)
+        wanted = variable_names_asked(names)
         if not self._lock.acquire(blocking=False):
             raise RuntimeError(f"cannot read variables now: {_BUSY}")
         try:
