@@ -229,13 +229,18 @@ def render_call(name: str, arguments: Mapping[str, Any], positional: Iterable[st
 
 def _literal(value: Any) -> str:
     """Python source for a decoded JSON value: repr, except that 1e400 (inf) and NaN stay literals."""
+    return _source(value, repr)
+
+
+def _source(value: Any, scalar: Any) -> str:
+    """A decoded JSON value as Python source; `scalar` writes strings, numbers, booleans, None."""
     if isinstance(value, float) and not math.isfinite(value):
         return f"float({str(value)!r})"
     if isinstance(value, list):
-        return "[" + ", ".join(_literal(v) for v in value) + "]"
+        return "[" + ", ".join(_source(v, scalar) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
-    return repr(value)
+        return "{" + ", ".join(f"{_source(k, scalar)}: {_source(v, scalar)}" for k, v in value.items()) + "}"
+    return scalar(value)
 
 
 def _hoist_defs(schema: dict[str, Any], defs: dict[str, Any], prefix: str) -> dict[str, Any]:
@@ -272,12 +277,10 @@ def _rewrite_refs(node: Any, renames: Mapping[str, str]) -> Any:
 def python_literal(value: Any) -> str:
     """A decoded JSON value as a Python literal with double-quoted strings (`city="Paris"`): the
     spelling the single-call prompt's examples and its grammar use."""
+    return _source(value, _double_quoted)
+
+
+def _double_quoted(value: Any) -> str:
     if value is True or value is False or value is None:
         return repr(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"float({str(value)!r})"
-    if isinstance(value, list):
-        return "[" + ", ".join(python_literal(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{python_literal(k)}: {python_literal(v)}" for k, v in value.items()) + "}"
     return json.dumps(value, ensure_ascii=False)

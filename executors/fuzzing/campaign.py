@@ -89,6 +89,15 @@ def _strategy(prop: str, session: Session, mode: str, imports: Iterable[str] | N
     return resource_bombs(tuple(bomb_kinds or BOMB_KINDS), limits=session.limits)
 
 
+def check_properties(properties: Iterable[str]) -> list[str]:
+    """The properties asked for, in order; ValueError naming the known ones otherwise."""
+    props = list(properties)
+    unknown = set(props) - set(PROPERTIES)
+    if unknown or not props:
+        raise ValueError(f"properties must be among {PROPERTIES}, got {props}")
+    return props
+
+
 def check_families(families: Iterable[str] | None) -> tuple[str, ...] | None:
     """The escape families asked for (None: all); ValueError naming the known ones otherwise."""
     if families is None:
@@ -198,10 +207,7 @@ def fuzz(
         report = fuzz(LocalExecutor, examples=1000, seconds=60)
         print(report.total("program", "equal"), report.failures)
     """
-    props = list(properties)
-    unknown = set(props) - set(PROPERTIES)
-    if unknown or not props:
-        raise ValueError(f"properties must be among {PROPERTIES}, got {props}")
+    props = check_properties(properties)
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     families = check_families(escape_families)

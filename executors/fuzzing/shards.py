@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .campaign import _BATCH, PROPERTIES, _run_phase, _strategy, phase_plan
+from .campaign import _BATCH, PROPERTIES, _run_phase, _strategy, check_properties, phase_plan
 from .outcome import FuzzReport, Outcome
 
 __all__ = ["ShardSpec", "plan_shards", "run_shard", "run_shards_inline", "report_to_dict",
@@ -75,10 +75,7 @@ def plan_shards(examples: int, properties: Iterable[str] = PROPERTIES, seed: int
                 shard_size: int = DEFAULT_SHARD_SIZE) -> list[ShardSpec]:
     """The shards of a campaign, in campaign order (the order their reports are merged in).
     The plan depends on nothing but these arguments: not on the number of workers."""
-    props = list(properties)
-    unknown = set(props) - set(PROPERTIES)
-    if unknown or not props:
-        raise ValueError(f"properties must be among {PROPERTIES}, got {props}")
+    props = check_properties(properties)
     if shard_size < 1:
         raise ValueError(f"shard_size must be >= 1, got {shard_size}")
     plan = phase_plan(examples, props)
