@@ -34,7 +34,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
+
+from batch_throughput import ray_fixed_cost  # noqa: E402 - the same measurement, one copy
 
 from codeagent.batch.fuzz_shards import run_fuzz_shards  # noqa: E402
 from executors.fuzzing import CommandOptions, executor_factory, fuzz  # noqa: E402
@@ -64,18 +66,6 @@ def fingerprint(report: Any, section: str) -> Any:
     if section == "mixed":
         return counts
     return counts, list(report.error_types.items()), [(o.status, o.code) for o in report.failures]
-
-
-def ray_fixed_cost() -> dict[str, float]:
-    import ray
-
-    t0 = time.perf_counter()
-    ray.init(address="local", include_dashboard=False, log_to_driver=False)
-    t1 = time.perf_counter()
-    ray.get(ray.remote(lambda: None).remote())
-    t2 = time.perf_counter()
-    ray.shutdown()
-    return {"init_s": t1 - t0, "first_task_s": t2 - t1, "shutdown_s": time.perf_counter() - t2}
 
 
 def main(argv: list[str] | None = None) -> int:
