@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from executors import DockerExecutor, Limits  # noqa: E402
-from executors.container import _client, ensure_image  # noqa: E402
+from executors.docker.executor import _client, ensure_image  # noqa: E402
 
 
 def add(a, b):

@@ -105,8 +105,8 @@ class _CPython:
 
 
 def build_figures() -> None:
-    from executors.container import _client
-    from executors.container_image import build_image, plan_image
+    from executors.docker.executor import _client
+    from executors.docker.image import build_image, plan_image
 
     client = _client(None)
     plan = plan_image(PACKAGES)

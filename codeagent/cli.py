@@ -89,7 +89,7 @@ def make_executor(name: str, *, tools: Any = None, authorized_imports: Sequence[
     access: an `executors.Access` (the --read/--write/--workdir/--network flags), or None."""
     targets = {"local": ("executors.local", "LocalExecutor"),
                "subprocess": ("executors.process", "SubprocessExecutor"),
-               "docker": ("executors.container", "DockerExecutor")}
+               "docker": ("executors.docker", "DockerExecutor")}
     if name not in targets:
         raise UsageError(f"unknown executor {name!r}: choose one of {', '.join(EXECUTORS)}")
     module_name, cls_name = targets[name]

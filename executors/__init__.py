@@ -24,7 +24,7 @@ from .base import (
 _LAZY = {
     "LocalExecutor": ".local",
     "SubprocessExecutor": ".process",
-    "DockerExecutor": ".container",
+    "DockerExecutor": ".docker",
     "Access": ".access",
     "AccessError": ".access",
     "Isolation": ".access",
@@ -50,7 +50,7 @@ __all__ = [
 
 if TYPE_CHECKING:  # pragma: no cover
     from .access import Access, AccessError, Isolation
-    from .container import DockerExecutor
+    from .docker import DockerExecutor
     from .local import LocalExecutor
     from .process import SubprocessExecutor
 

@@ -9,7 +9,7 @@
 # The engine is a private dockerd (own socket, data root and exec root, nothing under the repo)
 # started with --iptables=false --bridge=none: it never rewrites the host's firewall, and
 # containers get only loopback. Images cannot be pulled here, so the default image is built offline
-# from the host's Python (executors.container_image). Every diagnostic goes to stderr; stdout
+# from the host's Python (executors.docker.image). Every diagnostic goes to stderr; stdout
 # carries only the --env lines. Override the places with CODEAGENT_DOCKER_SOCK, _ROOT, _EXEC_ROOT,
 # _LOG.
 set -euo pipefail
@@ -129,7 +129,7 @@ fi
 t=$(now)
 py="$here/.venv/bin/python"
 [ -x "$py" ] || fail "$py missing: run scripts/bootstrap.sh first"
-image=$(cd "$here" && "$py" -m executors.container_image --ensure) || fail "default image build"
+image=$(cd "$here" && "$py" -m executors.docker.image --ensure) || fail "default image build"
 say "image: $image ready ($(took "$t"))"
 
 say "all up in $(took "$t_all")"

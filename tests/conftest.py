@@ -2,7 +2,7 @@
 
 - `local_executor`: a fresh `LocalExecutor` with the host tools below.
 - `any_executor` / `any_executor_factory`: the same tests over every place code can run
-  ("local", "subprocess" when executors.process exists, "docker" when executors.container exists
+  ("local", "subprocess" when executors.process exists, "docker" when executors.docker exists
   and an engine answers; with CI=true a missing engine FAILS the docker params instead of skipping).
 - `canary` / `marker`: a secret planted in os.environ and a file path that attack code aims at;
   `assert_refused(result, marker)` checks that an attempt failed and leaked nothing.
@@ -198,7 +198,7 @@ def docker_engine_problem() -> str | None:
         import docker  # noqa: F401
     except ImportError as e:
         return f"the docker SDK is not installed ({e})"
-    from executors.container import engine_problem
+    from executors.docker import engine_problem
 
     return engine_problem()
 
@@ -217,7 +217,7 @@ def executor_class(kind: str) -> type:
         problem = docker_engine_problem()
         if problem is not None:
             unavailable(f"the docker tests need a Docker engine: {problem}")
-        from executors.container import DockerExecutor
+        from executors.docker import DockerExecutor
 
         return DockerExecutor
     raise ValueError(f"unknown executor kind {kind!r}")

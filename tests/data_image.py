@@ -31,7 +31,7 @@ def docker_enabled() -> None:
 
 @functools.lru_cache(maxsize=1)
 def data_image_tag() -> str:
-    from executors.container_image import ensure_image
+    from executors.docker.image import ensure_image
 
     started = time.perf_counter()
     tag = ensure_image(packages=DATA_PACKAGES)

@@ -49,7 +49,7 @@ def _docker(policy: str) -> Callable[..., Any]:
     def make(**kwargs: Any) -> Any:
         if os.environ.get("CI") != "true" and os.environ.get("CODEAGENT_DOCKER") != "1":
             unavailable("Docker contract runs need CI=true or CODEAGENT_DOCKER=1")
-        from executors.container import DockerExecutor
+        from executors.docker import DockerExecutor
 
         return DockerExecutor(policy=policy, **kwargs)
 

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from executors import Limits
-from executors.protocol import ProtocolError
+from executors.remote.protocol import ProtocolError
 from executors.worker.display import display_text
 from executors.worker.figures import max_pixels
 from executors.worker.wire import PNG, attachments_to_wire, png_size
@@ -220,7 +220,7 @@ def test_a_huge_figure_is_drawn_within_the_memory_it_may_use():
 
 # -- the host checks what a worker sends -----------------------------------------------------
 def _checked(attachments: list[dict], cap: int = 1_000_000) -> Any:
-    from executors.protocol import Result, checked_attachments
+    from executors.remote.protocol import Result, checked_attachments
 
     return checked_attachments(Result(op="result", id=1, attachments=attachments), cap)
 

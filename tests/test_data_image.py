@@ -8,8 +8,8 @@ import importlib.metadata
 import pytest
 from data_image import DATA_PACKAGES, data_docker, data_image_tag, docker_enabled
 
-from executors.container_image import image_modules, plan_image
-from executors.container_packages import (
+from executors.docker.image import image_modules, plan_image
+from executors.docker.packages import (
     PackageError,
     evaluate_marker,
     parse_requirement,
@@ -103,8 +103,8 @@ def test_authorizing_a_module_the_image_lacks_fails_at_construction_with_the_fix
 @pytest.mark.docker
 def test_the_data_image_runs_the_hosts_versions_and_lists_them_in_labels():
     docker_enabled()
-    from executors.container import _client
-    from executors.container_image import LABEL_MODULES, LABEL_PACKAGES
+    from executors.docker.executor import _client
+    from executors.docker.image import LABEL_MODULES, LABEL_PACKAGES
 
     tag = data_image_tag()
     labels = _client(None).images.get(tag).labels

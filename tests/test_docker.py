@@ -38,7 +38,7 @@ TIMEOUT_S = 2.0
 def _engine_or_skip():
     where = os.environ.get("DOCKER_HOST") or "the default socket (DOCKER_HOST is not set)"
     try:
-        from executors.container_image import connect
+        from executors.docker.image import connect
 
         client = connect(timeout=10)
         client.ping()
@@ -56,7 +56,7 @@ def client():
 
 @pytest.fixture(scope="module")
 def image(client):
-    from executors.container_image import ensure_image
+    from executors.docker.image import ensure_image
 
     return ensure_image(client=client)
 
@@ -217,7 +217,7 @@ def test_hardening_read_back(ex):
 
 
 def test_container_labels_and_settings(ex, client):
-    from executors.container_runtime import LABEL_EXECUTOR, LABEL_PID
+    from executors.docker.container import LABEL_EXECUTOR, LABEL_PID
 
     info = client.api.inspect_container(ex.container_id)
     labels = info["Config"]["Labels"]
@@ -570,7 +570,7 @@ def test_final_answer_keyword(ex):
 
 
 def test_get_variables(ex):
-    from executors.protocol import Repr
+    from executors.remote.protocol import Repr
 
     ex.reset()
     assert ex.execute("import math\nn = 3\npair = (n, 'x')\nobj = object()").error is None
@@ -597,7 +597,7 @@ def test_restricted_policy_in_container(client, image):
 
 
 def _ours(client):
-    from executors.container_runtime import LABEL_EXECUTOR
+    from executors.docker.container import LABEL_EXECUTOR
 
     return {c["Id"] for c in client.api.containers(all=True, filters={"label": LABEL_EXECUTOR})}
 
@@ -637,7 +637,7 @@ def _start_host(image: str) -> tuple[subprocess.Popen, str]:
 
 
 def test_sweep_removes_containers_of_a_killed_host(client, image):
-    from executors.container import sweep
+    from executors.docker import sweep
 
     first, first_cid = _start_host(image)
     try:
@@ -674,7 +674,7 @@ def test_interpreter_exit_removes_containers(client, image):
 def test_any_image_with_python(client, tmp_path):
     """build_image() from another interpreter (Debian's), then use it through image=."""
     from executors import DockerExecutor
-    from executors.container_image import build_image
+    from executors.docker.image import build_image
 
     python = "/usr/bin/python3"
     probe = subprocess.run([python, "-c", "import sys; print(sys.version_info >= (3, 10))"],

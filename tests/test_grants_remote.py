@@ -542,7 +542,7 @@ def docker_image():
     problem = docker_engine_problem()
     if problem is not None:
         unavailable(f"the docker tests need a Docker engine: {problem}")
-    from executors.container_image import connect, ensure_image
+    from executors.docker.image import connect, ensure_image
 
     return ensure_image(client=connect())
 

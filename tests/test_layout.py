@@ -20,6 +20,19 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("codeagent", "executors")
 MAX_FILE_LINES = 550
 MAX_FUNCTION_LINES = 80
+MAX_TOP_MODULES = 8  # modules at the top of executors/ (besides __init__): the rest live in a subpackage
+# executors/ in floors, lowest first: a module imports only from its own floor or from below.
+# The worker runs from a bare directory (a container, a subprocess) with the standard library only;
+# it loads the restricted runtime by name (executors.restricted.served), never by an import.
+FLOORS = (
+    ("executors.worker",),                                              # stdlib only
+    ("executors.base", "executors.access", "executors.importable"),     # the contract, the grants
+    ("executors.restricted",),                                          # the in-process runtime
+    ("executors.local", "executors.remote"),                            # in process; any worker's host side
+    ("executors.process", "executors.docker", "executors.container"),   # the places that start workers
+    ("executors", "executors.fuzzing", "executors.strategies", "executors.testing"),  # public face, fuzzing
+    ("codeagent",),
+)
 # executors/ is being split by other work in flight; its size checks report (xfail) until the lead
 # switches them on after merging.
 ENFORCE_EXECUTORS_SIZE = True
@@ -161,6 +174,36 @@ def test_executors_never_imports_codeagent():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             leaks += [f"{path.relative_to(ROOT)} imports {n}" for n in names if n.split(".")[0] == "codeagent"]
     assert not leaks, leaks
+
+
+def floor_of(module: str) -> int:
+    """The floor of a module: the one whose longest listed name is the module or its package."""
+    matches = [(len(name), i) for i, names in enumerate(FLOORS) for name in names
+               if module == name or module.startswith(name + ".")]
+    assert matches, f"{module} is on no floor: add it to FLOORS"
+    return max(matches)[1]
+
+
+def test_no_import_runs_back_up_a_floor():
+    graph = import_graph()
+    upward = sorted(f"{name} (floor {floor_of(name)}) imports {target} (floor {floor_of(target)})"
+                    for name, targets in graph.items() for target in targets
+                    if floor_of(target) > floor_of(name))
+    assert not upward, upward
+
+
+def test_the_floor_check_sees_an_upward_import():
+    assert floor_of("executors.worker.loop") < floor_of("executors.restricted.runtime")
+    assert floor_of("executors.remote.link") < floor_of("executors.process.executor")
+    assert floor_of("executors.container") == floor_of("executors.docker.image")
+
+
+def test_the_top_of_executors_is_small_and_every_subpackage_says_its_job():
+    top = sorted(p.stem for p in (ROOT / "executors").glob("*.py") if p.stem != "__init__")
+    assert len(top) <= MAX_TOP_MODULES, top
+    for init in sorted((ROOT / "executors").glob("*/__init__.py")):
+        doc = ast.get_docstring(parsed(init)[1])
+        assert doc and len(doc.split()) >= 8, f"{init.relative_to(ROOT)}: a docstring that says its job"
 
 
 def test_codeagent_files_and_functions_stay_small():

@@ -23,8 +23,9 @@ import pytest
 
 from executors import ExecutionResult, ExecutorError, Limits
 from executors.base import MAX_SOURCE_CHARS, check_code
-from executors.process import SubprocessExecutor, _pids_cgroup_usable, sweep_orphans
-from executors.protocol import Repr
+from executors.process import SubprocessExecutor, sweep_orphans
+from executors.process.child import _pids_cgroup_usable
+from executors.remote.protocol import Repr
 
 TIMEOUT = 1.0
 ROOT = Path(__file__).resolve().parent.parent
@@ -420,8 +421,8 @@ def test_worker_program_standalone(tmp_path, how):
     """The worker package copied alone into an empty directory and started by the host's boot
     line (what a container does with its mount), and `python -m executors.worker`, serve the
     protocol with nothing but the standard library: configure, execute with a print, a result."""
-    from executors.protocol import FrameBuffer, pack_frame, unpack_message
-    from executors.remote_link import worker_command
+    from executors.remote.link import worker_command
+    from executors.remote.protocol import FrameBuffer, pack_frame, unpack_message
 
     if how == "bare copy":
         shutil.copytree(ROOT / "executors" / "worker", tmp_path / "worker",

@@ -1,6 +1,6 @@
 """A Docker image for the data tasks: the default worker image plus numpy, pandas and matplotlib.
 
-The default image (executors.container_image) holds the interpreter and its standard library only,
+The default image (executors.docker.image) holds the interpreter and its standard library only,
 built offline from the host. This one adds the host's installed copies of the data packages (and
 everything they require) under the image's own site-packages, plus the shared libraries their
 extension modules link against, as one more layer (a container is created, the files are put in,
@@ -21,7 +21,7 @@ import tarfile
 import tempfile
 from collections.abc import Iterable, Iterator
 
-from executors.container_image import _ldd, _Tree, connect, ensure_image
+from executors.docker.image import _ldd, _Tree, connect, ensure_image
 
 PACKAGES = ("numpy", "pandas", "matplotlib")
 REPO = "codeagent-python-data"

@@ -24,7 +24,7 @@ FILE_LIMITS = Limits(timeout_s=60)  # a cold `import pandas` takes seconds in a 
 @functools.cache
 def docker_problem() -> str | None:
     """None when a Docker engine answers, else why the docker column is skipped."""
-    from executors.container import engine_problem
+    from executors.docker import engine_problem
 
     return engine_problem()
 

@@ -22,7 +22,7 @@ __all__ = ["TaskRunner", "resolve", "reference_of", "model_calls", "EXECUTOR_KIN
 
 EXECUTOR_KINDS = {"local": ("executors.local", "LocalExecutor"),
                   "subprocess": ("executors.process", "SubprocessExecutor"),
-                  "docker": ("executors.container", "DockerExecutor")}
+                  "docker": ("executors.docker", "DockerExecutor")}
 
 
 def resolve(ref: str) -> Any:

@@ -1,6 +1,6 @@
 """What runs in a subprocess or a container: the worker. Standard library only.
 
-  wire          the codec, framing and text limits, shared with the host (`executors.protocol`)
+  wire          the codec, framing and text limits, shared with the host (`executors.remote.protocol`)
   errors        FinalAnswer and ToolError: their one home (`executors.base` re-exports them)
   loop          the worker loop: requests in, replies out; one runtime holds the namespace
   open_runtime  the open policy's namespace and soft deadline (the restricted policy uses

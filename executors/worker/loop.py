@@ -81,6 +81,7 @@ class Worker:
         self.call_seq = 0
         self.cpu = CpuBackstop()
         self._error_types: dict[str, type] = {}
+        self._served = None  # executors.restricted.served under the restricted policy
 
     # -- channel ------------------------------------------------------------------------------
     def send(self, message: dict) -> None:
@@ -146,7 +147,7 @@ class Worker:
             self.runtime = OpenRuntime(self.limits, tools)
             return self._confine_and_answer(msg)
         try:
-            runtime_class, limits_class, grants_class = _import_restricted(msg.get("package_paths") or [])
+            served = _load_restricted(msg.get("package_paths") or [])
         except Exception as exc:
             return self._error(
                 msg, "ConfigurationError",
@@ -154,14 +155,13 @@ class Worker:
                 f"importable inside the worker, but importing it failed: {type(exc).__name__}: {exc}. "
                 "Install the package where the worker runs, or use policy='open' in a trusted setup.",
             )
-        fields = set(limits_class.__dataclass_fields__)
-        limits = limits_class(**{k: v for k, v in self.limits.items() if k in fields})
         try:
-            grants = _grants(grants_class, msg.get("grants"))
+            grants = served.grants(msg.get("grants"))
         except ValueError as exc:
             return self._error(msg, "ConfigurationError", safe_str(exc))
-        self.runtime = runtime_class(tools=tools, authorized_imports=list(msg.get("authorized_imports") or []),
-                                     limits=limits, grants=grants, workdir=os.getcwd())
+        self.runtime = served.build(tools=tools, authorized_imports=list(msg.get("authorized_imports") or []),
+                                    limits=self.limits, grants=grants, workdir=os.getcwd())
+        self._served = served
         self._confine_and_answer(msg)
 
     def _confine_and_answer(self, msg: dict) -> None:
@@ -268,8 +268,7 @@ class Worker:
         if type_name == "ToolError":  # the host's tool worded its failure already: say it once
             # under the restricted policy, the class the runtime passes through: the worker runs
             # as the top-level package `worker`, the runtime imports `executors.worker.errors`
-            base = sys.modules.get("executors.base") if self.policy == "restricted" else None
-            return getattr(base, "ToolError", ToolError)(message)
+            return getattr(self._served, "ToolError", ToolError)(message)
         if self.policy == "open":
             return ToolError(f"tool {name!r} failed: {type_name}: {message}")
         # The restricted runtime wraps whatever a tool raises into its own ToolError with the
@@ -361,31 +360,16 @@ class Worker:
             return ""
 
 
-def _import_restricted(package_paths: list) -> tuple[type, type, type]:
-    """(RestrictedRuntime, Limits, Grants), imported from the package paths the host named."""
+#: The restricted policy's runtime, a plugin of this package: imported by name from the package
+#: paths the host sends (this stdlib-only package never imports the floors above it).
+RESTRICTED_RUNTIME = "executors.restricted.served"
+
+
+def _load_restricted(package_paths: list):
+    """The module that builds the restricted runtime (`build(...)`, `ToolError`)."""
+    import importlib
+
     for path in package_paths:
         if isinstance(path, str) and path not in sys.path:
             sys.path.insert(0, path)
-    from executors.base import Limits
-    from executors.restricted import RestrictedRuntime
-    from executors.restricted.capabilities import Grants
-
-    return RestrictedRuntime, Limits, Grants
-
-
-def _grants(grants_class: type, grants) -> object:
-    """The capability guard's grants from Configure.grants (paths as the worker sees them)."""
-    if grants is None:
-        return grants_class()
-    if type(grants) is not dict:
-        raise ValueError("grants must be an object")
-    paths = {}
-    for key in ("read", "write"):
-        value = grants.get(key) or []
-        if type(value) is not list or not all(type(p) is str and p.startswith("/") for p in value):
-            raise ValueError(f"grants.{key} must be a list of absolute paths")
-        paths[key] = value
-    network = grants.get("network", False)
-    if type(network) is not bool:
-        raise ValueError("grants.network must be true or false")
-    return grants_class.of(read=paths["read"], write=paths["write"], network=network)
+    return importlib.import_module(RESTRICTED_RUNTIME)

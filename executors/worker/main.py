@@ -5,7 +5,7 @@ uses the installed package's directory, a container its read-only mount):
 
     python -I -c "import sys,os;sys.path.insert(0,DIR);from worker.main import main;del sys.path[0];os._exit(main())" [SPEC]
 
-(`executors.remote.worker_command` builds that line), or `python -m executors.worker` where the
+(`executors.remote.link.worker_command` builds that line), or `python -m executors.worker` where the
 package is installed. SPEC, a JSON object of process settings, is described in `harden`.
 """
 

@@ -1,7 +1,7 @@
 """The wire between the host and a worker: value codec, framing, and the text limits. Stdlib only.
 
 Both sides import this one module: the worker (which must run from a bare directory with nothing
-but the standard library) and the host (`executors.protocol` adds its validated message models on
+but the standard library) and the host (`executors.remote.protocol` adds its validated message models on
 top). No pickle anywhere: the host treats every byte from a worker as hostile.
 
   frame   = 4-byte big-endian length + UTF-8 JSON object with an "op" key; at most
@@ -10,7 +10,7 @@ top). No pickle anywhere: the host treats every byte from a worker as hostile.
             complex, datetime, date, time, timedelta, Decimal, big int, non-finite float, dicts
             with non-str keys; anything else crosses as {"$t": "repr", "v": repr, "type": name}.
 
-Messages (their fields are listed in `executors.protocol`):
+Messages (their fields are listed in `executors.remote.protocol`):
   host -> worker: configure, execute, tool_result, tool_error, set_variables, get_variables,
                   register_tools, reset, ping, shutdown.
   worker -> host: ok, error, pong, result, variables, tool_call.

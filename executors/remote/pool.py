@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .base import ExecutorError
+from ..base import ExecutorError
 
 __all__ = ["ExecutorPool"]
 

@@ -1,11 +1,11 @@
 """RemoteExecutor: the host side of a worker. Deadlines, restarts, tool calls over the wire.
 
 A subclass supplies only how to start a worker and reach it (the `WorkerHandle` and `Channel`
-interfaces are in `executors.remote_link`):
+interfaces are in `executors.remote.link`):
 
     class MyExecutor(RemoteExecutor):
         def _start_worker(self) -> WorkerHandle:
-            '''Start a fresh worker (`remote_link.worker_command(...)`) and return a handle; raise
+            '''Start a fresh worker (`link.worker_command(...)`) and return a handle; raise
             ExecutorError when it cannot be started. Do not send anything: `configure` is sent here.'''
         def _package_paths(self) -> list[str]:       # optional
             '''Directories the worker should put on sys.path so that, under the restricted
@@ -37,7 +37,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from .base import (
+from ..base import (
     ExecutionError,
     ExecutionResult,
     ExecutorBase,
@@ -49,6 +49,15 @@ from .base import (
     normalize_imports,
     normalize_tools,
     variable_names_asked,
+)
+from ..worker.wire import truncate_text
+from .link import (
+    Channel,
+    DeadlinePassed,
+    WorkerDied,
+    WorkerHandle,
+    WorkerLink,
+    describe_failure,
 )
 from .pool import ExecutorPool
 from .protocol import (
@@ -75,15 +84,6 @@ from .protocol import (
     decode_value,
     encode_value,
 )
-from .remote_link import (
-    Channel,
-    DeadlinePassed,
-    WorkerDied,
-    WorkerHandle,
-    WorkerLink,
-    describe_failure,
-)
-from .worker.wire import truncate_text
 
 __all__ = ["Channel", "WorkerHandle", "RemoteExecutor", "ExecutorPool"]
 
@@ -438,7 +438,7 @@ class RemoteExecutor(ExecutorBase):
 
     def get_variables(self, names: Iterable[str] | None = None) -> dict[str, Any]:
         """The model's variables (all, or those named): values that cross as JSON (+tags) as
-        themselves, anything else as its repr (`executors.protocol.Repr`). Tools, `final_answer`,
+        themselves, anything else as its repr (`executors.remote.protocol.Repr`). Tools, `final_answer`,
         modules and names starting with `_` are not variables. KeyError names unknown names."""
         wanted = variable_names_asked(names)
         with self._lock:

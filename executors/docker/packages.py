@@ -4,10 +4,10 @@
 requirements it declares that are installed here (markers evaluated for this interpreter, extras
 only when named: "pandas[plot]"), and returns one `Distribution` per package: its name, version,
 site-packages directory, the files its RECORD lists there, and the top-level modules those files
-provide. `container_image.build_image(packages=...)` copies exactly those files into the image;
+provide. `image.build_image(packages=...)` copies exactly those files into the image;
 no registry is asked, so the image holds the versions this environment has.
 
-Run as a script by another interpreter (`python -I container_packages.py numpy pandas`), it prints
+Run as a script by another interpreter (`python -I packages.py numpy pandas`), it prints
 the same as JSON: that is how an image for another Python is resolved.
 """
 

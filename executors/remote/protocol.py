@@ -30,8 +30,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from .base import Attachment
-from .worker.wire import (
+from ..base import Attachment
+from ..worker.wire import (
     DEFAULT_MAX_FRAME_BYTES,
     HEADER_BYTES,
     MAX_PICTURES,

@@ -1,6 +1,6 @@
 """SubprocessExecutor: model code runs in a warm child process with OS-enforced limits.
 
-The child is the stdlib-only `executors.worker` package (`remote_link.worker_command`) in its own
+The child is the stdlib-only `executors.worker` package (`remote.link.worker_command`) in its own
 session/process group with:
   - rlimits (applied by the worker to itself before it reads its first frame): address space
     and data (Limits.max_memory_mb plus an allowance for the interpreter),
@@ -39,10 +39,15 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .access import Access, Isolation, ResolvedAccess
-from .base import ExecutorError, Limits, extra_imports
-from .importable import ensure_importable
-from .process_worker import (
+from ..access import Access, Isolation, ResolvedAccess
+from ..base import ExecutorError, Limits, extra_imports
+from ..importable import ensure_importable
+from ..remote.executor import RemoteExecutor
+from ..remote.isolation import predicted_hardening, subprocess_isolation
+from ..remote.lease import SANDBOX_IDS, Lease
+from ..remote.link import WORKER_PARENT, WorkerHandle, prepare_worker_code, worker_command
+from ..remote.protocol import MAX_FRAME_BYTES
+from .child import (
     PIDS_CGROUP_ROOT,
     PipeChannel,
     ProcessWorker,
@@ -51,15 +56,10 @@ from .process_worker import (
     _sweep_stale_cgroups,
     sweep_orphans,
 )
-from .protocol import MAX_FRAME_BYTES
-from .remote import RemoteExecutor
-from .remote_access import SANDBOX_IDS, Lease
-from .remote_isolation import predicted_hardening, subprocess_isolation
-from .remote_link import WORKER_PARENT, WorkerHandle, prepare_worker_code, worker_command
 
 __all__ = ["SubprocessExecutor", "PipeChannel", "ProcessWorker", "sweep_orphans"]
 
-PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 # Virtual memory the interpreter itself needs on top of what the model code may use.
 INTERPRETER_ALLOWANCE_MB = 192
 _cgroup_counter = itertools.count(1)
@@ -83,7 +83,7 @@ class _SharedNamespaces:
         if network:
             fds.pop("net", None)
         if "mnt" in fds:
-            from .worker.hardening import runtime
+            from ..worker.hardening import runtime
 
             if runtime.needs_exposure(grants, *SANDBOX_IDS):  # they need a namespace of their own
                 del fds["mnt"]
@@ -128,7 +128,7 @@ class SubprocessExecutor(RemoteExecutor):
     max_processes, max_file_mb, max_open_files: OS limits on the worker and its children.
 
     On a root host the code runs as nobody (uid 65534), so the workdir and write grants are lent
-    to it for the executor's life and given back on close() (`executors.remote_access`).
+    to it for the executor's life and given back on close() (`executors.remote.lease`).
     """
 
     def __init__(
@@ -370,7 +370,7 @@ def _check_kernel(access: Access, harden: bool) -> None:
     if not harden:
         raise ExecutorError("Access(require='kernel') and harden=False contradict each other: "
                             "drop one of them")
-    from .worker.hardening import landlock
+    from ..worker.hardening import landlock
 
     abi, why = landlock.landlock_status()
     if abi == 0:

@@ -4,12 +4,12 @@ No registry is needed (images cannot be pulled everywhere this runs). The root f
 assembled as a tar stream and handed to `docker import`: the interpreter is relocated to
 /usr/local (bin/pythonX.Y, lib/pythonX.Y), every shared library the interpreter and its extension
 modules link against (per `ldd`) is copied at its host path, and /etc/passwd names user 65534.
-About 75 MB and a few seconds. Run `python -m executors.container_image --ensure` to build it
+About 75 MB and a few seconds. Run `python -m executors.docker.image --ensure` to build it
 when missing; it prints the image name.
 
 `build_image(packages=["numpy", "pandas", "matplotlib"])` adds the named distributions and the
 installed ones they require, file for file from this Python's environment (RECORD lists them;
-`container_packages.resolve`), into the image's site-packages, with the shared libraries their
+`packages.resolve`), into the image's site-packages, with the shared libraries their
 extension modules link against; their test suites are left out. Still no registry. The tag
 names the recipe and a digest of the packages and their versions
 (`codeagent-python:3.11.7-r2-pkgs-<digest>`), so an image is built once per set of versions;
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .container_packages import Distribution, PackageError, resolve
+from .packages import Distribution, PackageError, resolve
 
 __all__ = ["DEFAULT_IMAGE_REPO", "ImagePlan", "build_image", "connect", "default_image",
            "ensure_image", "image_modules", "plan_image"]
@@ -69,7 +69,7 @@ def connect(docker_url: str | None = None, *, timeout: float = 60):
     try:
         import docker
     except ImportError as e:  # pragma: no cover - depends on the install
-        from .base import ExecutorError
+        from ..base import ExecutorError
 
         raise ExecutorError("the docker SDK is missing: pip install 'codeagent[docker]'") from e
     if docker_url:
@@ -127,7 +127,7 @@ def _resolve(packages: list[str], python: str | None) -> tuple[Distribution, ...
     """The distributions, resolved in this environment or (python=) in that interpreter's."""
     if python is None:
         return tuple(resolve(list(packages)))
-    script = str(Path(__file__).with_name("container_packages.py"))
+    script = str(Path(__file__).with_name("packages.py"))
     out = subprocess.run([python, "-I", script, *packages], capture_output=True, text=True,
                          timeout=120, cwd="/")
     try:
@@ -364,7 +364,7 @@ def build_image(
         chunks = iter(lambda: f.read(1 << 20), b"")
         client.api.import_image_from_stream(chunks, repository=repo, tag=version, changes=changes)
     client.images.get(tag)  # raises if the import did not produce it
-    print(f"container_image: built {tag} from {info['executable']} "
+    print(f"docker image: built {tag} from {info['executable']} "
           f"({size / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return tag
 
@@ -388,7 +388,7 @@ def ensure_image(tag: str | None = None, *, python: str | None = None,
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m executors.container_image", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m executors.docker.image", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ensure", action="store_true", help="build only when the image is missing")
     p.add_argument("--tag", help="image name (default: codeagent-python:<version>-<recipe>)")

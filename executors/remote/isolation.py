@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .access import LIBRARY_LAYER, Isolation
+from ..access import LIBRARY_LAYER, Isolation
 
 __all__ = ["container_isolation", "predicted_hardening", "subprocess_isolation"]
 
@@ -31,7 +31,7 @@ def predicted_hardening(network: bool, harden: bool) -> dict[str, Any] | None:
     when it will not harden. Used before the first start."""
     if not harden:
         return None
-    from .worker.hardening import landlock
+    from ..worker.hardening import landlock
 
     abi = landlock.abi_version()
     root = os.geteuid() == 0

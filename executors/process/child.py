@@ -1,6 +1,6 @@
 """One subprocess worker as the host sees it: its pipes, its kill, its pids cgroup, its spawner.
 
-`SubprocessExecutor` (process.py) starts workers through `_spawner` and wraps each in a
+`SubprocessExecutor` (executor.py) starts workers through `_spawner` and wraps each in a
 `ProcessWorker`; this module knows only processes: non-blocking pipes with poll deadlines, killing
 a worker with everything it spawned (its pids cgroup, else its session), and sweeping the cgroups
 of hosts that died without cleaning up.
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .remote_link import Channel, WorkerHandle
+from ..remote.link import Channel, WorkerHandle
 
 __all__ = ["PIDS_CGROUP_ROOT", "PipeChannel", "ProcessWorker", "sweep_orphans"]
 

@@ -33,7 +33,7 @@ import stat
 import threading
 from dataclasses import dataclass, field
 
-from .access import ResolvedAccess
+from ..access import ResolvedAccess
 
 __all__ = ["SANDBOX_IDS", "Lease", "sandbox_ids"]
 

@@ -23,7 +23,7 @@ and starts the worker with `worker_command(python, directory)`: the stdlib-only 
 found in `directory` (WORKER_PARENT on this machine, a read-only mount in a container).
 
 `WorkerLink` holds an executor's live worker and the bytes read from it: frames go out with a
-deadline, frames coming back are validated (`executors.protocol`) as hostile.
+deadline, frames coming back are validated (`executors.remote.protocol`) as hostile.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ __all__ = ["Channel", "DeadlinePassed", "WorkerDied", "WorkerHandle", "WorkerLin
            "WORKER_PARENT", "describe_failure", "prepare_worker_code", "worker_command"]
 
 #: the directory that holds the `worker` package (this package's own directory)
-WORKER_PARENT = str(Path(__file__).resolve().parent)
+WORKER_PARENT = str(Path(__file__).resolve().parents[1])
 
 
 def worker_command(python: str, directory: str, *args: str) -> list[str]:

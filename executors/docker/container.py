@@ -1,6 +1,6 @@
 """One hardened worker container: its settings, its byte channel, its owner labels, and the sweep.
 
-DockerExecutor (container.py) speaks the worker protocol; this module only knows Docker:
+DockerExecutor (executor.py) speaks the worker protocol; this module only knows Docker:
 create a container with every hardening option, attach to its stdin/stdout before it starts, turn
 Docker's multiplexed attach stream back into plain bytes, kill it, tell an OOM kill from a crash,
 and remove the containers whose owner process is gone.
@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .base import ExecutorError
-from .remote_link import Channel, WorkerHandle
+from ..base import ExecutorError
+from ..remote.link import Channel, WorkerHandle
 
 __all__ = ["ContainerChannel", "ContainerSpec", "WorkerContainer", "owner_labels", "sweep"]
 
@@ -83,7 +83,7 @@ def sweep(docker_url: str | None = None, *, client: Any = None) -> list[str]:
     Returns the ids removed. Containers owned by living processes, or by another machine that
     shares the engine, are left alone.
     """
-    from .container_image import connect
+    from .image import connect
 
     client = client or connect(docker_url)
     removed = []
