@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import builtins
+import operator
 import types
 import weakref
 from collections.abc import Callable
@@ -85,8 +86,26 @@ def sandbox_type_of(obj: Any) -> Any:
     return SandboxType if issubclass(kind, type) else kind
 
 
+def unchanged(container: Any, saved: Any) -> bool:
+    """`container` holds the very objects `saved` holds (exact builtin containers; C only: no
+    `__eq__` or `__hash__` of what they hold runs)."""
+    t = type(container)
+    if t is not type(saved) or len(container) != len(saved):
+        return False
+    if t is list:
+        return all(map(operator.is_, container, saved))
+    if t is dict:
+        return all(map(operator.is_, container, saved)) and \
+            all(map(operator.is_, container.values(), saved.values()))
+    if t is set:
+        return sorted(map(id, container)) == sorted(map(id, saved))
+    return t is bytearray and container == saved  # (bytes compare in C)
+
+
 class HostGuard:
-    def __init__(self) -> None:
+    def __init__(self, own_functions: Any = ()) -> None:
+        # host-made wrappers that stand for the model's functions (its generator functions)
+        self.own_functions = own_functions
         # Classes the model's code defined, by id (a WeakSet would compare with the classes' own
         # __eq__/__hash__, which model code controls).
         self.classes = _ClassRegistry()
@@ -120,14 +139,12 @@ class HostGuard:
                         self._snapshots.append((item, type(item)(item)))
 
     def restore(self) -> None:
-        """Undo changes the step made to host classes' containers (after the step)."""
+        """Undo changes the step made to host classes' containers (after the step). Compared by
+        identity, never `==`: a model object put in a host container must not run there."""
         for container, saved in self._snapshots:
-            try:
-                if type(container) is type(saved) and container == saved:
-                    continue
-            except BaseException:  # noqa: BLE001 - model objects inside may raise in __eq__
-                pass
-            if isinstance(container, (dict, set)):
+            if unchanged(container, saved):
+                continue
+            if type(container) is dict or type(container) is set:
                 container.clear()
                 container.update(saved)
             else:
@@ -140,7 +157,7 @@ class HostGuard:
                 return obj
             raise _refuse_write(obj)
         if isinstance(obj, types.FunctionType):
-            if self._own_function(obj):
+            if self._own_function(obj) or obj in self.own_functions:
                 return obj
             raise _refuse_write(obj)
         if id(obj) in self.shared or isinstance(obj, types.ModuleType):

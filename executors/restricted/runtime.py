@@ -32,7 +32,7 @@ from ..base import (
 from ..worker.codec import NotPlain, Repr, decode_value, encode_value, opaque_repr, plain_copy
 from ..worker.codec import safe_repr as codec_repr
 from ..worker.display import display_text
-from ..worker.figures import collect, is_pil_image, max_pixels, open_figures, pil_description
+from ..worker.figures import collect, is_pil_image, max_pixels, pil_description
 from .budget import RunState
 from .capabilities import GUARD, Grants
 from .caps import PROCESS_CAPS, frame_depth
@@ -45,6 +45,7 @@ from .library_state import StepSettings, warm_up
 from .names import LIVE, RESULT
 from .namespace import build_namespace, retire_namespace
 from .output import OutputBuffer
+from .pyplot_state import PyplotState
 from .report import describe_error, locate, safe_repr
 from .sandbox_modules import ModuleProxy
 from .watchdog import CPU_ALARM, WATCHDOG, Interrupt
@@ -85,6 +86,7 @@ class RestrictedRuntime:
         # is the host's business).
         self._figures = "matplotlib" in tops
         self._figures_before: set | None = None
+        self._pyplot = PyplotState()  # the step's own pyplot figures
         warn_dangerous(self.authorized_imports)
         GUARD.install()
         # Authorized libraries set themselves up (caches, config) as the host, not in a step.
@@ -250,7 +252,8 @@ class RestrictedRuntime:
             self._buffer = buffer = OutputBuffer(self.limits.max_output_chars)
             # output, output_repr, error, pictures, notes, the output as the codec's tree
             outcome = self._outcome = [None, None, None, [], [], None]
-            self._figures_before = open_figures() if self._figures else None
+            # every step starts with a pyplot of its own, empty (pyplot_state.py)
+            self._figures_before = set() if self._figures else None
             exc = self._under_limits(compiled, self._render_output)
             value, output_repr, error, pictures, notes, wire = outcome
             self.last_output_wire = wire
@@ -343,6 +346,8 @@ class RestrictedRuntime:
             rendered = settled = released = False
             settings.save()
             WORKDIRS.enter(self.workdir)
+            WATCHDOG.ensure_running()  # (its thread is the host's: started outside the guard)
+            self._pyplot.enter()
             guard = GUARD.enter(self.grants, sys._getframe())
             try:
                 ns[LIVE] = True
@@ -380,6 +385,9 @@ class RestrictedRuntime:
                                     # Render under the limits: model __repr__/__str__ run here.
                                     WATCHDOG.pause(state, False)
                                     render(exc)
+                                    # generators left suspended are closed in the step, their
+                                    # cleanup under the limits (see generators.py)
+                                    state.generators.close_all()
                                     state.settling = True
                                     continue  # pause again before leaving
                                 settled = True
@@ -409,7 +417,15 @@ class RestrictedRuntime:
         # used up (a MemoryError here escaped execute()).
         if not released:
             _lift_caps(guard)
-        GUARD.leave(guard)
+        try:
+            # the generators a cut-short step left suspended: closed while the guard still holds
+            # (the model's code is inert now: only what their `with` blocks hold runs)
+            self.state.generators.close_all(passes=100_000)
+        finally:
+            try:
+                self._pyplot.leave()  # the step's figures close under the guard (their callbacks)
+            finally:
+                GUARD.leave(guard)
         WORKDIRS.leave()
         _unwatch(self.state)
         self.host_guard.restore()
