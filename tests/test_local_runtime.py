@@ -188,3 +188,23 @@ def test_the_watchdog_never_interrupts_a_step_the_runtime_is_finishing():
     finally:
         WATCHDOG.unwatch(run)
     assert not interrupted and run.reason == "timeout"
+
+
+def test_a_generator_is_closed_when_its_step_ends():
+    """Its cleanup runs inside the step (the host never runs it when it drops the generator); in
+    the next step it is exhausted. Generator expressions, which have no cleanup, live on."""
+    ex = LocalExecutor()
+    r = ex.execute("def g():\n    try:\n        yield 1\n        yield 2\n    finally:\n"
+                   "        print('closed in the step')\nit = g()\nnext(it)")
+    assert r.error is None and r.logs == "closed in the step\n"
+    assert ex.execute("next(it, 'exhausted')").output == "exhausted"
+    ex.execute("squares = (i * i for i in range(3))\nnext(squares)")
+    assert ex.execute("next(squares)").output == 1
+
+
+def test_a_generator_that_ignores_close_is_ended_when_the_step_is():
+    ex = LocalExecutor()
+    r = ex.execute("def g():\n    while True:\n        try:\n            yield 1\n"
+                   "        except GeneratorExit:\n            print('ignored')\nit = g()\nnext(it)")
+    assert r.error is None and r.logs.startswith("ignored\n")
+    assert ex.execute("next(it, 'over')").output == "over"

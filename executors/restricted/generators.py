@@ -68,8 +68,10 @@ class GeneratorTracker:
                     continue
                 try:
                     gen.close()
-                except Exception:  # noqa: BLE001 - RuntimeError (it ignored GeneratorExit), or
-                    pass  # what its cleanup raised: the model's business, inside the step
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except BaseException:  # noqa: BLE001 - RuntimeError (it ignored GeneratorExit),
+                    pass  # a limit its cleanup hit, the deadline's interrupt: all inside the step
                 if gen.gi_frame is not None:
                     pending.append(ref)
             made[:] = pending
