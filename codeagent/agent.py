@@ -415,8 +415,8 @@ def check_agent_arguments(model: Any, tools: Any, executor: Any) -> None:
     check_model(model)
     if isinstance(executor, str):
         raise TypeError(f"executor must be an executor object, not the string {executor!r}: pass e.g. "
-                        "executor=LocalExecutor() or DockerExecutor() from the executors package "
-                        "(None: a SubprocessExecutor)")
+                        "executor=SubprocessExecutor(), LocalExecutor() or DockerExecutor() from the "
+                        "executors package (None: a SubprocessExecutor, the default)")
     if executor is not None and not callable(getattr(executor, "execute", None)):
         raise TypeError(f"executor must have an execute(code) method (an executors.Executor), got "
                         f"{type(executor).__name__}")

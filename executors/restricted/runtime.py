@@ -374,14 +374,7 @@ class RestrictedRuntime:
                                     CPU_ALARM.disarm()
                                 if not rendered:
                                     rendered = True
-                                    if state.final_called:
-                                        self._outcome[0] = state.final_value
-                                    elif exc is None:
-                                        self._outcome[0] = ns[RESULT]
-                                        ns[RESULT] = None
-                                    if state.reason in (None, "final"):
-                                        state.reason = None
-                                        ns[LIVE] = True
+                                    self._capture_output(exc)
                                     # Render under the limits: model __repr__/__str__ run here.
                                     WATCHDOG.pause(state, False)
                                     render(exc)
@@ -409,6 +402,20 @@ class RestrictedRuntime:
             finally:
                 self._leave_step(guard, released)
         return exc
+
+    def _capture_output(self, exc: BaseException | None) -> None:
+        """The step's output (its final answer, or its last expression's value) into the outcome;
+        the namespace live again for rendering, unless a limit stopped the step."""
+        state = self.state
+        ns = state.ns
+        if state.final_called:
+            self._outcome[0] = state.final_value
+        elif exc is None:
+            self._outcome[0] = ns[RESULT]
+            ns[RESULT] = None
+        if state.reason in (None, "final"):
+            state.reason = None
+            ns[LIVE] = True
 
     def _leave_step(self, guard: Any, released: bool) -> None:
         """Undo what the step entered, in order (no interrupt is pending any more)."""

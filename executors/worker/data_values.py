@@ -29,6 +29,7 @@ _MASKED = {"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt
            "Float32", "Float64", "boolean"}
 
 
+_TEXT = frozenset({str, type(None)})
 _NAN = {TAG: "float", "v": "nan"}  # the missing values of a strings column besides None
 _NA = {TAG: "na"}
 
@@ -134,14 +135,22 @@ def _column(s, pd, np, blob) -> dict:
     is_object = type(dtype).__module__ == "numpy.dtypes" and dtype.kind == "O"
     if is_object or type(dtype) is pd.StringDtype:
         values = s.tolist()
-        for x in values:
-            if type(x) is not str and x is not None and not (type(x) is float and x != x) \
-                    and x is not pd.NA:
-                raise NotData
         kind = "object" if is_object else "str" if dtype.na_value is not pd.NA else "string"
-        return {TAG: "strings", "dtype": kind,
-                "v": [x if type(x) is str or x is None else _NAN if x is not pd.NA else _NA
-                      for x in values]}
+        kinds = set(map(type, values))  # (exact types, found in C: a str subclass is not data)
+        if kinds <= _TEXT:
+            return {TAG: "strings", "dtype": kind, "v": values}
+        if not kinds <= _TEXT | {float, type(pd.NA)}:
+            raise NotData
+        for i, x in enumerate(values):
+            if type(x) is float:
+                if x == x:
+                    raise NotData
+                values[i] = _NAN
+            elif x is pd.NA:
+                values[i] = _NA
+            elif type(x) not in _TEXT:
+                raise NotData
+        return {TAG: "strings", "dtype": kind, "v": values}
     if type(dtype) is pd.CategoricalDtype:
         cats = pd.Index(dtype.categories)
         codes = s.cat.codes if type(s) is pd.Series else pd.Series(s.codes)
@@ -287,18 +296,20 @@ def _decode_column(data, pd, np, bytes_of):
         values, kind = data["v"], data.get("dtype")
         if type(values) is not list or kind not in _STRING_DTYPES:
             raise ValueError("strings payload must be a list of str/null")
-        missing = {"nan": float("nan"), "na": pd.NA}
-        for i, x in enumerate(values):
-            if x is not None and type(x) is not str:
-                if type(x) is not dict or x.get(TAG) not in ("float", "na") or \
-                        (x.get(TAG) == "float" and x.get("v") != "nan"):
-                    raise ValueError("strings payload must hold str, null, NaN or NA")
-                values[i] = missing["nan" if x[TAG] == "float" else "na"]
+        if not set(map(type, values)) <= _TEXT:
+            missing = {"nan": float("nan"), "na": pd.NA}
+            values = list(values)
+            for i, x in enumerate(values):
+                if x is not None and type(x) is not str:
+                    if type(x) is not dict or x.get(TAG) not in ("float", "na") or \
+                            (x.get(TAG) == "float" and x.get("v") != "nan"):
+                        raise ValueError("strings payload must hold str, null, NaN or NA")
+                    values[i] = missing["nan" if x[TAG] == "float" else "na"]
+        out = np.empty(len(values), dtype=object)
+        out[:] = values
         if kind == "object":
-            out = np.empty(len(values), dtype=object)
-            out[:] = values
             return _Objects(out)
-        return pd.array(values, dtype="str" if kind == "str" else "string")
+        return pd.array(out, dtype="str" if kind == "str" else "string")
     if tag == "categorical":
         categories = _typed(_decode_column(data["categories"], pd, np, bytes_of), pd.Index)
         codes = _decode_array(data["codes"], np, bytes_of)
