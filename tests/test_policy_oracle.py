@@ -184,7 +184,7 @@ def refused_by_our_policy(code: str, rejection: Rejection) -> bool:
     if rejection.rule == "import builtins":
         error = _local_executor().execute("import builtins").error
         return error is not None and error.type in ("ImportError", "PolicyError")
-    violations, _ = inspect_tree(ast.parse(code))
+    violations = inspect_tree(ast.parse(code))
     return any(rejection.first_line <= (v.lineno or 0) <= rejection.last_line for v in violations)
 
 

@@ -1,7 +1,8 @@
-"""The policy check: one walk of the model's AST against the tables in policy.py.
+"""The policy check: every node of the model's AST against the tables in policy.py.
 
 Collects every place where the code leaves the whitelist (all of them, so the model can fix its
-code in one go), and tells the instrumenter whether the tree needs any runtime checks at all.
+code in one go). The walk is the instrumenter's (instrument.py): a step's tree is checked and
+instrumented in one pass, each node shown to `PolicyChecker.look` before its children.
 """
 
 from __future__ import annotations
@@ -29,16 +30,9 @@ class Violation:
     col: int | None = None
 
 
-# Node kinds whose presence means the instrumenter has work to do (see instrument.py).
-_INSTRUMENTED = (
-    ast.For, ast.While, ast.FunctionDef, ast.Lambda, ast.comprehension, ast.ExceptHandler, ast.Try,
-    *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
-)
-
-
 class PolicyChecker:
-    """Collects every place where the code leaves the whitelist, in one flat walk of the tree
-    (a dispatch only for the node kinds that need a look: this runs on every step)."""
+    """Collects every place where the code leaves the whitelist (a dispatch only for the node
+    kinds that need a look: this runs on every new source)."""
 
     def __init__(self, reserved_names: frozenset[str] = frozenset()) -> None:
         self.violations: list[Violation] = []
@@ -46,36 +40,24 @@ class PolicyChecker:
         self.methods: set[int] = set()  # ids of FunctionDefs directly in a class body
         self.class_stmts: set[int] = set()  # ids of statements directly in a class body
         self.slots_ok: set[int] = set()  # ids of checked `__slots__` Name targets
-        self.needs_instrumenting = False
 
     def refuse(self, node: ast.AST, message: str) -> None:
         self.violations.append(
             Violation(message, getattr(node, "lineno", None), getattr(node, "col_offset", None))
         )
 
-    def run(self, tree: ast.AST) -> None:
-        allowed = ALLOWED_NODES
-        handlers = _HANDLERS
-        instrumented = _INSTRUMENTED
-        for node in ast.walk(tree):
-            kind = type(node)
-            if kind not in allowed:
-                advice = REFUSED_NODE_ADVICE.get(kind.__name__, "rewrite it with plain statements")
-                self.refuse(node, f"'{kind.__name__}' syntax is not allowed: {advice}")
-                continue
-            handler = handlers.get(kind)
-            if handler is not None:
-                handler(self, node)
-            if not self.needs_instrumenting and (
-                isinstance(node, instrumented)
-                or (kind is ast.BinOp and type(node.op) in (ast.Pow, ast.LShift))
-                or (kind is ast.AugAssign and type(node.op) in (ast.Pow, ast.LShift))
-                or (kind is ast.Attribute
-                    and (type(node.ctx) is not ast.Load or node.attr in GUARDED_LOADS
-                         or node.attr.startswith("_")))
-                or kind in (ast.Yield, ast.YieldFrom, ast.GeneratorExp, ast.Match)
-            ):
-                self.needs_instrumenting = True
+    def look(self, node: ast.AST, kind: type) -> None:
+        """One node, before its children (the walk is instrument.Instrumenter's)."""
+        if kind not in ALLOWED_NODES:
+            advice = REFUSED_NODE_ADVICE.get(kind.__name__, "rewrite it with plain statements")
+            self.refuse(node, f"'{kind.__name__}' syntax is not allowed: {advice}")
+            return
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            handler(self, node)
+
+    def sorted_violations(self) -> list[Violation]:
+        return sorted(self.violations, key=lambda v: (v.lineno or 0, v.col or 0))
 
     def check_name(self, node: ast.AST, name: str | None, *, store: bool = False) -> None:
         if name is None:
@@ -104,9 +86,13 @@ class PolicyChecker:
 
     # -- handlers (no recursion: the walk visits children) ----------------------------------------
     def on_Name(self, node: ast.Name) -> None:
+        name = node.id
+        load = type(node.ctx) is ast.Load
+        if load and name[0] != "_" and name not in FORBIDDEN_BUILTINS:
+            return  # (most names: nothing to check)
         if id(node) in self.slots_ok:
             return
-        self.check_name(node, node.id, store=type(node.ctx) is not ast.Load)
+        self.check_name(node, name, store=not load)
 
     def on_Attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
@@ -220,10 +206,10 @@ if hasattr(ast, "MatchStar"):
     _HANDLERS[ast.MatchStar] = PolicyChecker.on_MatchAs
 
 
-def inspect_tree(tree: ast.AST, reserved_names: frozenset[str] = frozenset()) -> tuple[list[Violation], bool]:
-    """(violations sorted by position, whether the tree needs instrumenting)."""
-    checker = PolicyChecker(reserved_names)
-    checker.run(tree)
-    violations = sorted(checker.violations, key=lambda v: (v.lineno or 0, v.col or 0))
-    return violations, checker.needs_instrumenting
+def inspect_tree(tree: ast.AST, reserved_names: frozenset[str] = frozenset()) -> list[Violation]:
+    """Every violation in the tree, sorted by position (the tree is not changed)."""
+    from .instrument import Instrumenter
 
+    checker = PolicyChecker(reserved_names)
+    Instrumenter(checker, rewrite=False).visit(tree)
+    return checker.sorted_violations()

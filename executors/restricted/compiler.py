@@ -1,74 +1,80 @@
-"""Source to code object: parse → policy check → instrument → compile, with a cache.
+"""Source to code object: parse → check and instrument (one pass) → compile, with a cache.
 
-Each distinct source gets its own file name (`<step-N>`), which is how tracebacks are mapped back
-to the model's lines and how the host guard recognises functions the model defined.
+The cache is one per process, shared by every runtime: a model repeats itself, a retry resends
+the same block, and a pool's executors run the same snippets. Its key is everything that changes
+the result: the source, the names the code may not rebind (tools, final_answer), and whether an
+operation budget is metered (the policy is this package's code: one per process). What the
+authorized imports and the other limits decide is checked when the code runs, not compiled in.
+
+Each distinct compile gets its own file name (`<step-N>`), which is how tracebacks are mapped back
+to the model's lines (`SOURCES`) and how the host guard recognises functions the model defined.
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
+import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from types import CodeType
 
 from ..base import ExecutionError
-from .checker import inspect_tree
-from .instrument import instrument
+from .checker import PolicyChecker
+from .instrument import Instrumenter
 from .names import STEP_FILE_PREFIX
 from .report import policy_error, syntax_error
 
-_MAX_SOURCES = 64
+__all__ = ["Compiled", "SOURCES", "compile_step"]
+
 _CACHE_SIZE = 256
 
+# (code object or None, the error for the model or None, the file name)
 Compiled = tuple[CodeType | None, ExecutionError | None, str]
 
+_lock = threading.Lock()
+_cache: OrderedDict[tuple[str, frozenset[str], bool], Compiled] = OrderedDict()
+SOURCES: OrderedDict[str, list[str]] = OrderedDict()  # file name -> the source's lines
+_numbers = itertools.count(1)
 
-class StepCompiler:
-    """`reserved_names()`: the names the code may not rebind (tools, final_answer); asked only
-    when a source is compiled, not on a cache hit."""
 
-    def __init__(self, reserved_names: Callable[[], frozenset[str]]) -> None:
-        self._reserved_names = reserved_names
-        self._cache: OrderedDict[str, Compiled] = OrderedDict()
-        self.sources: OrderedDict[str, list[str]] = OrderedDict()  # file name -> lines
-        self._step = 0
-
-    def clear(self) -> None:
-        """Forget compiled code (the reserved names changed: a new tool)."""
-        self._cache.clear()
-
-    def compile(self, code: str) -> Compiled:
-        """(code object or None, the error for the model or None, the file name)."""
-        key = code
-        hit = self._cache.get(key)
+def compile_step(code: str, reserved_names: frozenset[str], metered: bool) -> Compiled:
+    """The compiled step for `code` (from the cache when this exact key was compiled before)."""
+    key = (code, reserved_names, metered)
+    with _lock:
+        hit = _cache.get(key)
         if hit is not None:
-            self._cache.move_to_end(key)
+            _cache.move_to_end(key)
+            SOURCES.move_to_end(hit[2])
             return hit
-        self._step += 1
-        filename = f"{STEP_FILE_PREFIX}{self._step}>"
-        lines = code.splitlines()
-        entry = (*_compile(code, filename, lines, self._reserved_names()), filename)
-        self.sources[filename] = lines
-        while len(self.sources) > _MAX_SOURCES:
-            self.sources.popitem(last=False)
-        self._cache[key] = entry
-        while len(self._cache) > _CACHE_SIZE:
-            self._cache.popitem(last=False)
-        return entry
+    filename = f"{STEP_FILE_PREFIX}{next(_numbers)}>"
+    lines = code.splitlines()
+    entry = (*_compile(code, filename, lines, reserved_names, metered), filename)
+    with _lock:
+        _cache[key] = entry
+        SOURCES[filename] = lines
+        while len(_cache) > _CACHE_SIZE:
+            _, (_, _, old) = _cache.popitem(last=False)
+            SOURCES.pop(old, None)
+    return entry
 
 
-def _compile(code: str, filename: str, lines: list[str],
-             reserved_names: frozenset[str]) -> tuple[CodeType | None, ExecutionError | None]:
+def _compile(code: str, filename: str, lines: list[str], reserved_names: frozenset[str],
+             metered: bool) -> tuple[CodeType | None, ExecutionError | None]:
     try:
         tree = ast.parse(code, filename=filename, mode="exec")
     except SyntaxError as exc:
         return None, syntax_error(exc, lines)
     except (ValueError, MemoryError, RecursionError) as exc:
         return None, ExecutionError(type(exc).__name__, f"the code could not be parsed: {exc}")
-    violations, needed = inspect_tree(tree, reserved_names)
-    if violations:
-        return None, policy_error(violations, lines)
+    checker = PolicyChecker(reserved_names)
     try:
-        return compile(instrument(tree, needed), filename, "exec", dont_inherit=True), None
+        tree = Instrumenter(checker, metered=metered).visit(tree)
+    except RecursionError:
+        return None, ExecutionError("RecursionError", "the code is nested too deeply to check; "
+                                    "split long expressions into several statements")
+    if checker.violations:
+        return None, policy_error(checker.sorted_violations(), lines)
+    try:
+        return compile(tree, filename, "exec", dont_inherit=True), None
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return None, ExecutionError(type(exc).__name__, str(exc), getattr(exc, "lineno", None))

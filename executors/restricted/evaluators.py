@@ -54,7 +54,7 @@ def check_library_source(source: object) -> str | None:
     tree = _parse(source)
     if tree is None:
         return "the source does not parse as Python"
-    violations, _needed = inspect_tree(tree)
+    violations = inspect_tree(tree)
     if violations:
         return violations[0].message
     return None

@@ -44,16 +44,15 @@ def safe_str(exc: BaseException) -> str:
 
 def locate(exc: BaseException, sources: dict[str, list[str]]) -> tuple[int | None, str | None]:
     """The innermost line of the model's own code in the traceback (not ours, not a library's)."""
-    lineno = filename = None
+    lineno = lines = None
     tb = exc.__traceback__
-    while tb is not None:
-        name = tb.tb_frame.f_code.co_filename
-        if name in sources:
-            lineno, filename = tb.tb_lineno, name
+    while tb is not None:  # (another thread may change `sources`: look each one up once)
+        found = sources.get(tb.tb_frame.f_code.co_filename)
+        if found is not None:
+            lineno, lines = tb.tb_lineno, found
         tb = tb.tb_next
-    if lineno is None or filename is None:
+    if lineno is None or lines is None:
         return None, None
-    lines = sources[filename]
     line = lines[lineno - 1] if 0 < lineno <= len(lines) else None
     return lineno, line
 
@@ -86,7 +85,8 @@ def _limit_error(exc: BaseException, limits: Limits, reason: str | None) -> tupl
                 "do less work per step or use a faster method")
     if reason == "operations":
         return ("OperationLimitError", f"the code exceeded the budget of {limits.max_operations:,} "
-                "loop iterations (Limits.max_operations); avoid endless loops and do less work per step")
+                "loop iterations this executor was given (Limits.max_operations); look for a loop "
+                "that never ends, or do less work per step (fewer or shorter loops)")
     if isinstance(exc, LimitExceeded):
         return ("TimeoutError", "the code was stopped by the sandbox's limits "
                 "(Limits.timeout_s / max_operations); do less work per step")

@@ -36,7 +36,7 @@ from ..worker.figures import collect, is_pil_image, max_pixels, pil_description
 from .budget import RunState
 from .capabilities import GUARD, Grants
 from .caps import PROCESS_CAPS, frame_depth
-from .compiler import StepCompiler
+from .compiler import SOURCES, compile_step
 from .errors import LimitExceeded, PolicyError
 from .evaluators import check_library_source
 from .library_hooks import install_hooks
@@ -93,7 +93,7 @@ class RestrictedRuntime:
         warm_up(self.authorized_imports)
         install_hooks({name.split(".")[0] for name in self.authorized_imports})
         self._tools: dict[str, Callable[..., Any]] = {}
-        self._compiler = StepCompiler(lambda: self.reserved_names)
+        self._reserved = frozenset({FINAL_ANSWER_NAME})  # what the code may not rebind
         self._outcome: list[Any] = [None, None, None, [], [], None]
         # The last step's output as the codec's tree (made inside the step): what a worker sends.
         self.last_output_wire: Any = None
@@ -161,7 +161,7 @@ class RestrictedRuntime:
         self._tools.update(new)
         for name, fn in new.items():
             self.ns[name] = self._tool_proxy(name, fn)
-        self._compiler.clear()
+        self._reserved = frozenset(self._tools) | {FINAL_ANSWER_NAME}
 
     def set_variables(self, values: Mapping[str, Any]) -> None:
         """The host's values as copies (the codec's): the model never holds a host object."""
@@ -233,7 +233,7 @@ class RestrictedRuntime:
 
     @property
     def reserved_names(self) -> frozenset[str]:
-        return frozenset(self._tools) | {FINAL_ANSWER_NAME}
+        return self._reserved
 
     # -- execute -------------------------------------------------------------------------------
     def execute(self, code: str) -> ExecutionResult:
@@ -245,7 +245,9 @@ class RestrictedRuntime:
         if not self._lock.acquire(blocking=False):
             return ExecutionResult(error=ExecutionError("ExecutorBusy", _BUSY))
         try:
-            compiled, error, _filename = self._compiler.compile(code)
+            # (the compile cache's key: what changes the compiled code, see compiler.py)
+            compiled, error, _filename = compile_step(
+                code, self._reserved, self.limits.max_operations is not None)
             if error is not None:
                 return ExecutionResult(error=error, duration_s=time.perf_counter() - started)
             state = self.state
@@ -292,7 +294,7 @@ class RestrictedRuntime:
                                           describe=lambda v: codec_repr(v, limit))
             if exc is not None and not self.state.final_called:
                 outcome[2] = describe_error(exc, self.limits, self.state.reason,
-                                            locate(exc, self._compiler.sources))
+                                            locate(exc, SOURCES))
             if self._figures_before is not None or value is not None:
                 # Drawing is bounded by the figure's pixels, not by the address-space cap (see
                 # lift_memory); pictures are appended as they are made: an interrupt keeps those.
