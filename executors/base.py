@@ -54,10 +54,15 @@ class Limits:
     In process (`LocalExecutor`) time, operations, output and recursion are enforced exactly;
     memory is enforced with size checks and a temporary address-space cap (best effort: hard
     memory caps come from `SubprocessExecutor` and `DockerExecutor`). `None` disables a limit.
+
+    `max_operations` is a budget of loop iterations, deterministic where a time limit depends on
+    the machine's load. By default there is none: the time limit bounds the work, so correct
+    code that fits in `timeout_s` is never refused, and loops run unmetered at CPython's speed.
+    Set one (with or without `timeout_s`) to stop runaway loops at the same point on any machine.
     """
 
     timeout_s: float = 5.0
-    max_operations: int | None = 10_000_000
+    max_operations: int | None = None
     max_output_chars: int = 20_000
     max_memory_mb: int | None = 256
     max_recursion_depth: int = 200

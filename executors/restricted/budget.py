@@ -3,28 +3,98 @@ answer. Shared by the guards (which charge it) and the watchdog (which expires i
 
 Everything here runs inside model code's calls, so it is written for speed first: one Python call
 per loop (not per iteration), C-speed chunked iteration.
+
+How `_for(it)` charges a loop (`guard_iter`), cheapest first — a loop of a few items entered
+thousands of times must cost about what CPython's loop costs:
+- a sized builtin (list, range, dict view, ...): its length, up front;
+- a generator the model's own code made (a generator function, a generator expression): nothing,
+  and it is handed back as it is: every loop inside it is metered where it runs, and its frames
+  reach the eval breaker, where the deadline's interrupt lands (without a budget, any generator:
+  only the deadline matters then, and Python frames always meet it);
+- an iterator over a builtin container, and enumerate/zip/map/filter/reversed over such (as deep
+  as 8 wrappers): the number of items it can still give (their exact length hints, read through
+  `__reduce__` of those exact types), up front;
+- anything else: consumed in C-speed chunks of 32, then 256, up to 4096 items, each charged and
+  the clock checked before it (an endless C iterator stops at the budget or the deadline).
+Charging up front may count items a loop never reaches (it breaks early): the budget counts the
+work a loop may do, which is what stops runaway code.
 """
 
 from __future__ import annotations
 
 import itertools
+import operator
 import time
+from types import GeneratorType
 from typing import Any
 
 from ..base import FinalAnswer
+from .capabilities import GUARD
 from .errors import LimitExceeded, SandboxFinished
 from .generators import GeneratorTracker
-from .names import LIVE
+from .names import LIVE, STEP_FILE_PREFIX
 
 # Sized builtins whose length is known up front: charged to the operation budget at loop entry.
 SIZED_TYPES = frozenset({
     range, list, tuple, str, bytes, bytearray, dict, set, frozenset,
     type({}.keys()), type({}.values()), type({}.items()),
 })
+# Iterators over builtin containers: their length hint is exact (the items still to come).
+_CONTAINER_ITERATORS = frozenset(type(iter(x)) for x in (
+    [], (), range(0), range(1 << 64), "", "\u00e9", b"", bytearray(), {}, set(), {}.values(),
+    {}.items(),
+    reversed([]), reversed(range(0)), reversed({}), reversed({}.values()), reversed({}.items()),
+)) | {reversed}
+_WRAPPERS = frozenset({enumerate, zip, map, filter})
+UNMETERED = 1 << 62  # `max_ops` when there is no operation budget
+_MAX_WRAPPERS = 8
+_length_hint = operator.length_hint
 _STOP = object()
 _chain = itertools.chain
 _islice = itertools.islice
 _from_iterable = itertools.chain.from_iterable
+
+
+def _model_made(gen: GeneratorType) -> bool:
+    """The generator runs the model's own code (its loops are metered where they run). Reading
+    `gi_code` is an audit event: the capability guard is told it is ours (its rule would allow
+    it anyway, at the price of a call into the hook)."""
+    step = GUARD.current()
+    if step is None:
+        code = gen.gi_code
+    else:
+        busy, step.busy = step.busy, True
+        try:
+            code = gen.gi_code
+        finally:
+            step.busy = busy
+    return code.co_filename.startswith(STEP_FILE_PREFIX)
+
+
+def _bound(it: Any) -> int | None:
+    """How many items `it` can still give, when that is known without running any of its code
+    (see the module docstring); None otherwise."""
+    kind = type(it)
+    if kind in _CONTAINER_ITERATORS:
+        return _length_hint(it)
+    for _ in range(_MAX_WRAPPERS):
+        if kind not in _WRAPPERS:
+            return None
+        parts = it.__reduce__()[1]
+        if kind is enumerate or kind is filter:
+            it = parts[0] if kind is enumerate else parts[1]
+        else:  # zip, map: as many items as the shortest known part (zip/map stop there)
+            best = None
+            for part in parts if kind is zip else parts[1:]:
+                bound = len(part) if type(part) in SIZED_TYPES else _bound(part)
+                if bound is not None and (best is None or bound < best):
+                    best = bound
+            return best
+        kind = type(it)
+        if kind in _CONTAINER_ITERATORS:
+            return _length_hint(it)
+    return None
+
 
 FINAL_ANSWER_USAGE = "final_answer(value) or final_answer(answer=value)"
 
@@ -35,7 +105,7 @@ class RunState:
     def __init__(self, ns: dict[str, Any]) -> None:
         self.ns = ns
         self.ops = 0
-        self.max_ops = 1 << 62
+        self.max_ops = UNMETERED
         self.deadline = float("inf")
         self.reason: str | None = None
         self.final_called = False
@@ -83,17 +153,32 @@ class RunState:
 
     # -- iteration ---------------------------------------------------------------------------
     def guard_iter(self, it: Any) -> Any:
-        """`for x in it` → `for x in _for(it)`: charge sized builtins up front, chunk the rest."""
-        if type(it) in SIZED_TYPES:
+        """`for x in it` → `for x in _for(it)` (see the module docstring)."""
+        kind = type(it)
+        if kind in SIZED_TYPES:
             n = len(it)
-            if self.ops + n <= self.max_ops:
-                self.ops += n
-                return it
-        return _from_iterable(self._chunks(it))
+        elif kind is GeneratorType and (self.max_ops == UNMETERED or _model_made(it)):
+            return it
+        else:
+            n = _bound(it)
+            if n is None:
+                return self._metered(it)
+        if self.ops + n <= self.max_ops:
+            self.ops += n
+            return it
+        return self._metered(it)  # (charged as it goes: the budget ends inside the loop)
 
-    def _chunks(self, it: Any) -> Any:
+    def _metered(self, it: Any) -> Any:
         it = iter(it)
-        size = 32
+        self.check_clock()
+        n = min(32, self.max_ops - self.ops)
+        if n <= 0:
+            self.expire("operations")
+            self.dead()
+        self.ops += n
+        return _chain(_islice(it, n), _from_iterable(self._chunks(it, 256)))
+
+    def _chunks(self, it: Any, size: int) -> Any:
         while True:
             self.check_clock()
             first = next(it, _STOP)
@@ -113,7 +198,7 @@ class RunState:
         then a BigRange whose iteration is metered (C consumers like deque() or `in` would
         otherwise walk it without any check)."""
         r = range(*args)
-        limit = self.max_ops - self.ops if self.max_ops < (1 << 62) else 10_000_000
+        limit = self.max_ops - self.ops if self.max_ops < UNMETERED else 10_000_000
         if len(r) <= limit:
             return r
         return BigRange(r, self)

@@ -33,7 +33,7 @@ from ..worker.codec import NotPlain, Repr, decode_value, encode_value, opaque_re
 from ..worker.codec import safe_repr as codec_repr
 from ..worker.display import display_text
 from ..worker.figures import collect, is_pil_image, max_pixels, pil_description
-from .budget import RunState
+from .budget import UNMETERED, RunState
 from .capabilities import GUARD, Grants
 from .caps import PROCESS_CAPS, frame_depth
 from .compiler import SOURCES, compile_step
@@ -311,7 +311,7 @@ class RestrictedRuntime:
         limits = self.limits
         state = self.state
         state.ops = 0
-        state.max_ops = limits.max_operations or (1 << 62)
+        state.max_ops = limits.max_operations or UNMETERED
         state.reason = None
         state.final_called = False
         state.final_value = None
