@@ -208,3 +208,23 @@ def test_a_generator_that_ignores_close_is_ended_when_the_step_is():
                    "        except GeneratorExit:\n            print('ignored')\nit = g()\nnext(it)")
     assert r.error is None and r.logs.startswith("ignored\n")
     assert ex.execute("next(it, 'over')").output == "over"
+
+
+def test_no_descriptor_stays_open_on_the_workdir_after_close():
+    import os
+
+    ex = LocalExecutor(authorized_imports=["pathlib"])
+    r = ex.execute("import pathlib\np = pathlib.Path('kept.txt')\np.write_text('a')\nf = p.open('a')\n"
+                   "f.write('more')")
+    assert r.error is None
+    workdir = os.path.realpath(ex.workdir)
+    ex.close()
+
+    def targets():
+        for name in os.listdir("/proc/self/fd"):
+            try:
+                yield os.readlink(f"/proc/self/fd/{name}")
+            except OSError:
+                continue
+
+    assert not [t for t in targets() if t.startswith(workdir)]

@@ -127,13 +127,21 @@ class HostGuard:
         return cls
 
     def share(self, value: Any) -> None:
-        if not isinstance(value, _IMMUTABLE):
+        # (exact types: an IntEnum member or a str subclass is an int/str with attributes)
+        if type(value) not in _IMMUTABLE:
             self.shared.add(id(value))
         if isinstance(value, type):
             for klass in value.__mro__:
                 if klass is object or klass.__module__ == "builtins":
                     continue
-                for item in vars(klass).values():
+                attributes = vars(klass)
+                # what the class holds is the host's too: its singletons and an enum's members
+                # (`HTTPStatus.OK.phrase = ...` would change every host use of it)
+                members = attributes.get("_member_map_")
+                held = list(attributes.values()) + (list(members.values()) if type(members) is dict else [])
+                for item in held:
+                    if type(item) not in _IMMUTABLE:
+                        self.shared.add(id(item))
                     if type(item) in _SNAPSHOT_TYPES and id(item) not in self._snapshot_ids:
                         self._snapshot_ids.add(id(item))
                         self._snapshots.append((item, type(item)(item)))

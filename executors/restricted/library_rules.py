@@ -99,6 +99,9 @@ DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
                                                "and font list are process-wide)"},
     "matplotlib.text": {"fontManager": "the host's font manager"},
     "matplotlib.animation": {"writers": _REGISTRY},
+    "matplotlib.dates": {"set_epoch": _GLOBAL + " (every host date plot would shift)"},
+    "matplotlib.backends": {"backend_registry": _REGISTRY},
+    "matplotlib.backends.registry": {"backend_registry": _REGISTRY},
     "numpy.polynomial": {"set_default_printstyle": _GLOBAL},
     "pandas": {"read_clipboard": _PROCESS},
     "pandas.api.extensions": {

@@ -39,6 +39,18 @@ def _np_set_printoptions(np: Any, saved: dict) -> None:
     np.set_printoptions(**opts)
 
 
+def _np_ma_print(np: Any) -> tuple:
+    option = sys.modules["numpy.ma"].masked_print_option if "numpy.ma" in sys.modules else None
+    return (option.display(), option.enabled()) if option is not None else ()
+
+
+def _np_ma_set_print(np: Any, saved: tuple) -> None:
+    if saved:
+        option = sys.modules["numpy.ma"].masked_print_option
+        option.set_display(saved[0])
+        option.enable(saved[1])
+
+
 def _flatten(tree: dict, prefix: str = "") -> dict:
     out = {}
     for key, value in tree.items():
@@ -132,6 +144,8 @@ SETTINGS: tuple[Setting, ...] = (
             lambda np: np.geterrcall(), lambda np, saved: np.seterrcall(saved)),
     Setting("numpy", "the ufunc buffer size (np.setbufsize)",
             lambda np: np.getbufsize(), lambda np, saved: np.setbufsize(saved)),
+    Setting("numpy", "how masked values print (np.ma.masked_print_option)",
+            _np_ma_print, _np_ma_set_print),
     Setting("pandas", "options (pd.set_option, pd.options.*)", _pd_options, _pd_set_options,
             lazy=True),
     Setting("matplotlib", "rcParams", _mpl_rcparams, _mpl_set_rcparams, lazy=True),

@@ -459,7 +459,9 @@ def _describe(value: Any, limit: int) -> str:
     if is_pil_image(value):
         return pil_description(value)
     text = display_text(value, limit)
-    return text if text is not None else safe_repr(value, limit)
+    if text is None:
+        return safe_repr(value, limit)
+    return text if type(text) is str else str.__str__(text)  # (a model's str subclass: its data)
 
 
 def _across(args: tuple, kwargs: dict) -> tuple[list, dict]:
