@@ -46,6 +46,7 @@ from ..base import (
     ToolError,
     check_code,
     check_variable_names,
+    make_result,
     normalize_imports,
     normalize_tools,
     variable_names_asked,
@@ -395,7 +396,7 @@ class RemoteExecutor(ExecutorBase):
         if msg.error is not None:
             e = msg.error
             error = ExecutionError(e.type, truncate_text(e.message, 4000), e.lineno, None if e.line is None else e.line[:500])
-        return ExecutionResult(
+        return make_result(
             output=output,
             logs=truncate_text(msg.logs, limit),
             is_final_answer=msg.is_final_answer,

@@ -40,7 +40,7 @@ class ProcessCaps:
                 depth = max(depth, 1000)
             if self.active == 0:
                 self.saved_recursion = sys.getrecursionlimit()
-                self.saved_as = resource.getrlimit(resource.RLIMIT_AS) if memory_mb else None
+                self.saved_as = None
                 sys.setrecursionlimit(depth)
             elif depth > sys.getrecursionlimit():
                 sys.setrecursionlimit(depth)
@@ -48,7 +48,7 @@ class ProcessCaps:
                 try:
                     want = self._vm_bytes() + memory_mb * 1024 * 1024
                     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-                    if self.saved_as is None:
+                    if self.saved_as is None:  # (the first run: the host's own cap)
                         self.saved_as = (soft, hard)
                     if hard != resource.RLIM_INFINITY:
                         want = min(want, hard)
@@ -87,9 +87,10 @@ PROCESS_CAPS = ProcessCaps()
 
 def _other_host_threads() -> bool:
     """A non-daemon thread besides this one is running host work (daemon threads are taken
-    to be background helpers, like our watchdog)."""
+    to be background helpers, like our watchdog). A thread that is just ending counts too: the
+    limit is then more generous, never less (no is_alive() per thread: this runs every step)."""
     current = threading.current_thread()
-    return any(t is not current and not t.daemon and t.is_alive() for t in threading.enumerate())
+    return any(not t.daemon and t is not current for t in threading.enumerate())
 
 
 def frame_depth() -> int:

@@ -60,6 +60,8 @@ class GeneratorTracker:
         pass; after the step its code is inert, so each pass ends it or moves it past one more
         yield of its source: `passes` is bounded by the code's size."""
         made = self.made
+        if not made:
+            return
         for _ in range(passes):
             pending = []
             for ref in made:

@@ -112,7 +112,9 @@ class HostGuard:
         self.shared: set[int] = set()  # ids of module-level host objects (kept alive by modules)
         # Mutable containers held by host classes (TextWrapper.unicode_whitespace_trans, ...):
         # model code can reach them, so after every step they are put back as they were.
-        self._snapshots: list[tuple[Any, Any]] = []
+        # (restore() runs after every step: the empty ones are checked in one C call)
+        self._snapshots: list[tuple[Any, Any]] = []  # (container, copy) of the non-empty ones
+        self._empty: list[Any] = []  # containers that were empty
         self._snapshot_ids: set[int] = set()
         self._build_class = builtins.__build_class__
 
@@ -144,11 +146,17 @@ class HostGuard:
                         self.shared.add(id(item))
                     if type(item) in _SNAPSHOT_TYPES and id(item) not in self._snapshot_ids:
                         self._snapshot_ids.add(id(item))
-                        self._snapshots.append((item, type(item)(item)))
+                        if item:
+                            self._snapshots.append((item, type(item)(item)))
+                        else:
+                            self._empty.append(item)
 
     def restore(self) -> None:
         """Undo changes the step made to host classes' containers (after the step). Compared by
         identity, never `==`: a model object put in a host container must not run there."""
+        if any(self._empty):  # (truth of exact builtin containers: C only)
+            for container in self._empty:
+                container.clear()
         for container, saved in self._snapshots:
             if unchanged(container, saved):
                 continue

@@ -157,7 +157,8 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 
-_WARNING_HOOKS = ("showwarning", "_showwarnmsg_impl", "_showwarnmsg", "formatwarning")
+_WARNING_HOOKS = tuple(name for name in ("showwarning", "_showwarnmsg_impl", "_showwarnmsg",
+                                          "formatwarning") if hasattr(warnings, name))
 _CURRENT = threading.local()  # the StepSettings of the step running on this thread
 
 
@@ -180,7 +181,7 @@ class StepSettings:
         self.saved: list[tuple[Setting, Any, Any]] = []
         self.lazy_saved: set[str] = set()
         self.warning_filters: list | None = None
-        self.warning_hooks: dict[str, Any] = {}
+        self.warning_hooks: tuple = ()  # the values of _WARNING_HOOKS
 
     def _save(self, setting: Setting) -> None:
         module = sys.modules.get(setting.module)
@@ -192,16 +193,17 @@ class StepSettings:
             pass
 
     def save(self) -> None:
-        self.saved = []
-        self.lazy_saved = set()
+        if self.saved:
+            self.saved = []
+        if self.lazy_saved:
+            self.lazy_saved = set()
         for setting in self.rows:
             self._save(setting)
         # Library code may change warning filters on the model's behalf.
         self.warning_filters = list(warnings.filters)
         # catch_warnings().__enter__() swaps these for a recorder: the host's warnings would be
         # swallowed, or shown by model code
-        self.warning_hooks = {name: getattr(warnings, name) for name in _WARNING_HOOKS
-                              if hasattr(warnings, name)}
+        self.warning_hooks = tuple([getattr(warnings, name, None) for name in _WARNING_HOOKS])
         _CURRENT.step = self
 
     def save_lazy(self, module: str) -> None:
@@ -216,14 +218,14 @@ class StepSettings:
         """Put every setting back; returns what had to be restored (for tests and reports)."""
         _CURRENT.step = None
         restored = []
-        for setting, module, value in self.saved:
+        for setting, module, value in self.saved or ():
             try:
                 if _differs(setting.snapshot(module), value):
                     setting.restore(module, value)
                     restored.append(f"{setting.module}: {setting.what}")
             except Exception:  # noqa: BLE001 - never fail a step on the way out
                 continue
-        for name, hook in self.warning_hooks.items():
+        for name, hook in zip(_WARNING_HOOKS, self.warning_hooks, strict=False):
             if getattr(warnings, name, None) is not hook:
                 setattr(warnings, name, hook)
                 restored.append(f"warnings: {name}")
@@ -236,7 +238,8 @@ class StepSettings:
             warnings.filters[:] = saved_filters
             warnings._filters_mutated()
             restored.append("warnings: filters")
-        self.saved = []
+        if self.saved:
+            self.saved = []
         return restored
 
 

@@ -25,6 +25,7 @@ from ..base import (
     ToolError,
     check_code,
     check_variable_names,
+    make_result,
     normalize_imports,
     normalize_tools,
     variable_names_asked,
@@ -268,7 +269,7 @@ class RestrictedRuntime:
             state.reason = "finished"
             for note in notes:
                 buffer.write(f"{note}\n")
-            return ExecutionResult(
+            return make_result(
                 output=output,
                 logs=buffer.getvalue(),
                 is_final_answer=state.final_called,
@@ -374,6 +375,7 @@ class RestrictedRuntime:
                                 WATCHDOG.pause(state, True)
                                 if alarm or CPU_ALARM.run is state:  # (armed, then interrupted)
                                     CPU_ALARM.disarm()
+                                    alarm = False
                                 if not rendered:
                                     rendered = True
                                     self._capture_output(exc)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import heapq
+import os
 import signal
 import threading
 import time
@@ -69,20 +70,31 @@ class Watchdog:
     def ensure_running(self) -> None:
         """Start the thread now, from host code: a step may not start threads (the capability
         guard refuses them), so the runtime calls this before it enters one."""
-        with self.lock:
-            self._ensure_thread()
+        if self._thread is None:  # (every step: no lock, no is_alive(), while it runs)
+            with self.lock:
+                self._ensure_thread()
 
     def _ensure_thread(self) -> None:
         if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._loop, name="codeagent-watchdog", daemon=True)
+            self._thread = threading.Thread(target=self._run, name="codeagent-watchdog", daemon=True)
             self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        finally:  # (it never returns; should it fail, the next step starts another)
+            self._thread = None
+
+    def _forked(self) -> None:
+        self._thread = None  # a forked child has no watchdog thread: the next step starts one
 
     def watch(self, run: Run) -> None:
         """Start watching this step of `run` (cheap: the thread is woken only when needed)."""
         if run.deadline == _NEVER:
             return  # no deadline (Limits.timeout_s=None): nothing to enforce
         with self.lock:  # the C lock, not the Condition: see _LOCK_NOTE
-            self._ensure_thread()
+            if self._thread is None:
+                self._ensure_thread()
             if id(run) in self._queued:
                 # A run object is reused step after step and keeps one heap entry: when its old
                 # entry comes due the loop re-queues it with the current deadline.
@@ -157,6 +169,7 @@ class Watchdog:
 
 
 WATCHDOG = Watchdog()
+os.register_at_fork(after_in_child=WATCHDOG._forked)
 
 
 class CpuAlarm:

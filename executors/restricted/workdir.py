@@ -28,6 +28,8 @@ class _Workdirs:
                 return
             try:
                 saved = os.getcwd()
+                if saved == workdir:  # already there (a worker lives in its workdir)
+                    return
                 os.chdir(workdir)
             except OSError:  # the host's cwd or the workdir is gone: stay where we are
                 return

@@ -105,11 +105,24 @@ class StepContext:
     grants: Grants
     read_roots: tuple[str, ...]
     code_roots: tuple[str, ...]
-    host_frames: frozenset[int] = frozenset()
+    caller: Any = None  # the frame that runs the step: it and the frames below it are the host's
     suspended: int = 0
     busy: bool = False
     refusals: list[str] = field(default_factory=list)
     outer: StepContext | None = None  # the step this one interrupted on the same thread
+    _host_frames: frozenset[int] | None = None
+
+    @property
+    def host_frames(self) -> frozenset[int]:
+        """Ids of the frames that called into the step (found when first asked: few steps do)."""
+        if self._host_frames is None:
+            ids = set()
+            frame = self.caller
+            while frame is not None:
+                ids.add(id(frame))
+                frame = frame.f_back
+            self._host_frames = frozenset(ids)
+        return self._host_frames
 
     def refuse(self, capability: str, event: str, message: str) -> None:
         self.refusals.append(f"{capability}: {event}")

@@ -99,7 +99,7 @@ class CapabilityGuard:
             grants=grants,
             read_roots=full,
             code_roots=code_only,
-            host_frames=_host_frames(caller or sys._getframe(1)),
+            caller=caller or sys._getframe(1),
         )
         local = self._local
         ctx.outer = local.step
@@ -112,7 +112,7 @@ class CapabilityGuard:
         with self._lock:
             self._active -= 1
         self._local.step = ctx.outer
-        ctx.outer = None
+        ctx.outer = ctx.caller = None
 
     @contextmanager
     def step(self, grants: Grants) -> Iterator[StepContext]:
@@ -145,15 +145,6 @@ class CapabilityGuard:
             return False
         step = self._local.step
         return step is not None and not step.suspended
-
-
-def _host_frames(frame: Any) -> frozenset[int]:
-    """Ids of the frames that called into the step: the host's, never handed to model code."""
-    ids = set()
-    while frame is not None:
-        ids.add(id(frame))
-        frame = frame.f_back
-    return frozenset(ids)
 
 
 GUARD = CapabilityGuard()
