@@ -54,6 +54,19 @@ SNIPPETS: dict[str, str] = {
     "trivial_action": "x = 1 + 1\n",
 }
 
+# Short loops entered thousands of times (issue 23): 20,000 entries of a loop of 8 items.
+_ROWS = "rows = [list(range(8)) for _ in range(50)]\nt = 0\nfor k in range(400):\n    for row in rows:\n"
+SHORT_LOOPS: dict[str, str] = {
+    "short_for_enumerate": _ROWS + "        for i, x in enumerate(row):\n            t += i\n",
+    "short_for_zip": _ROWS + "        for a, b in zip(row, row):\n            t += a\n",
+    "short_listcomp_enumerate": _ROWS + "        t += len([x for i, x in enumerate(row) if i])\n",
+    "short_listcomp_list": _ROWS + "        t += len([x for x in row if x])\n",
+    "short_sum_genexp": _ROWS + "        t += sum(x for x in row)\n",
+    "short_loop_in_function": (
+        "def f(row):\n    s = 0\n    for i, x in enumerate(row):\n        s += x\n    return s\n"
+        + _ROWS + "        t += f(row)\n"),
+}
+
 
 def _cpython_runner():
     """Fresh namespace per run; compile included (the executors compile too)."""
@@ -69,10 +82,10 @@ def _cpython_runner():
     return setup, run
 
 
-def _local_runner():
+def _local_runner(limits=None):
     from executors import LocalExecutor
 
-    ex = LocalExecutor()
+    ex = LocalExecutor(limits=limits)
 
     def setup() -> None:
         ex.reset()
@@ -126,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=15)
     args = parser.parse_args(argv)
 
+    from executors import Limits
+
     runners = {"cpython": _cpython_runner(), "local": _local_runner()}
     smol = _smolagents_runner()
     rows = []
@@ -148,6 +163,15 @@ def main(argv: list[str] | None = None) -> int:
     t = measure(uncached, "", args.reps * 40, collect=False)
     rows.append(("trivial_action_uncached", t["cpython"], t["local"], None))
 
+    # The short loops, with the default limits (no operation budget) and with a budget set.
+    budget = {"cpython": runners["cpython"],
+              "local": _local_runner(Limits(max_operations=10**9)), }
+    loop_rows = []
+    for name, code in SHORT_LOOPS.items():
+        t = measure(runners, code, args.reps)
+        t_b = measure(budget, code, args.reps)
+        loop_rows.append((name, t["cpython"], t["local"], t_b["local"] * t["cpython"] / t_b["cpython"]))
+
     print(f"Python {sys.version.split()[0]}; median of {args.reps} runs (trivial: x40); limits on")
     print(f"{'snippet':<26}{'CPython':>11}{'Local':>11}{'ratio':>8}{'smolagents':>12}{'ratio':>9}")
     worst = 0.0
@@ -160,6 +184,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"worst LocalExecutor/CPython ratio on loop snippets: {worst:.2f}x (target <= 1.3x)")
     trivial = [r for r in rows if r[0] == "trivial_action_uncached"][0][2]
     print(f"trivial action, uncached: {trivial * 1e6:.0f} us (target <= 60 us)")
+    print()
+    print("short loops (20,000 entries of 8 items)     default limits   with max_operations")
+    for name, t_c, t_l, t_b in loop_rows:
+        print(f"{name:<26}{t_c * 1e3:>9.3f}ms{t_l * 1e3:>9.3f}ms{t_l / t_c:>7.2f}x"
+              f"{t_b * 1e3:>11.3f}ms{t_b / t_c:>7.2f}x")
+    print(f"worst short-loop ratio, default limits: {max(r[2] / r[1] for r in loop_rows):.2f}x "
+          "(target <= 1.2x)")
     return 0
 
 

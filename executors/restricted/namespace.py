@@ -8,11 +8,12 @@ from __future__ import annotations
 import builtins
 import itertools
 from collections.abc import Callable, Iterable
+from types import GeneratorType
 from typing import Any
 
 from ..base import FINAL_ANSWER_NAME, ToolError
 from . import names as n
-from .budget import RunState
+from .budget import SIZED_TYPES, UNMETERED, RunState
 from .errors import PolicyError, SandboxFinished
 from .guards import (
     fmt_attr,
@@ -64,7 +65,7 @@ def build_namespace(
         __build_class__=host.build_class, dir=safe_dir(ns), pow=guarded_pow, __import__=importer,
         PolicyError=PolicyError, ToolError=ToolError,
     )
-    safe_builtins.update(_metered_reducers(state.guard_iter))
+    safe_builtins.update(_metered_reducers(state))
     # C code finds `open` in the calling frame's builtins (numpy's tofile/fromfile: without it
     # they fail with SystemError even inside the grants). Model code still cannot name it (the
     # checker refuses it, FORBIDDEN_BUILTINS) and the capability guard judges every open.
@@ -94,13 +95,18 @@ def build_namespace(
     return host
 
 
-def _metered_reducers(guard: Callable[[Any], Any]) -> dict[str, Callable[..., Any]]:
+def _metered_reducers(state: RunState) -> dict[str, Callable[..., Any]]:
     """sum/min/max/sorted/any/all that walk their iterable through the operation budget (in
-    C they would consume an endless iterator without any check)."""
+    C they would consume an endless iterator without any check). Without a budget, a sized
+    builtin (C walks it in bounded time) or a generator (its frames meet the deadline's
+    interrupt) is handed over as it is: what `guard_iter` would do, without calling it."""
     _sum, _min, _max, _sorted, _any, _all = sum, min, max, sorted, any, all
+    guard, direct = state.guard_iter, SIZED_TYPES | {GeneratorType}
 
     def g_sum(iterable: Any, /, start: Any = 0) -> Any:
-        return _sum(guard(iterable), start)
+        if state.max_ops != UNMETERED or type(iterable) not in direct:
+            iterable = guard(iterable)
+        return _sum(iterable, start)
 
     def g_min(*args: Any, **kwargs: Any) -> Any:
         return _min(guard(args[0]), **kwargs) if len(args) == 1 else _min(*args, **kwargs)
@@ -109,13 +115,19 @@ def _metered_reducers(guard: Callable[[Any], Any]) -> dict[str, Callable[..., An
         return _max(guard(args[0]), **kwargs) if len(args) == 1 else _max(*args, **kwargs)
 
     def g_sorted(iterable: Any, /, *, key: Any = None, reverse: bool = False) -> list:
-        return _sorted(guard(iterable), key=key, reverse=reverse)
+        if state.max_ops != UNMETERED or type(iterable) not in direct:
+            iterable = guard(iterable)
+        return _sorted(iterable, key=key, reverse=reverse)
 
     def g_any(iterable: Any, /) -> bool:
-        return _any(guard(iterable))
+        if state.max_ops != UNMETERED or type(iterable) not in direct:
+            iterable = guard(iterable)
+        return _any(iterable)
 
     def g_all(iterable: Any, /) -> bool:
-        return _all(guard(iterable))
+        if state.max_ops != UNMETERED or type(iterable) not in direct:
+            iterable = guard(iterable)
+        return _all(iterable)
 
     reducers = {"sum": g_sum, "min": g_min, "max": g_max, "sorted": g_sorted, "any": g_any,
                 "all": g_all}
