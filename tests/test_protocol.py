@@ -277,7 +277,9 @@ def test_worker_messages_are_strict(msg):
 
 def test_host_messages_frame_compactly():
     frame = Execute(id=7, code="1 + 1").frame()
-    assert unpack_message(frame[4:]) == {"op": "execute", "id": 7, "code": "1 + 1"}
+    assert unpack_message(frame[4:]) == {"op": "execute", "id": 7, "code": "1 + 1", "ref": None}
+    assert unpack_message(Execute(id=8, ref=3).frame()[4:]) == {"op": "execute", "id": 8,
+                                                                  "code": None, "ref": 3}
     assert b" " not in frame[4:].replace(b"1 + 1", b"")
     assert unpack_message(GetVariables(id=8).frame()[4:]) == {"op": "get_variables", "id": 8, "names": None}
     assert unpack_message(GetVariables(id=8, names=["a"]).frame()[4:])["names"] == ["a"]
@@ -391,3 +393,40 @@ def test_worker_codec_runs_standalone(tmp_path):
                          env={"PYTHONPATH": str(tmp_path)}, timeout=30)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)[TAG] == "tuple"
+
+
+# ----------------------------------------------------------------------------- sources by ref
+
+
+@given(st.lists(st.sampled_from([f"x = {i}" for i in range(100)]), max_size=400))
+def test_host_and_worker_agree_on_the_sources_the_worker_holds(codes):
+    """The host sends a source once, then its ref; the worker, keeping what it was sent, can
+    always answer a ref the host thinks it has (both forget the same oldest sources)."""
+    from executors.worker.wire import SourceRefs
+
+    host, worker = SourceRefs(), SourceRefs()
+    for code in codes:
+        ref, known = host.ref_of(code)
+        if known:
+            assert worker.code_of(ref) == code
+        else:
+            worker.keep(ref, code)
+
+
+def test_a_repeated_source_is_sent_by_ref():
+    """Through a real worker: the same source again goes as its ref alone, and a source past the
+    bound is sent again in full (nothing a worker lacks is ever asked of it)."""
+    from executors import SubprocessExecutor
+    from executors.worker.wire import SOURCE_REFS
+
+    with SubprocessExecutor(harden=False) as ex:
+        sent = []
+        channel = ex._link.handle.channel
+        write = channel.write
+        channel.write = lambda data, timeout: (sent.append(data), write(data, timeout))[1]
+        first = "n = 41\nn + 1"
+        assert ex.execute(first).output == 42 and ex.execute(first).output == 42
+        assert b"41" in sent[0] and b"41" not in sent[1] and b'"ref"' in sent[1]
+        for i in range(SOURCE_REFS + 1):
+            assert ex.execute(f"{i} * 2").output == 2 * i
+        assert ex.execute(first).output == 42 and b"41" in sent[-1]

@@ -43,6 +43,8 @@ class PipeChannel(Channel):
 
     def read(self, max_bytes: int, timeout: float | None) -> bytes:
         deadline = None if timeout is None else time.monotonic() + timeout
+        if timeout != 0:  # an answer is awaited: it is rarely there yet, so wait first
+            _poll(self._rpoll, deadline)
         while True:
             try:
                 return os.read(self._r, max_bytes)

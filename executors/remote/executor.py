@@ -51,7 +51,7 @@ from ..base import (
     normalize_tools,
     variable_names_asked,
 )
-from ..worker.wire import truncate_text
+from ..worker.wire import SourceRefs, truncate_text
 from .link import (
     Channel,
     DeadlinePassed,
@@ -131,6 +131,7 @@ class RemoteExecutor(ExecutorBase):
         self._lost = False  # a restart happened that no ExecutionResult has reported yet
         self._dirty = False  # the worker holds state a reset() would forget
         self._finalizer = weakref.finalize(self, WorkerLink.kill, self._link)
+        self._sources = SourceRefs()
 
     # -- subclass interface ---------------------------------------------------------------------
     def _start_worker(self) -> WorkerHandle:
@@ -208,6 +209,7 @@ class RemoteExecutor(ExecutorBase):
         self._dirty = False
         handle = self._start_worker()
         self._link.attach(handle)
+        self._sources = SourceRefs()  # what this worker has been sent
         cid = self._new_id()
         message = Configure(
             id=cid,
@@ -330,9 +332,12 @@ class RemoteExecutor(ExecutorBase):
             lost, self._lost = self._lost, False
             self._dirty = True
             rid = self._new_id()
+            ref, known = self._sources.ref_of(code)
             try:
-                frame = Execute.model_construct(id=rid, code=code).frame(self.max_frame_bytes)
+                frame = (Execute.model_construct(id=rid, ref=ref) if known else
+                         Execute.model_construct(id=rid, code=code, ref=ref)).frame(self.max_frame_bytes)
             except FrameTooLarge:
+                self._sources.forget(code)
                 return ExecutionResult(error=ExecutionError(
                     "CodeTooLarge", f"the code is too large to send to the sandbox ({len(code):,} characters "
                     f"do not fit in max_frame_bytes={self.max_frame_bytes:,}); send shorter code"))

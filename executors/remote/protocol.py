@@ -12,7 +12,7 @@ Frame: 4-byte big-endian length, then a UTF-8 JSON object with an "op" key (see 
   configure {id, policy, tools, authorized_imports,  ok {id, hardening?} | error {id, type, message}
              limits, max_frame_bytes, package_paths,    (error type HardeningError: the worker
              access?}                                    could not confine itself and exits)
-  execute {id, code}                                 tool_call* {id, call, name, args, kwargs}
+  execute {id, code?, ref?}                          tool_call* {id, call, name, args, kwargs}
     tool_result {call, value} | tool_error {call,    ... then result {id, output, output_repr,
       type, message} answers each tool_call              logs, is_final_answer, error, duration_s,
                                                          restart}
@@ -105,9 +105,13 @@ class Configure(_Msg):
 
 
 class Execute(_Msg):
+    """A step. `ref` names the source for the worker (`SourceRefs`): a source it has been sent
+    before comes as its ref alone, `code` omitted."""
+
     op: Literal["execute"] = "execute"
     id: int
-    code: str
+    code: str | None = None
+    ref: int | None = None
 
 
 class ToolResult(_Msg):

@@ -22,6 +22,7 @@ from .wire import (
     FrameBuffer,
     FrameTooLarge,
     ProtocolError,
+    SourceRefs,
     attachments_to_wire,
     decode_value,
     encode_value,
@@ -82,6 +83,7 @@ class Worker:
         self.exec_id = None
         self.call_seq = 0
         self.cpu = CpuBackstop()
+        self.sources = SourceRefs()  # the steps' sources the host sent, by ref
         self._error_types: dict[str, type] = {}
         self._served = None  # executors.restricted.served under the restricted policy
 
@@ -285,9 +287,15 @@ class Worker:
     # -- execute --------------------------------------------------------------------------------
     def on_execute(self, msg: dict) -> None:
         self.exec_id = msg.get("id")
-        code = msg.get("code")
-        if type(code) is not str:
+        code, ref = msg.get("code"), msg.get("ref")
+        if code is None:  # a source this worker was sent before, by its ref
+            code = self.sources.code_of(ref)
+            if code is None:
+                return self._error(msg, "ProtocolError", f"execute of an unknown source ref {ref!r}")
+        elif type(code) is not str:
             return self._error(msg, "ProtocolError", "execute without code")
+        elif type(ref) is int:
+            self.sources.keep(ref, code)
         start = time.perf_counter()
         self.cpu.arm(self.limits.get("timeout_s"))
         try:

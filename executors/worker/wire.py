@@ -146,6 +146,52 @@ dumps, loads = _fast_json()
 
 
 # ---------------------------------------------------------------------------------------------
+# Sources sent once
+
+
+class SourceRefs:
+    """The sources one worker holds, by ref, on both ends of the channel: the host sends a step's
+    code with a new ref the first time and the ref alone afterwards (a model repeats itself; a
+    retry resends the same block), the worker keeps what it was sent. Both ends keep the same
+    `SOURCE_REFS` newest sources in the order they were first sent, so they agree on what the
+    worker still has without a message about it."""
+
+    __slots__ = ("_by_code", "_by_ref", "_next")
+
+    def __init__(self) -> None:
+        self._by_code: dict[str, int] = {}
+        self._by_ref: dict[int, str] = {}
+        self._next = 0
+
+    def ref_of(self, code: str) -> tuple[int, bool]:
+        """(the ref of `code`, whether the worker has it already). Host side."""
+        ref = self._by_code.get(code)
+        if ref is not None:
+            return ref, True
+        self._next += 1
+        self.keep(self._next, code)
+        return self._next, False
+
+    def keep(self, ref: int, code: str) -> None:
+        """Remember `code` as `ref` (worker side: as sent), forgetting the oldest past the bound."""
+        self._by_code[code] = ref
+        self._by_ref[ref] = code
+        while len(self._by_ref) > SOURCE_REFS:
+            old = next(iter(self._by_ref))
+            self._by_code.pop(self._by_ref.pop(old), None)
+
+    def forget(self, code: str) -> None:
+        """A source that was never sent after all (its frame was too large)."""
+        ref = self._by_code.pop(code, None)
+        self._by_ref.pop(ref, None)
+
+    def code_of(self, ref: object) -> str | None:
+        return self._by_ref.get(ref) if type(ref) is int else None
+
+
+SOURCE_REFS = 64
+
+# ---------------------------------------------------------------------------------------------
 # Framing
 
 
