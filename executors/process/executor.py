@@ -56,6 +56,7 @@ from .child import (
     _sweep_stale_cgroups,
     sweep_orphans,
 )
+from .zygote import ZygoteUnavailable, zygote_for
 
 __all__ = ["SubprocessExecutor", "PipeChannel", "ProcessWorker", "sweep_orphans"]
 
@@ -113,6 +114,10 @@ _namespaces = _SharedNamespaces()
 class SubprocessExecutor(RemoteExecutor):
     """Runs code in a warm child process; same contract as LocalExecutor.
 
+    Workers are forked from a zygote (`process/zygote.py`: a process per interpreter that has
+    started Python and imported the worker once), which makes a cold worker a fork instead of an
+    interpreter start; `zygote = False` (class attribute) starts each one directly.
+
     policy: "restricted" (default: the restricted runtime runs inside the child) or "open" (full
         Python in the child, for trusted setups; limits, tools and final_answer still apply).
     access: what the code may touch (`executors.access.Access`; default `Access()`: a private
@@ -130,6 +135,8 @@ class SubprocessExecutor(RemoteExecutor):
     On a root host the code runs as nobody (uid 65534), so the workdir and write grants are lent
     to it for the executor's life and given back on close() (`executors.remote.lease`).
     """
+
+    zygote: bool = True
 
     def __init__(
         self,
@@ -243,20 +250,8 @@ class SubprocessExecutor(RemoteExecutor):
                 "(`isolation` then says what is missing).")
 
     def _environment(self) -> dict[str, str]:
-        env = {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "HOME": self.access.workdir,
-            "TMPDIR": self.access.workdir,
-            "LANG": "C.UTF-8",
-            "LC_ALL": "C.UTF-8",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONIOENCODING": "utf-8",
-            # Native thread pools (numpy's BLAS) would start threads at import, before the worker
-            # confines itself (Landlock needs a single thread), and would use CPU past the
-            # step's share: one thread each.
-            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-            "NUMEXPR_NUM_THREADS": "1",
-        }
+        env = _base_environment()
+        env["HOME"] = env["TMPDIR"] = self.access.workdir
         env.update(self._extra_env)
         return env
 
@@ -265,9 +260,9 @@ class SubprocessExecutor(RemoteExecutor):
         # The worker hardens itself before it reads its first frame (death signal, rlimits):
         # a preexec_fn would force a full fork() of this (large) host instead of vfork(), which
         # costs milliseconds per start.
-        spec = _json_arg({"parent": os.getpid(), "rlimits": self._rlimits()})
+        spec = {"parent": os.getpid(), "rlimits": self._rlimits()}
         prepare_worker_code()
-        argv = worker_command(self.python, WORKER_PARENT, spec)
+        argv = worker_command(self.python, WORKER_PARENT, _json_arg(spec))
         cwd, env = self.access.workdir, self._environment()
         a = self.access
         self._join = (_namespaces.offer(self._namespace_key(), a.network, [a.workdir, *a.read, *a.write])
@@ -288,7 +283,7 @@ class SubprocessExecutor(RemoteExecutor):
             )
 
         try:
-            proc = _spawner.spawn(spawn)
+            proc = self._fork_from_zygote(spec, cwd, env, pass_fds) or _spawner.spawn(spawn)
         except (OSError, subprocess.SubprocessError) as exc:
             if cgroup is not None:
                 with contextlib.suppress(OSError):
@@ -302,6 +297,18 @@ class SubprocessExecutor(RemoteExecutor):
                     cgroup.rmdir()
                 cgroup = None
         return ProcessWorker(proc, cgroup)
+
+    def _fork_from_zygote(self, spec: dict, cwd: str, env: dict, pass_fds: tuple) -> Any:
+        """A worker forked from this interpreter's zygote (a ZygoteChild), or None: then it is
+        started directly (no zygote wanted, or none can serve)."""
+        if not self.zygote:
+            return None
+        try:
+            zygote = zygote_for(self.python, WORKER_PARENT, self._package_paths(),
+                                _base_environment(), _spawner.spawn)
+            return zygote.spawn(spec, cwd, env, pass_fds)
+        except ZygoteUnavailable:
+            return None
 
     def _make_cgroup(self) -> Path | None:
         if not _pids_cgroup_usable():
@@ -331,6 +338,24 @@ class SubprocessExecutor(RemoteExecutor):
         if os.geteuid() != 0:  # root ignores RLIMIT_NPROC; the pids cgroup covers that case
             limits["RLIMIT_NPROC"] = _user_process_count() + self.max_processes
         return limits
+
+
+def _base_environment() -> dict[str, str]:
+    """The environment every worker starts from (the zygote's own): nothing of the host's."""
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/",
+        "TMPDIR": "/tmp",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONIOENCODING": "utf-8",
+        # Native thread pools (numpy's BLAS) would start threads at import, before the worker
+        # confines itself (Landlock needs a single thread), and would use CPU past the step's
+        # share: one thread each.
+        "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+        "NUMEXPR_NUM_THREADS": "1",
+    }
 
 
 def _json_arg(value: Any) -> str:
