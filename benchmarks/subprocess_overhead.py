@@ -7,7 +7,9 @@
   warm        execute() of a trivial action, unique source each time (no compile cache helps)
   tool call   execute("add(1, 2)"): one host tool call through the protocol; and the marginal
               cost of one more call (a loop of 100 calls inside one execute)
-  cold start  SubprocessExecutor(...) to its first result, next to `python -I -c pass`
+  cold start  SubprocessExecutor(...) to its first result, next to `python -I -c pass`: forked
+              from the zygote (after its own start), and started directly (zygote=False)
+  pool        acquire() of a free executor from a started pool
   loops       the in-process benchmark's snippets (benchmarks/executor_overhead.py) run through
               the worker, with CPython exec and LocalExecutor in this process alongside
   kernel      the worker's kernel confinement to its grants on vs off (`harden=True/False`),
@@ -120,15 +122,36 @@ def warm_figures(policy: str, reps: int) -> dict[str, dict[str, float]]:
     return out
 
 
-def cold_figures(policy: str, reps: int) -> dict[str, float]:
+def cold_figures(policy: str, reps: int, zygote: bool = True) -> dict[str, float]:
+    """Executor made to first result. With the zygote (the default), after its own first start:
+    what every later worker of the host costs (a new agent, a restart, a pool member)."""
+    SubprocessExecutor.zygote = zygote
+    try:
+        first = SubprocessExecutor(policy=policy)
+        first.execute("1")  # (the zygote is up)
+        first.close()
+        samples = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            ex = SubprocessExecutor(policy=policy)
+            r = ex.execute("1 + 1")
+            samples.append(time.perf_counter() - t0)
+            assert r.output == 2, r
+            ex.close()
+    finally:
+        SubprocessExecutor.zygote = True
+    return summary(samples)
+
+
+def pool_acquire(reps: int) -> dict[str, float]:
+    """A started pool of 2: acquire() of a free executor (reset, its worker ready)."""
     samples = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        ex = SubprocessExecutor(policy=policy)
-        r = ex.execute("1 + 1")
-        samples.append(time.perf_counter() - t0)
-        assert r.output == 2, r
-        ex.close()
+    with SubprocessExecutor.pool(2) as pool:
+        for i in range(reps):
+            t0 = time.perf_counter()
+            with pool.acquire() as ex:
+                samples.append(time.perf_counter() - t0)
+                ex.execute(f"x = {i}")
     return summary(samples)
 
 
@@ -335,6 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     figures["python_start"] = python_start(args.cold)
     for policy in ("open", "restricted"):
         figures[f"cold_{policy}"] = cold_figures(policy, args.cold)
+    figures["cold_restricted_direct"] = cold_figures("restricted", args.cold, zygote=False)
+    figures["pool_acquire"] = pool_acquire(max(50, args.reps // 10))
     figures["loops"] = loop_figures(args.loop_reps)
     figures["kernel"] = kernel_figures(2 * args.cold, args.reps)
     figures["csv"] = csv_figures(max(5, args.loop_reps))
@@ -360,6 +385,12 @@ def main(argv: list[str] | None = None) -> int:
     co, cr = figures["cold_open"]["median_ms"], figures["cold_restricted"]["median_ms"]  # type: ignore[index]
     print(f"{'cold start (spawn to first result)':<36}{co:>10.1f}{'':10}{cr:>10.1f}{'':10}  <= 60")
     print(f"{'  python -I -c pass, same run':<36}{py:>10.1f}   ratios: open {co / py:.2f}x, restricted {cr / py:.2f}x")
+    cd = figures["cold_restricted_direct"]["median_ms"]  # type: ignore[index]
+    print(f"{'  restricted, started directly':<36}{'':20}{cd:>10.1f}   (zygote=False; the zygote: "
+          f"{cd / cr:.1f}x faster)")
+    pa = figures["pool_acquire"]  # type: ignore[index]
+    print(f"{'pool acquire (a free, ready worker)':<36}{pa['median_ms']:>10.4f} ({pa['p90_ms']:.4f})"
+          f"{'':24}<= 1")
     w = figures["warm_open"]["warm"]["median_ms"]  # type: ignore[index]
     print(f"warm round trip / pipe floor: open {w / floor:.1f}x, "
           f"restricted {figures['warm_restricted']['warm']['median_ms'] / floor:.1f}x")  # type: ignore[index]

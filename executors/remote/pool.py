@@ -21,7 +21,9 @@ class ExecutorPool:
                 ex.execute("...")
             # on release the executor is reset, so the next run starts with empty state
 
-    Thread-safe; executors start in parallel on the first `start()`/`acquire()`.
+    Thread-safe; executors start in parallel on `start()` (the `with` block does it). An
+    executor goes back to the pool reset and with its worker ready (one replaced during the run,
+    after a timeout, has finished starting), so `acquire()` of a free one takes microseconds.
     """
 
     def __init__(self, factory: Callable[[], Any], n: int) -> None:
@@ -57,6 +59,8 @@ class ExecutorPool:
         finally:
             try:
                 ex.reset()
+                if hasattr(ex, "start"):  # a worker replaced during the run: ready before reuse
+                    ex.start()
             except Exception:
                 pass
             self._free.put(ex)
