@@ -126,21 +126,7 @@ class Instrumenter:
         rewrite = self._rewrites.get(kind)
         if rewrite is not None:
             return rewrite(self, node)
-        # the children (as `children` does, inlined: this is the walk's hottest loop)
-        on_name = self._on_name
-        for field in _CHILD_FIELDS.get(kind) or _child_fields(kind):
-            value = getattr(node, field, None)
-            vkind = type(value)
-            if vkind is list:
-                if value:
-                    self.visit_list(value)
-            elif vkind is _Name:
-                if on_name is not None:
-                    on_name(value)
-            elif vkind is not _Constant and isinstance(value, _AST):
-                new = self.visit(value)
-                if new is not value:
-                    setattr(node, field, new)
+        self.children(node, kind)
         return node
 
     # Names and constants are half of a tree: the two loops below handle them without a call.
