@@ -90,6 +90,10 @@ def unchanged(container: Any, saved: Any) -> bool:
     """`container` holds the very objects `saved` holds (exact builtin containers; C only: no
     `__eq__` or `__hash__` of what they hold runs)."""
     t = type(container)
+    if t is not dict and issubclass(t, dict) and type(saved) is dict:  # a registry (dict subclass)
+        return dict.__len__(container) == len(saved) and \
+            all(map(operator.is_, dict.keys(container), saved)) and \
+            all(map(operator.is_, dict.values(container), saved.values()))
     if t is not type(saved) or len(container) != len(saved):
         return False
     if t is list:
@@ -142,9 +146,25 @@ class HostGuard:
                 for item in held:
                     if type(item) not in _IMMUTABLE:
                         self.shared.add(id(item))
-                    if type(item) in _SNAPSHOT_TYPES and id(item) not in self._snapshot_ids:
-                        self._snapshot_ids.add(id(item))
-                        self._snapshots.append((item, type(item)(item)))
+                    self.snapshot(item)
+
+    def snapshot(self, container: Any) -> None:
+        """Put `container` back after every step if it changed: a host's list, dict, set or
+        bytearray, or a dict subclass (a registry: matplotlib's colour table, an RcParams)."""
+        kind = type(container)
+        if not (kind in _SNAPSHOT_TYPES or issubclass(kind, dict)) or id(container) in self._snapshot_ids:
+            return
+        self._snapshot_ids.add(id(container))
+        saved = dict(dict.items(container)) if kind is not dict and issubclass(kind, dict) else kind(container)
+        self._snapshots.append((container, saved))
+
+    def share_nested(self, container: Any) -> None:
+        """A module-level container is handed over as a read-only view, but what it holds may
+        be mutable (matplotlib's style library holds an RcParams per style): those are put back
+        after every step."""
+        items = dict.values(container) if type(container) is dict else container
+        for item in items:
+            self.snapshot(item)
 
     def restore(self) -> None:
         """Undo changes the step made to host classes' containers (after the step). Compared by
@@ -152,11 +172,16 @@ class HostGuard:
         for container, saved in self._snapshots:
             if unchanged(container, saved):
                 continue
-            if type(container) is dict or type(container) is set:
+            kind = type(container)
+            if kind is dict or kind is set:
                 container.clear()
                 container.update(saved)
-            else:
+            elif kind in _SNAPSHOT_TYPES:
                 container[:] = saved
+            else:  # a dict subclass: emptied in C (no key of the model's is hashed), then refilled
+                dict.clear(container)  # through its own __setitem__ (host keys: its caches follow)
+                for key, value in saved.items():
+                    container[key] = value
 
     def writable(self, obj: Any) -> Any:
         """`obj.attr = v` → `_w(obj).attr = v`."""
