@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import builtins
+import itertools
 import operator
 import types
 import weakref
@@ -118,6 +119,12 @@ class HostGuard:
         # model code can reach them, so after every step they are put back as they were.
         self._snapshots: list[tuple[Any, Any]] = []
         self._snapshot_ids: set[int] = set()
+        # For the check after every step, in one C-level pass: each container's live views (a
+        # list itself, a dict's keys and values views) and, flat, the objects they held.
+        self._live: list[Any] = []
+        self._held: list[Any] = []
+        self._lengths: list[int] = []
+        self._bytearrays: list[tuple[bytearray, bytearray]] = []
         self._build_class = builtins.__build_class__
 
     # -- what model code created ------------------------------------------------------------------
@@ -140,13 +147,18 @@ class HostGuard:
                     continue
                 attributes = vars(klass)
                 # what the class holds is the host's too: its singletons and an enum's members
-                # (`HTTPStatus.OK.phrase = ...` would change every host use of it)
+                # (`HTTPStatus.OK.phrase = ...` would change every host use of it); the
+                # containers under public names are put back after each step (model code cannot
+                # name the others: `klass._x` is refused on host classes)
                 members = attributes.get("_member_map_")
-                held = list(attributes.values()) + (list(members.values()) if type(members) is dict else [])
-                for item in held:
+                for name, item in attributes.items():
                     if type(item) not in _IMMUTABLE:
                         self.shared.add(id(item))
-                    self.snapshot(item)
+                    if type(name) is str and not name.startswith("_"):
+                        self.snapshot(item)
+                if type(members) is dict:
+                    for item in members.values():
+                        self.shared.add(id(item))
 
     def snapshot(self, container: Any) -> None:
         """Put `container` back after every step if it changed: a host's list, dict, set or
@@ -157,6 +169,14 @@ class HostGuard:
         self._snapshot_ids.add(id(container))
         saved = dict(dict.items(container)) if kind is not dict and issubclass(kind, dict) else kind(container)
         self._snapshots.append((container, saved))
+        if kind is bytearray:
+            self._bytearrays.append((container, saved))  # (compared whole: bytes compare in C)
+            return
+        views = (dict.keys(container), dict.values(container)) if issubclass(kind, dict) else (container,)
+        for view in views:
+            self._live.append(view)
+            self._held.extend(view)
+            self._lengths.append(len(view))
 
     def share_nested(self, container: Any) -> None:
         """A module-level container is handed over as a read-only view, but what it holds may
@@ -168,7 +188,12 @@ class HostGuard:
 
     def restore(self) -> None:
         """Undo changes the step made to host classes' containers (after the step). Compared by
-        identity, never `==`: a model object put in a host container must not run there."""
+        identity, never `==`: a model object put in a host container must not run there. The
+        usual case, nothing changed, is one pass in C over every container's references."""
+        if list(map(len, self._live)) == self._lengths and \
+                all(map(operator.is_, itertools.chain.from_iterable(self._live), self._held)) and \
+                all(c == s for c, s in self._bytearrays):
+            return
         for container, saved in self._snapshots:
             if unchanged(container, saved):
                 continue
