@@ -8,16 +8,21 @@ import circle): `mcp-serve` receives the executor factory.
 from __future__ import annotations
 
 import argparse
+import atexit
+import json
 import os
 import shlex
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["add_client_options", "server_specs", "open_toolset", "add_serve_options", "run_serve",
-           "TOKEN_ENV"]
+__all__ = ["add_client_options", "server_specs", "open_toolset", "process_toolset", "add_serve_options",
+           "run_serve", "TOKEN_ENV"]
 
 TOKEN_ENV = "CODEAGENT_MCP_TOKEN"
+_PROCESS_TOOLSETS: dict[str, Any] = {}
+_PROCESS_LOCK = threading.Lock()
 
 
 def add_client_options(p: argparse.ArgumentParser) -> None:
@@ -52,6 +57,18 @@ def open_toolset(specs: list[dict[str, Any]], timeout_s: float | None = None) ->
 
     options = {"timeout_s": timeout_s} if timeout_s else {}
     return MCPTools(servers=specs, **options).open()
+
+
+def process_toolset(specs: list[dict[str, Any]]) -> Any:
+    """This process's open MCPTools for these servers, opened at first use and closed at exit: a
+    batch worker opens its own sessions once, and its tasks share them."""
+    key = json.dumps(specs, sort_keys=True)
+    with _PROCESS_LOCK:
+        toolset = _PROCESS_TOOLSETS.get(key)
+        if toolset is None:
+            toolset = _PROCESS_TOOLSETS[key] = open_toolset(specs)
+            atexit.register(toolset.close)
+        return toolset
 
 
 def add_serve_options(p: argparse.ArgumentParser) -> None:

@@ -14,6 +14,7 @@ share is prefixed with each server's name (`time_convert`, `clock_convert`).
 
 from __future__ import annotations
 
+import shlex
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -103,6 +104,8 @@ class MCPTools:
         start_timeout_s: float = DEFAULT_START_TIMEOUT_S,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
     ) -> None:
+        if isinstance(args, str):
+            raise TypeError(f"args must be a list of strings, e.g. args={shlex.split(args)!r}")
         one = command is not None or url is not None
         if one == (servers is not None):
             raise ValueError("pass one server (command=... or url=...) or servers=[...], not both and not neither")

@@ -158,8 +158,9 @@ class ServerConnection:
         except MCPStartError:
             raise
         except BaseException as exc:
+            message = self._start_failure(_leaf(exc))
             self._forget()
-            raise MCPStartError(self._start_failure(exc)) from None
+            raise MCPStartError(message) from None
 
     def call(self, name: str, arguments: dict[str, Any], timeout_s: float, label: str) -> Any:
         """`tools/call` with a deadline; the server's answer (`CallToolResult`) or a ToolError."""
@@ -299,6 +300,15 @@ class ServerConnection:
     def _died(self, label: str) -> str:
         return (f"{label}() failed: the MCP server {self.spec.label} stopped ({self.dead}){self._stderr_text()}. "
                 "It is restarted at the next call; tools that kept state on it start fresh.")
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside anyio's exception groups (what the user needs to read)."""
+    inner = getattr(exc, "exceptions", None)  # BaseExceptionGroup (or its backport on Python 3.10)
+    while isinstance(inner, tuple) and inner and isinstance(inner[0], BaseException):
+        exc = inner[0]
+        inner = getattr(exc, "exceptions", None)
+    return exc
 
 
 async def _all_tools(client: Any) -> list[Any]:

@@ -165,7 +165,7 @@ def build_server(sessions: Sessions, description: str, session_key: Callable[[An
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import CallToolResult, TextContent
 
-    server = MCPServer(SERVER_NAME, instructions="A Python sandbox: call run_python with code; state persists "
+    server = MCPServer(SERVER_NAME, log_level="WARNING", instructions="A Python sandbox: call run_python with code; state persists "
                                                  "between calls of a session.")
 
     def session_of(ctx: Context) -> _Session:

@@ -1,7 +1,9 @@
 """An MCP server the tests start (stdio, or streamable HTTP with `--http PORT`): a few tools that
 answer, fail, hang, die, return images and huge results, to check MCPTools against each.
 
-    python toy_server.py [--name NAME] [--exit-at-start | --mute] [--http PORT]
+    python toy_server.py [--name NAME] [--exit-at-start | --mute] [--http]
+
+With --http it listens on a free port of 127.0.0.1 and prints `listening on URL` on stderr.
 """
 
 from __future__ import annotations
@@ -84,12 +86,25 @@ def build(name: str) -> MCPServer:
     return server
 
 
+def serve_http(server: MCPServer) -> None:
+    import socket
+
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    app = server.streamable_http_app(json_response=True)
+    print(f"listening on http://127.0.0.1:{port}/mcp", file=sys.stderr, flush=True)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--name", default="toy")
     parser.add_argument("--exit-at-start", action="store_true")
     parser.add_argument("--mute", action="store_true")
-    parser.add_argument("--http", type=int)
+    parser.add_argument("--http", action="store_true")
     args = parser.parse_args()
     if args.exit_at_start:
         print("toy_server: missing configuration file toy.toml", file=sys.stderr)
@@ -99,7 +114,7 @@ def main() -> None:
         time.sleep(3600)
     server = build(args.name)
     if args.http:
-        server.run("streamable-http", port=args.http, json_response=True)
+        serve_http(server)
     else:
         server.run("stdio")
 
