@@ -25,6 +25,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel
 
+from executors.base import ExecutorError
+
 from ..agent import observation_text
 from ..events import NOT_JSON, plain_json
 from ..grants import access_rule, files_section
@@ -94,6 +96,16 @@ class Sessions:
         with session.lock:  # a call still running in it finishes first
             session.executor.close()
         return True
+
+    def drop(self, session: _Session) -> None:
+        """Forget a broken session's executor (called under its lock) and close it."""
+        with self._lock:
+            for key in [k for k, s in self._open.items() if s is session]:
+                del self._open[key]
+        try:
+            session.executor.close()
+        except Exception:  # broken already: closing is best effort
+            pass
 
     def close_idle(self, idle_s: float) -> int:
         now = time.monotonic()
@@ -178,7 +190,11 @@ def build_server(sessions: Sessions, description: str, session_key: Callable[[An
     def run_python(code: str, ctx: Context) -> CallToolResult:
         session = session_of(ctx)
         with session.lock:  # one step at a time per session; other sessions run meanwhile
-            result = session.executor.execute(code)
+            try:
+                result = session.executor.execute(code)
+            except ExecutorError as exc:  # the sandbox itself broke (a grant it cannot use, ...)
+                sessions.drop(session)  # the next call gets a fresh one
+                raise ToolError(f"the sandbox failed, not your code: {exc}") from None
         return run_python_result(result)
 
     def reset(ctx: Context) -> str:
