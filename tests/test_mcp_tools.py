@@ -253,3 +253,41 @@ def test_a_closed_toolset_leaves_no_server_running():
         time.sleep(0.05)
     else:
         pytest.fail(f"the toy server {pid} still runs after close()")
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+def codeagent_cli(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "CODEAGENT_MODEL")}
+    return subprocess.run([sys.executable, "-m", "codeagent", *args], cwd=Path(__file__).parents[1], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_run_takes_mcp_servers_from_the_command_line():
+    from openai_stub import OpenAIStub
+
+    toy_command = f"{sys.executable} {TOY}"
+    with OpenAIStub([reply("final_answer(add(40, 2))")]) as stub:
+        done = codeagent_cli("run", "Add 40 and 2.", "--model", "m", "--base-url", stub.base_url,
+                             "--mcp-stdio", toy_command, "--json")
+    assert done.returncode == 0, done.stderr
+    assert '"output":42' in done.stdout.replace(" ", "")
+    assert "def add(a: int, b: int) -> int:" in stub.requests[0]["messages"][0]["content"]
+    broken = codeagent_cli("run", "x", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+                           "--mcp-stdio", f"{toy_command} --exit-at-start")
+    assert broken.returncode == 2 and "missing configuration file toy.toml" in broken.stderr
+
+
+def test_batch_workers_open_their_own_sessions(tmp_path):
+    import json
+
+    from openai_stub import OpenAIStub
+
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"id": f"t{i}", "task": "add", "expected": 3}) + "\n" for i in range(3)))
+    with OpenAIStub([reply("final_answer(add(1, 2))")], repeat_last=True) as stub:
+        done = codeagent_cli("batch", str(tasks), "--model", "m", "--base-url", stub.base_url, "--workers", "2",
+                             "--mcp-stdio", f"{sys.executable} {TOY}", "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3/3 correct" in done.stdout
