@@ -141,7 +141,10 @@ def test_a_broken_sandbox_is_an_error_the_client_reads(tmp_path):
 def children(pid: int) -> set[int]:
     found: set[int] = set()
     for task in os.listdir(f"/proc/{pid}/task"):
-        found.update(int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split())
+        try:
+            found.update(int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split())
+        except FileNotFoundError:  # that thread ended meanwhile
+            pass
     return found
 
 

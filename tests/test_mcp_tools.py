@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import pytest
 
-from codeagent import CodeAgent, ScriptedModel, ToolCallingAgent, tool
+from codeagent import CodeAgent, ScriptedModel, SingleCallAgent, ToolCallingAgent, tool
 from codeagent.constrain.schemas import arguments_schema
 from codeagent.mcp import MCPStartError, MCPTools
 from codeagent.mcp.schema import python_name, signature_of
@@ -90,9 +90,9 @@ def test_a_code_action_calls_two_mcp_tools_and_a_local_tool_in_one_step(servers,
     assert len(result.steps) == 1
 
 
-def test_image_blocks_reach_a_vision_model_as_figures(servers, tmp_path):
+def test_image_blocks_reach_a_vision_model_as_figures(servers, make_executor, tmp_path):
     model = ScriptedModel([reply("c = chart('sales')\nprint(c)"), reply("final_answer('seen')")], vision=True)
-    agent = CodeAgent(model, tools=servers.tools, output_dir=tmp_path)
+    agent = CodeAgent(model, tools=servers.tools, executor=make_executor(), output_dir=tmp_path)
     result = agent.run("Draw the chart.")
     assert result.success and result.steps[0].logs.startswith("chart of sales\n[1 image from chart")
     (figure,) = result.steps[0].attachments
@@ -112,6 +112,27 @@ def test_tool_calling_agent_gets_text_and_images(servers):
     assert len(result.steps[0].attachments) == 1
     tool_message = next(m for m in model.calls[1] if m["role"] == "tool")
     assert "chart of q3" in tool_message["content"] and "chart image 1: 32×16 PNG" in tool_message["content"]
+
+
+def test_single_call_agent_calls_an_mcp_tool(servers):
+    model = ScriptedModel(["add(a=20, b=22)", "final_answer(42)"])
+    result = SingleCallAgent(model, tools=servers.tools).run("Add 20 and 22.")
+    assert result.success and result.output == 42 and "42" in result.steps[0].observation
+
+
+def test_a_tool_with_its_own_timeout_still_hands_images_to_the_step():
+    from executors.base import Attachment
+
+    from codeagent.tools import attach
+
+    @tool(timeout_s=5)
+    def picture() -> str:
+        """Draw (on a thread of its own: it has a timeout)."""
+        attach(Attachment("image/png", b"\x89PNG fake", "pic"))
+        return "drawn"
+
+    result = CodeAgent(ScriptedModel([reply("final_answer(picture())")]), tools=[picture]).run("draw")
+    assert result.success and [a.name for a in result.steps[0].attachments] == ["pic"]
 
 
 # -- schemas ------------------------------------------------------------------------------------
