@@ -65,8 +65,9 @@ def cli_agent(
 
     `executor` is the worker's warm executor (run_batch's `executor=`); None gives each agent its
     own in-process executor. `mcp`: MCP servers (MCPTools' `servers=` entries) whose tools join
-    `tools`; each worker process opens its sessions once, for all its tasks. With mode "auto" the first task in each worker probes the endpoint
-    (codeagent.auto_agent) and the worker's later tasks reuse that choice.
+    `tools`; each worker process opens its sessions once, for all its tasks. With mode "auto" the
+    first task in each worker probes the endpoint (codeagent.auto_agent) and the worker's later
+    tasks reuse that choice.
     """
     from codeagent import OpenAIModel, auto_agent
 

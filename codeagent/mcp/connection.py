@@ -167,10 +167,11 @@ class ServerConnection:
         with self._lock:  # one restart, however many threads find the server dead
             if self.client is None or self.dead:
                 self._restart(label)
+            client = self.client
         from mcp import MCPError
 
         try:
-            return self.loop.run(self.client.call_tool(name, arguments, read_timeout_seconds=timeout_s),
+            return self.loop.run(client.call_tool(name, arguments, read_timeout_seconds=timeout_s),
                                  timeout_s + GRACE_S)
         except (TimeoutError, concurrent.futures.TimeoutError, MCPError) as exc:
             if not isinstance(exc, MCPError) or "timed out" in str(exc):
