@@ -205,5 +205,7 @@ def _spec(entry: Mapping[str, Any]) -> ServerSpec:
     if unknown:
         raise ValueError(f"unknown MCP server setting(s) {sorted(unknown)}: use {sorted(known)}")
     values = dict(entry)
+    if isinstance(values.get("args"), str):
+        raise TypeError(f"args must be a list of strings, e.g. 'args': {shlex.split(values['args'])!r}")
     values["args"] = tuple(values.get("args") or ())
     return ServerSpec(**values)
