@@ -5,25 +5,7 @@ client (`codeagent mcp-serve`, `serve.py`). Needs the extra `codeagent[mcp]` (th
 
 from __future__ import annotations
 
-from typing import Any
+from .client import MCPTool, MCPTools
+from .connection import MCPStartError, ServerSpec, require_mcp
 
-_LAZY = {
-    "MCPTools": ".client",
-    "MCPTool": ".client",
-    "MCPStartError": ".connection",
-    "ServerSpec": ".connection",
-    "require_mcp": ".connection",
-}
-
-__all__ = sorted(_LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'codeagent.mcp' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__all__ = ["MCPStartError", "MCPTool", "MCPTools", "ServerSpec", "require_mcp"]
