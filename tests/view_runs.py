@@ -108,9 +108,15 @@ def row_of(task_id: str, run: RunResult, expected: Any = None, **extra: Any) -> 
 
 def write_batch(folder: Path, tasks: Sequence[tuple[str, RunResult, Any]], *, session: dict[str, Any] | None = None) -> Path:
     """A batch folder as run_batch leaves it: results.jsonl, runs/<id>.json, batch.json."""
+    def as_written(run: RunResult) -> dict[str, Any]:  # figures where the run saved them, by absolute path
+        record = json.loads(run.to_json())
+        for step, original in zip(record["steps"], run.steps, strict=True):
+            for attachment, saved in zip(step["attachments"], original.attachments, strict=True):
+                attachment["file"] = str(saved.path.resolve()) if saved.path else None
+        return record
+
     with ResultStore(folder) as store:
-        store.record_many([(row_of(task_id, run, expected), json.loads(run.to_json()))
-                           for task_id, run, expected in tasks])
+        store.record_many([(row_of(task_id, run, expected), as_written(run)) for task_id, run, expected in tasks])
         store.write_meta(session or {"backend": "local", "workers": 2, "executor": "local",
                                      "options": {"model": "scripted", "mode": "code"}})
     return folder

@@ -64,7 +64,7 @@ class Site:
         if self.against is None:
             return kind_of(self.path)
         for side in (self.path, self.against):
-            if kind_of(side) != "batch":
+            if not (batch_dir(side) / RESULTS).is_file():
                 raise ViewError(f"--compare takes two batch folders (with {RESULTS}); {side} is not one")
         return "compare"
 

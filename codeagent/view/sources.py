@@ -82,6 +82,7 @@ def kind_of(path: Path) -> str:
     if path.is_file():
         if path.name == RESULTS:
             return "batch"
+        load_run(path)  # the error now, naming the file, rather than a page that says it
         return "run"
     if (path / RESULTS).is_file():
         return "batch"
