@@ -56,14 +56,16 @@ class Chromium:
         self._from_browser_r, from_browser = os.pipe()
 
         def at_3_and_4() -> None:  # in the child: the protocol's fds are exactly 3 and 4
-            a, b = os.dup(to_browser), os.dup(from_browser)
-            os.dup2(a, 3)
-            os.dup2(b, 4)
+            a, b = os.dup(to_browser), os.dup(from_browser)  # (either may be 3 or 4 already)
+            os.dup2(a, 3)  # dup2 makes them inheritable; every other fd of ours is not (PEP 446),
+            os.dup2(b, 4)  # so close_fds=False passes exactly these two
 
+        # pass_fds cannot name 3 and 4: subprocess marks those inheritable before preexec_fn runs,
+        # and fails when the parent has no fd 3 or 4 open
         self.process = subprocess.Popen(
             [self.executable, *FLAGS, f"--user-data-dir={self._profile}", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
-            pass_fds=(3, 4), preexec_fn=at_3_and_4, start_new_session=True)
+            close_fds=False, preexec_fn=at_3_and_4, start_new_session=True)
         os.close(to_browser)
         os.close(from_browser)
         self._buffer = b""
