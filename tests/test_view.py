@@ -233,7 +233,7 @@ def test_a_damaged_missing_or_unsaved_figure_says_why(tmp_path):
     unsaved = RunResult.from_json(path.read_text())
     for a in unsaved.attachments:
         a.file = None
-    assert "its bytes were not saved with the run" in render_run(unsaved)
+    assert "only its description was saved with the run" in render_run(unsaved)
 
 
 def test_an_attachment_that_is_not_png_is_described_not_shown():
@@ -383,3 +383,19 @@ def test_paths_that_hold_nothing_to_show_are_clear_errors(tmp_path):
 
 def test_the_same_run_renders_to_the_same_bytes(kinds):
     assert render_run(kinds) == render_run(kinds)
+
+
+def test_the_pages_read_what_run_batch_really_writes(tmp_path):
+    from codeagent.batch import run_batch
+    from codeagent.batch.testing import scripted_tasks
+
+    summary = run_batch("codeagent.batch.testing:scripted_agent", scripted_tasks(5), out=tmp_path / "b",
+                        workers=1, progress=None)
+    written = write_site(tmp_path / "b")
+    assert len(written) == 1 + summary.total
+    page = assert_inert(written[0].read_text())
+    statuses = sorted(a["data-status"] for n, a in page.elements if n == "tr" and "data-status" in a)
+    assert statuses == ["max_steps", *["success correct"] * 4]
+    assert "codeagent.batch.testing:scripted_agent" in page.body_text  # how it ran, from batch.json
+    failing_then_fixed = (tmp_path / "b" / "view-runs" / "t003.html").read_text()
+    assert "the code failed (ZeroDivisionError)" in failing_then_fixed and "expected: " in failing_then_fixed

@@ -82,7 +82,8 @@ def figure_html(record: Any) -> Safe:
         return _missing(caption, f"not shown: its file {record.file} cannot be read ({exc.strerror or exc})")
     if data is None:
         why = (f"its file {record.file} is missing" if record.file else
-               "its bytes were not saved with the run (run with --out DIR to keep figures)")
+               "only its description was saved with the run (`run --out DIR` and RunResult.save keep the "
+               "figures; a batch's run files do not)")
         return _missing(caption, f"not shown: {why}")
     if len(data) > MAX_EMBED_BYTES:
         return _missing(caption, f"not shown: {len(data):,} bytes, over the page's {MAX_EMBED_BYTES:,}")
