@@ -54,6 +54,7 @@ class Site:
         self.path = Path(path)
         self.against = Path(against) if against is not None else None
         self.runs_dir, self.root_name, self.live = runs_dir, root_name, live
+        self._cache: tuple[str, dict[str, _Route]] | None = None
         if not self.path.exists():
             kind_of(self.path)  # the error that names what to pass
         if not live:
@@ -71,14 +72,30 @@ class Site:
     # -- routes ------------------------------------------------------------------------------
 
     def routes(self) -> dict[str, _Route]:
+        """Every page of the site now; built again only when a file that lists pages changed (a
+        live page asks for its state every second: that must not re-read a 1,000-task batch)."""
+        key = fingerprint(self._listings())
+        cached = self._cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
         builders = {"run": self._run_routes, "batch": self._batch_routes, "runs": self._runs_routes,
                     "figures": self._figures_routes, "compare": self._compare_routes}
         try:
-            return builders[self.kind()]()
+            routes = builders[self.kind()]()
         except (ViewError, ValueError) as exc:  # ValueError: a damaged results.jsonl
             if not self.live:
                 raise ViewError(str(exc)) if not isinstance(exc, ViewError) else exc
-            return {"": self._waiting(str(exc))}
+            routes = {"": self._waiting(str(exc))}
+        self._cache = (key, routes)
+        return routes
+
+    def _listings(self) -> list[Path]:
+        """The files and folders whose change can add, drop or re-kind a page."""
+        found = []
+        for side in (self.path, self.against):
+            if side is not None:
+                found += [side] if side.is_file() else [*folder_listing(side), side / RUNS]
+        return found
 
     def _waiting(self, why: str) -> _Route:
         """Live, a folder that cannot be shown yet: say why, and reload when it changes."""
@@ -113,14 +130,8 @@ class Site:
             run = load_run(path)
             return run_title(run), run_body(run, context)
 
-        def run_deps() -> list[Path]:
-            try:
-                figures = [p for p in (a.path for a in load_run(path).attachments) if p is not None]
-            except ViewError:
-                figures = []
-            return [path, *figures, *deps]
-
-        return _Route(render, run_deps)
+        # the run file, and its folder (whose time changes when a figure file is added beside it)
+        return _Route(render, lambda: [path, path.parent, *deps])
 
     # -- one run -----------------------------------------------------------------------------
 
