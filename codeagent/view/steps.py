@@ -86,9 +86,9 @@ def not_returned(logs: str) -> tuple[str, list[tuple[str, str]]]:
     return (_NOT_RETURNED.sub("", logs).strip("\n") if notes else logs), notes
 
 
-def _block(label: str, body: Safe | str, *, mono: bool = True) -> Safe:
-    inner = body if isinstance(body, Safe) else tag("pre" if mono else "div", body, class_=None if mono else "text")
-    return Safe(tag("div", label, class_="label") + inner)
+def _block(label: str, body: Safe | str) -> Safe:
+    """A labelled block: Safe markup as it is, text in a <pre>."""
+    return Safe(tag("div", label, class_="label") + (body if isinstance(body, Safe) else tag("pre", body)))
 
 
 def _timing(step: Any) -> str:
