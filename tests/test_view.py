@@ -22,6 +22,7 @@ from view_runs import (
     data_run,
     every_step_kind,
     scripted_run,
+    timeout_run,
     write_batch,
     xss_run,
 )
@@ -118,18 +119,18 @@ def test_a_failing_tool_is_named_so(kinds_page):
     assert "a tool call failed (ToolError)" in step and "no such key" in step
 
 
-def test_a_timeout_is_a_limit_with_the_setting_to_change(kinds_page):
-    step = section(kinds_page, 4)
+def test_a_timeout_is_a_limit_with_the_setting_to_change():
+    step = section(render_run(timeout_run()), 1)
     assert "limit reached (TimeoutError)" in step and "Limits.timeout_s" in step
 
 
 def test_a_repeated_action_is_refused_and_not_timed_as_executed(kinds_page):
-    step = section(kinds_page, 5)
+    step = section(kinds_page, 4)
     assert "action refused: the same code already ran" in step and "execution " not in step.split("</h2>")[1][:300]
 
 
 def test_a_figure_too_large_is_a_warning_not_printed_text(kinds_page):
-    step = section(kinds_page, 6)
+    step = section(kinds_page, 5)
     assert "figure 1 not returned: </b>" in step and "Limits.max_attachment_bytes" in step
     printed = re.search(r'printed</div><pre>(.*?)</pre>', step, re.S).group(1)
     assert printed == "drawn"  # the note left the logs: it is shown once, as the warning
@@ -137,8 +138,8 @@ def test_a_figure_too_large_is_a_warning_not_printed_text(kinds_page):
 
 def test_no_answer_shows_the_status_and_why(kinds, kinds_page):
     outcome = re.search(r'<section class="outcome".*?</section>', kinds_page, re.S).group(0)
-    assert "max_steps: " in outcome and "no final answer after 6 steps" in outcome
-    assert kinds_page.count('<section class="step') == 6
+    assert "max_steps: " in outcome and "no final answer after 5 steps" in outcome
+    assert kinds_page.count('<section class="step') == 5
 
 
 def test_a_model_failure_ends_the_run_on_the_page():
@@ -152,7 +153,7 @@ def test_the_run_header_shows_mode_model_executor_and_isolation(kinds_page):
     page = Page(kinds_page)
     text = page.body_text
     for shown in ("mode", "code", "scripted (scripted: no model was called)", "LocalExecutor", "lookup",
-                  "6 of at most 6", "isolation: LocalExecutor", "audit hook"):
+                  "5 of at most 5", "isolation: LocalExecutor", "audit hook"):
         assert shown in text, shown
 
 

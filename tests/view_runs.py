@@ -43,7 +43,9 @@ def scripted_run(replies: Sequence[Any], *, task: str = "Do the task.", max_step
     """A real CodeAgent run in a LocalExecutor (or `executor`), the replies scripted."""
     model = ScriptedModel(list(replies))
     own = executor is None
-    ex = executor or LocalExecutor(tools={"lookup": lookup}, authorized_imports=list(imports), limits=limits)
+    # a generous deadline by default: a figure drawn on a loaded machine must not become a timeout
+    ex = executor or LocalExecutor(tools={"lookup": lookup}, authorized_imports=list(imports),
+                                   limits=limits or Limits(timeout_s=60))
     try:
         agent = CodeAgent(model, tools=[lookup], executor=ex, max_steps=max_steps or len(replies), output_dir=out)
         return agent.run(task)
@@ -53,18 +55,22 @@ def scripted_run(replies: Sequence[Any], *, task: str = "Do the task.", max_step
 
 
 def every_step_kind(out: Path | None = None) -> RunResult:
-    """One run whose steps go every way a step can: no code, policy refusal, tool error, timeout,
-    repeated action, figure too large; no final answer at the end."""
+    """One run whose steps go every way a step can that does not depend on time: no code, policy
+    refusal, tool error, repeated action, figure too large; no final answer at the end."""
     replies = [
         "I think the answer is 4.",                                   # parse
         code("import os\nprint(os.getcwd())"),                        # refused by the policy
         code("lookup('widgets')"),                                     # tool error
-        code("import time\ntime.sleep(5)"),                            # timeout
-        code("import time\ntime.sleep(5)"),                            # repeated action
+        code("lookup('widgets')"),                                     # repeated action
         code("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nprint('drawn')"),  # figure too large
     ]
-    return scripted_run(replies, task="Count the widgets.", limits=Limits(timeout_s=0.5, max_attachment_bytes=200),
-                        imports=["time", "matplotlib.*"], out=out)
+    return scripted_run(replies, task="Count the widgets.", limits=Limits(timeout_s=60, max_attachment_bytes=200),
+                        imports=["matplotlib.*"], out=out)
+
+
+def timeout_run() -> RunResult:
+    """A step that sleeps far past its deadline (the only timing here: 30 s against 0.3 s)."""
+    return scripted_run([code("import time\ntime.sleep(30)")], limits=Limits(timeout_s=0.3), imports=["time"])
 
 
 DATA_REPLIES = [
