@@ -245,11 +245,13 @@ class _CodeRun:
     def events(self) -> Iterator[Event]:
         agent, rec = self.agent, self.rec
         executor_name = type(agent._executor).__name__ if agent._executor else "SubprocessExecutor"
-        yield rec.start(max_steps=agent.max_steps, tools=list(agent.tools), executor=executor_name)
+        yield rec.start(max_steps=agent.max_steps, tools=list(agent.tools), executor=executor_name,
+                        mode=self.format.mode)
         self.format.use_constraint(agent.constraint_kind())
         yield from self.notes.new(rec)
         try:
             self.memory = self._prepare()
+            rec.isolated_by(agent.executor)
         except ExecutorError as exc:
             yield rec.fail_step(None, ErrorKind.EXECUTOR, f"executor failed to start: {exc}")
             yield rec.end()

@@ -1,5 +1,6 @@
 """The `codeagent` command: `run` a task with a model, `exec` a file in an executor, `demo`, `fuzz`,
-`mcp-serve` (the sandbox as an MCP server; its flags and serving live in `codeagent.mcp.cli`).
+`mcp-serve` (the sandbox as an MCP server; its flags and serving live in `codeagent.mcp.cli`);
+`batch` and `view` have their own parsers (codeagent.batch.cli, codeagent.cli_view).
 
 Exit status: 0 success, 1 the run or the code failed, 2 usage or setup errors.
 What it prints lives in `cli_render`; the file and network flags (`--read`, ...) in `cli_access`.
@@ -464,6 +465,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("fuzz", help="fuzz the executors (options: codeagent fuzz --help)", add_help=False)
     sub.add_parser("batch", help="run many tasks at once, locally or on Ray (options: codeagent batch --help)",
                    add_help=False)
+    sub.add_parser("view", help="a run or a batch as a page, written or served live (options: codeagent view --help)",
+                   add_help=False)
     return parser
 
 
@@ -479,6 +482,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .batch.cli import main as batch_main
 
         return batch_main(argv[1:])
+    if argv and argv[0] == "view":  # its own parser: codeagent.cli_view
+        from .cli_view import main as view_main
+
+        return view_main(argv[1:])
     args = parser.parse_args(argv)
     try:
         if args.command == "run":

@@ -218,7 +218,8 @@ class _ToolRun:
 
     def events(self) -> Iterator[Event]:
         agent, rec = self.agent, self.rec
-        yield rec.start(max_steps=agent.max_steps, tools=list(agent.tools), executor="host threads (tool calling)")
+        yield rec.start(max_steps=agent.max_steps, tools=list(agent.tools), executor="host threads (tool calling)",
+                        mode="tool_calling")
         for number in range(1, agent.max_steps + 1):
             yield from self.step(number, last=number == agent.max_steps)
             if not rec.running:
