@@ -46,6 +46,7 @@ class Zygote:
             theirs.close()
         self._lock = threading.Lock()  # one request at a time
         self._answers: queue.Queue = queue.Queue()
+        self._seq = 0
         self._exits: dict[int, int] = {}
         self._exited = threading.Condition()
         self.alive = True
@@ -74,14 +75,16 @@ class Zygote:
     def spawn(self, spec: dict, cwd: str, env: dict, pass_fds: tuple[int, ...]) -> ZygoteChild:
         pipes = [os.pipe() for _ in range(3)]  # stdin, stdout, stderr: (read, write)
         theirs = [pipes[0][0], pipes[1][1], pipes[2][1], *pass_fds]
-        request = json.dumps({"spec": spec, "cwd": cwd, "env": env, "fds": list(pass_fds)})
         try:
             with self._lock:
                 if not self.alive:
                     raise ZygoteUnavailable("the zygote is gone")
+                self._seq += 1
+                request = json.dumps({"seq": self._seq, "spec": spec, "cwd": cwd, "env": env,
+                                      "fds": list(pass_fds)})
                 try:
                     socket.send_fds(self._control, [request.encode()], theirs)
-                    answer = self._answers.get(timeout=_SPAWN_TIMEOUT_S)
+                    answer = self._answer(self._seq, time.monotonic() + _SPAWN_TIMEOUT_S)
                 except (OSError, queue.Empty) as exc:
                     raise ZygoteUnavailable(f"the zygote did not answer: {exc}") from None
             if type(answer) is not dict or type(answer.get("pid")) is not int:
@@ -94,6 +97,14 @@ class Zygote:
         for fd in theirs[:3]:
             os.close(fd)
         return ZygoteChild(self, answer["pid"], pipes[0][1], pipes[1][0], pipes[2][0])
+
+    def _answer(self, seq: int, deadline: float) -> Any:
+        """The answer to request `seq` (a late answer to one that timed out is dropped: its
+        child found its pipes closed and exited)."""
+        while True:
+            answer = self._answers.get(timeout=max(0.0, deadline - time.monotonic()))
+            if type(answer) is not dict or answer.get("seq") == seq:
+                return answer
 
     def returncode(self, pid: int) -> int | None:
         with self._exited:
@@ -166,7 +177,7 @@ def zygote_for(python: str, directory: str, package_paths: list[str], env: dict,
                 zygote.proc.kill()
         try:
             zygote = start(lambda: Zygote(python, directory, package_paths, env))
-        except OSError as exc:
+        except (OSError, subprocess.SubprocessError) as exc:
             raise ZygoteUnavailable(f"cannot start the zygote: {exc}") from None
         _zygotes[key] = zygote
         return zygote

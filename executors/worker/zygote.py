@@ -10,9 +10,9 @@ SPEC: {"parent": the host's pid, "preload": [package paths]}. The zygote dies wi
 imports the worker and, from the package paths, the restricted runtime's modules (what a worker
 imports at `configure`), then serves requests on fd 0, one message each:
 
-  host -> zygote   {"spec": worker SPEC, "cwd": dir, "env": {...}, "fds": [n, ...]}
+  host -> zygote   {"seq": n, "spec": worker SPEC, "cwd": dir, "env": {...}, "fds": [n, ...]}
                    + descriptors (SCM_RIGHTS): stdin, stdout, stderr, then one per "fds" entry
-  zygote -> host   {"pid": pid} (or {"error": text}) for each request;
+  zygote -> host   {"pid": pid, "seq": n} (or {"error": text, "seq": n}) for request n;
                    {"exit": pid, "status": returncode} when a child ends (negative: a signal)
 
 Each child becomes what `worker.main` would be after its imports: its own session, the three
@@ -127,6 +127,7 @@ def _reap(control: socket.socket) -> None:
 
 
 def _spawn(control: socket.socket, data: bytes, fds: list[int], own: tuple[int, int]) -> None:
+    request: dict = {}
     try:
         request = json.loads(data)
         numbers = request["fds"]
@@ -136,7 +137,8 @@ def _spawn(control: socket.socket, data: bytes, fds: list[int], own: tuple[int, 
     except Exception as exc:  # noqa: BLE001 - a bad request: say so, keep serving
         for fd in fds:
             os.close(fd)
-        _send(control, {"error": f"{type(exc).__name__}: {exc}"})
+        seq = request.get("seq") if type(request) is dict else None
+        _send(control, {"error": f"{type(exc).__name__}: {exc}", "seq": seq})
         return
     if pid == 0:
         try:
@@ -145,7 +147,7 @@ def _spawn(control: socket.socket, data: bytes, fds: list[int], own: tuple[int, 
             os._exit(70)
     for fd in fds:
         os.close(fd)
-    _send(control, {"pid": pid})
+    _send(control, {"pid": pid, "seq": request.get("seq")})
 
 
 def _become_worker(control: socket.socket, request: dict, fds: list[int],
