@@ -23,6 +23,7 @@ from .cli_render import HumanPrinter, drive, save_run, show_answer, show_saved
 from .constrain.request import SPELLINGS
 from .events import NOT_JSON, plain_json
 from .run import ErrorKind
+from .tracing.cli import TracingUnavailable, add_trace_option, trace_session
 
 __all__ = ["main", "build_parser", "make_executor", "make_model", "load_tools", "UsageError",
            "HumanPrinter", "drive", "show_answer"]
@@ -208,7 +209,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     tools = load_tools(args.tools or ())
     model = make_model(args)
     executor = executor_from_args(args)
-    with executor:
+    with trace_session(args.trace), executor:
         try:
             agent = CodeAgent(model, tools=tools, executor=executor, max_steps=args.max_steps,
                               max_context_tokens=args.context_tokens, output_dir=args.out)
@@ -390,6 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--save", metavar="PATH", help="save the RunResult as JSON (its figures beside it)")
     run.add_argument("--out", metavar="DIR", type=out_dir, help="save the run as DIR/<run_id>.json and the figures its code "
                                                   "makes as DIR/<run_id>.figure-<n>.png, as they come")
+    add_trace_option(run)
     run.add_argument("--constrain", choices=("none", "auto", *SPELLINGS), default="none",
                      help="constrained decoding: auto probes what the endpoint honours; json_schema, "
                           "json_object, grammar, guided_json, guided_grammar force a spelling (default: none)")
@@ -437,7 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_exec(args)
         if args.command == "demo":
             return cmd_demo(args)
-    except UsageError as exc:
+    except (UsageError, TracingUnavailable) as exc:
         print(f"codeagent {args.command}: {exc}", file=sys.stderr)
         return 2
     except ExecutorError as exc:
