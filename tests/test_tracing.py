@@ -14,7 +14,6 @@ import threading
 from pathlib import Path
 
 import executors_under_test
-import pytest
 from tracing_support import Tree, spans  # noqa: F401  (the fixture)
 
 from codeagent import CodeAgent, ScriptedModel, SingleCallAgent, ToolCallingAgent, tool

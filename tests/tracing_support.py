@@ -128,7 +128,9 @@ class OTLPSink:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def receive(self, body: bytes) -> None:
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
 
         request = ExportTraceServiceRequest()
         request.ParseFromString(body)

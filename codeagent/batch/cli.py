@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..tracing.setup import EXPORTERS
+from ..tracing.export import EXPORTERS
 from .factories import AGENT_MODES
 from .scheduler import BACKENDS, DEFAULT_TIMEOUT_S, BatchError, run_batch
 from .summary import BatchSummary, compare

@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..tracing.batch import TRACE_KEY, batch_span, worker_config
-from ..tracing.setup import TracingUnavailable
-from ..tracing.setup import setup as setup_tracing
+from ..tracing.export import TracingUnavailable
+from ..tracing.export import setup as setup_tracing
 from .pool import Event, Pool, Slot
 from .progress import make_progress
 from .store import ResultStore

@@ -11,7 +11,7 @@
 The span tree and its attributes: `codeagent.tracing.spans`; tool spans and why they open in the
 Tool wrapper: `codeagent.tracing.tools`; the conventions' shape and content capture (off unless
 `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`): `codeagent.tracing.content`; where
-spans go: `codeagent.tracing.setup`; batches: `codeagent.tracing.batch`. codeagent depends on
+spans go: `codeagent.tracing.export`; batches: `codeagent.tracing.batch`. codeagent depends on
 `opentelemetry-api` only when a provider is configured, and never imports it to find out.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from .content import configure
 from .otel import TRACER_NAME, enabled
-from .setup import EXPORTERS, TracingUnavailable, flush, session, setup, shutdown
+from .export import EXPORTERS, TracingUnavailable, flush, session, setup, shutdown
 
 __all__ = ["setup", "session", "flush", "shutdown", "configure", "enabled", "EXPORTERS", "TRACER_NAME",
            "TracingUnavailable"]

@@ -28,7 +28,7 @@ def worker_config(exporter: str | None) -> dict[str, Any] | None:
     """What a worker needs to trace like the driver: the exporter and the OTEL_* variables."""
     if exporter is None:
         return None
-    from .setup import EXPORTERS
+    from .export import EXPORTERS
 
     if exporter not in EXPORTERS:
         raise ValueError(f"unknown trace exporter {exporter!r}: choose one of {', '.join(EXPORTERS)}")
@@ -42,7 +42,7 @@ def start_worker(config: Mapping[str, Any] | None) -> None:
     for key, value in dict(config.get("env") or {}).items():
         if isinstance(key, str) and key.startswith("OTEL_") and isinstance(value, str):
             os.environ.setdefault(key, value)
-    from .setup import setup
+    from .export import setup
 
     setup(str(config.get("exporter", "otlp")))
 
@@ -87,7 +87,7 @@ def task_span(carrier: Any, task_id: str) -> Iterator[Any]:
                                          record_exception=False, set_status_on_exception=False) as span:
             yield span
     finally:
-        from .setup import flush
+        from .export import flush
 
         flush()
 

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .setup import EXPORTERS, TracingUnavailable, setup
+from .export import EXPORTERS, TracingUnavailable, setup
 
 __all__ = ["add_trace_option", "trace_session", "TracingUnavailable"]
 
@@ -29,7 +29,7 @@ def trace_session(exporter: str | None) -> Iterator[None]:
         setup(exporter)
     except TracingUnavailable as exc:
         raise TracingUnavailable(f"--trace {exporter}: {exc}")
-    from .setup import flush
+    from .export import flush
 
     try:
         yield

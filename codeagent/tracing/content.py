@@ -90,11 +90,19 @@ def settings() -> Settings:
     return Settings(bool(latest), bool(capture), max_chars)
 
 
-def render(value: Any, s: Settings) -> str:
-    """A value as JSON text for an attribute, without running any method of it; cut to the limit."""
+def plain(value: Any) -> Any:
+    """`value` if it is plain JSON data (exact builtin types), else its type's name in brackets."""
     safe = plain_json(value, max_items=1000)
-    if safe is NOT_JSON:
-        return f"<{type(value).__name__} object>"
+    return f"<{type(value).__name__} object>" if safe is NOT_JSON else safe
+
+
+def render(value: Any, s: Settings) -> str:
+    """A value as JSON text for an attribute, without running any method of it; cut to the limit.
+    A dict's values are rendered one by one (a tool's arguments keep their names)."""
+    if type(value) is dict and all(type(k) is str for k in value):
+        safe: Any = {k: plain(v) for k, v in value.items()}
+    else:
+        safe = plain(value)
     if isinstance(safe, str):
         return s.cut(safe)
     return s.cut(json.dumps(safe, ensure_ascii=False, default=str))
