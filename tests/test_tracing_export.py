@@ -75,6 +75,7 @@ def check_batch_traces(sink: OTLPSink, ids: list[str]) -> None:
     for t in tasks:
         assert t["parent"] is None
         assert t["links"] == [{"trace_id": batch["trace_id"], "span_id": batch["span_id"]}]
+        assert t["attributes"]["codeagent.batch.trace_id"] == batch["trace_id"]
         runs = [s for s in sink.named("invoke_agent CodeAgent") if s["parent"] == t["span_id"]]
         assert len(runs) == 1 and runs[0]["trace_id"] == t["trace_id"]
     assert batch["attributes"]["codeagent.batch.tasks"] == len(ids)

@@ -18,8 +18,8 @@ spans go: `codeagent.tracing.export`; batches: `codeagent.tracing.batch`. codeag
 from __future__ import annotations
 
 from .content import configure
-from .otel import TRACER_NAME, enabled
 from .export import EXPORTERS, TracingUnavailable, flush, session, setup, shutdown
+from .otel import TRACER_NAME, enabled
 
 __all__ = ["setup", "session", "flush", "shutdown", "configure", "enabled", "EXPORTERS", "TRACER_NAME",
            "TracingUnavailable"]

@@ -77,13 +77,16 @@ def task_span(carrier: Any, task_id: str) -> Iterator[Any]:
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
     links = []
+    attributes = {"codeagent.batch.task_id": task_id}
     if isinstance(carrier, Mapping) and all(isinstance(v, str) for v in carrier.values()):
         batch = api.get_current_span(TraceContextTextMapPropagator().extract(dict(carrier))).get_span_context()
         if batch.is_valid:
             links.append(api.Link(batch, {"codeagent.link": "batch"}))
+            # also as an attribute: some backends (Phoenix) keep no links
+            attributes["codeagent.batch.trace_id"] = api.format_trace_id(batch.trace_id)
     try:
         with found.start_as_current_span("batch_task", context=Context(), kind=api.SpanKind.INTERNAL, links=links,
-                                         attributes={"codeagent.batch.task_id": task_id},
+                                         attributes=attributes,
                                          record_exception=False, set_status_on_exception=False) as span:
             yield span
     finally:

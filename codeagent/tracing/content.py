@@ -22,6 +22,7 @@ sampling settings is read, and URLs lose their credentials.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -31,7 +32,7 @@ from typing import Any
 from ..events import NOT_JSON, plain_json
 from ..memory import truncate_middle
 
-__all__ = ["Settings", "settings", "configure", "render", "input_messages", "output_message",
+__all__ = ["Settings", "settings", "run_settings", "configure", "render", "input_messages", "output_message",
            "OPT_IN_ENV", "CAPTURE_ENV", "MAX_CHARS_ENV", "LATEST"]
 
 OPT_IN_ENV = "OTEL_SEMCONV_STABILITY_OPT_IN"
@@ -73,7 +74,17 @@ def configure(*, capture_content: bool | None = None, max_chars: int | None = No
             _overrides[key] = value
 
 
+# The settings of the run whose execution (or tool calls) is under way: a tool call reads them from
+# here, not from the environment (an environment lookup costs microseconds on the hot path).
+run_settings: contextvars.ContextVar[Settings | None] = contextvars.ContextVar("codeagent_trace_settings",
+                                                                              default=None)
+
+
 def settings() -> Settings:
+    """The settings in force now: the running run's, else the environment's and `configure`'s."""
+    current = run_settings.get()
+    if current is not None:
+        return current
     env = os.environ
     latest = _overrides.get("latest")
     if latest is None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from .content import Settings, input_messages, output_message, settings
+from .content import Settings, input_messages, output_message, run_settings, settings
 from .otel import otel_trace, set_error, tracer
 
 __all__ = ["NO_TRACE", "RunTrace", "start_run", "provider_name"]
@@ -154,7 +154,7 @@ class RunTrace:
 
     def current(self, span: Any) -> _Current:
         """Make `span` current around a synchronous block (ToolCallingAgent's tool calls)."""
-        return _Current(self.api, span)
+        return _Current(self.api, span, self.s)
 
     # -- the end -------------------------------------------------------------------------------
 
@@ -228,16 +228,18 @@ def _json(value: Any) -> str:
 
 
 class _Current:
-    def __init__(self, api: Any, span: Any) -> None:
-        self.api, self.span = api, span
+    def __init__(self, api: Any, span: Any, s: Settings) -> None:
+        self.api, self.span, self.s = api, span, s
 
     def __enter__(self) -> _Current:
         from opentelemetry import context
 
         self._token = context.attach(self.api.set_span_in_context(self.span)) if self.span is not None else None
+        self._settings = run_settings.set(self.s)
         return self
 
     def __exit__(self, *exc: object) -> bool:
+        run_settings.reset(self._settings)
         if self._token is not None:
             from opentelemetry import context
 
@@ -358,6 +360,7 @@ class _Execution:
         from opentelemetry import context
 
         self.token = context.attach(api.set_span_in_context(self.span))
+        self.settings_token = run_settings.set(trace.s)
         return self
 
     def result(self, result: Any) -> None:
@@ -381,6 +384,7 @@ class _Execution:
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
         from opentelemetry import context
 
+        run_settings.reset(self.settings_token)
         context.detach(self.token)
         if exc is not None:
             set_error(self.span, type(exc).__name__, self.trace.s.describe(type(exc).__name__, str(exc)))

@@ -48,11 +48,7 @@ def traced_call(tool: Any, tracer: Any, call: Callable[..., Any], args: tuple[An
     """`call(*args, **kwargs)` inside an `execute_tool {tool.name}` span (child of the current)."""
     api = otel_trace()
     s = settings()
-    attributes: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool.name,
-                                  "gen_ai.tool.type": "function"}
-    description = (tool.description or "").strip().split("\n", 1)[0]
-    if description:
-        attributes["gen_ai.tool.description"] = description[:300]
+    attributes = _attributes(tool)
     call_id = _CALL_ID.get()
     if call_id:
         attributes["gen_ai.tool.call.id"] = call_id
@@ -69,6 +65,23 @@ def traced_call(tool: Any, tracer: Any, call: Callable[..., Any], args: tuple[An
         if s.capture:
             span.set_attribute("gen_ai.tool.call.result", render(value, s))
         return value
+
+
+def _attributes(tool: Any) -> dict[str, Any]:
+    """The span attributes every call of `tool` shares (made once per tool and name)."""
+    cached = getattr(tool, "_span_attributes", None)
+    if cached is not None and cached["gen_ai.tool.name"] == tool.name:
+        return dict(cached)
+    attributes: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool.name,
+                                  "gen_ai.tool.type": "function"}
+    description = (tool.description or "").strip().split("\n", 1)[0]
+    if description:
+        attributes["gen_ai.tool.description"] = description[:300]
+    try:
+        tool._span_attributes = attributes
+    except AttributeError:  # a tool that takes no attributes: made anew each call
+        pass
+    return dict(attributes)
 
 
 def _text(exc: BaseException) -> str | None:
