@@ -25,7 +25,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
+
+from weak_model_e2e import stop_server  # noqa: E402  (one way to stop a server we started)
 
 
 def free_port() -> int:
@@ -104,11 +106,7 @@ def run(phoenix: str, tasks: int, start_timeout: float) -> dict[str, Any]:
             batches = phoenix_spans(base, "batch")
             traces = get(f"{base}/v1/projects/default/traces?limit=1000")["data"]
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_server(proc)
             log.close()
     ids = sorted(str(attribute(s, "codeagent.batch.task_id")) for s in roots)
     task_traces = {s["trace_id"] for s in roots}

@@ -17,22 +17,11 @@ import executors_under_test
 from tracing_support import Tree, spans  # noqa: F401  (the fixture)
 
 from codeagent import CodeAgent, ScriptedModel, SingleCallAgent, ToolCallingAgent, tool
+from codeagent.batch.testing import add, boom  # add(a, b); boom(message) raises RuntimeError
 from codeagent.replies import ModelReply, ToolCall
 
 make_executor = executors_under_test.make_executor  # the fixture: every place code can run
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-@tool
-def boom(message: str) -> str:
-    """Always fails."""
-    raise RuntimeError(message)
 
 
 SECOND_STEP = ("a = add(1, 2)\nb = add(a, 4)\ntry:\n    boom('no luck')\nexcept Exception as e:\n"

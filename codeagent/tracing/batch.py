@@ -19,7 +19,7 @@ from typing import Any
 
 from .otel import otel_trace, set_error, tracer
 
-__all__ = ["TRACE_KEY", "batch_span", "task_span", "worker_config", "start_worker"]
+__all__ = ["TRACE_KEY", "batch_span", "task_span", "end_task", "worker_config", "start_worker"]
 
 TRACE_KEY = "_codeagent_trace"
 
