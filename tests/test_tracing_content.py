@@ -167,3 +167,38 @@ def test_empty_replies_and_endpoint_retries_are_events(spans):  # noqa: F811
     assert "stop" in first.events[1].attributes["codeagent.reason"]
     assert first.attributes["codeagent.attempt"] == 1 and second.attributes["codeagent.attempt"] == 2
     assert tree.parent(first) is tree.parent(second)  # both requests of the same step
+
+
+@pytest.fixture
+def metrics_reader():
+    from opentelemetry import metrics
+    from opentelemetry.metrics import _internal
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.util._once import Once
+
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    assert _internal._METER_PROVIDER is None
+    _internal._METER_PROVIDER_SET_ONCE = Once()
+    metrics.set_meter_provider(provider)
+    try:
+        yield reader
+    finally:
+        provider.shutdown()
+        _internal._METER_PROVIDER = None
+        _internal._METER_PROVIDER_SET_ONCE = Once()
+
+
+def test_token_and_duration_histograms_of_the_conventions(spans, metrics_reader):  # noqa: F811
+    replies = [{"text": code("final_answer(1)"), "usage": {"prompt_tokens": 120, "completion_tokens": 7}}]
+    with OpenAIStub(replies) as stub:
+        assert CodeAgent(OpenAIModel("m", base_url=stub.base_url)).run("answer").output == 1
+    found = {m.name: m for rm in metrics_reader.get_metrics_data().resource_metrics
+             for sm in rm.scope_metrics for m in sm.metrics}
+    tokens = {p.attributes["gen_ai.token.type"]: p for p in found["gen_ai.client.token.usage"].data.data_points}
+    assert tokens["input"].sum == 120 and tokens["output"].sum == 7
+    assert tokens["input"].attributes["gen_ai.request.model"] == "m"
+    assert found["gen_ai.client.token.usage"].unit == "{token}"
+    (duration,) = found["gen_ai.client.operation.duration"].data.data_points
+    assert duration.count == 1 and duration.sum > 0 and duration.attributes["gen_ai.operation.name"] == "chat"

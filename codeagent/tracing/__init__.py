@@ -11,7 +11,8 @@
 The span tree and its attributes: `codeagent.tracing.spans`; tool spans and why they open in the
 Tool wrapper: `codeagent.tracing.tools`; the conventions' shape and content capture (off unless
 `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`): `codeagent.tracing.content`; where
-spans go: `codeagent.tracing.export`; batches: `codeagent.tracing.batch`. codeagent depends on
+spans go: `codeagent.tracing.export`; batches: `codeagent.tracing.batch`; the conventions' token
+and duration histograms (to a configured meter provider): `codeagent.tracing.metrics`. codeagent depends on
 `opentelemetry-api` only when a provider is configured, and never imports it to find out.
 """
 

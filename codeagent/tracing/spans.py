@@ -19,10 +19,12 @@ provider, a run gets `NO_TRACE`, whose hooks do nothing.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
 from .content import Settings, input_messages, output_message, run_settings, settings
+from .metrics import record_chat
 from .otel import otel_trace, set_error, tracer
 
 __all__ = ["NO_TRACE", "RunTrace", "start_run", "provider_name"]
@@ -32,6 +34,10 @@ MODES = {"CodeBlock": "code", "SingleCall": "single_call", None: "tool_calling"}
 REQUEST_OPTIONS = {"temperature": "temperature", "max_tokens": "max_tokens", "max_completion_tokens": "max_tokens",
                    "top_p": "top_p", "top_k": "top_k", "seed": "seed", "frequency_penalty": "frequency_penalty",
                    "presence_penalty": "presence_penalty"}
+
+
+METRIC_ATTRIBUTES = ("gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.system", "gen_ai.request.model",
+                     "server.address", "server.port")
 
 
 class _Null:
@@ -273,6 +279,8 @@ class _Chat:
         parent = api.set_span_in_context(self.step_span) if self.step_span is not None else trace.context
         self.span = trace.tracer.start_span(f"chat {trace.model_id}", context=parent, kind=span_kind,
                                             attributes=attributes)
+        self.metric_attributes = {k: v for k, v in attributes.items() if k in METRIC_ATTRIBUTES}
+        self.usage, self.started = None, time.perf_counter()
         if trace.s.capture:
             self._input()
         self.seen = len(getattr(model, "adaptations", None) or ())
@@ -297,6 +305,7 @@ class _Chat:
 
     def reply(self, reply: Any, has_content: bool) -> None:
         span, s = self.span, self.trace.s
+        self.usage = reply.usage
         span.set_attribute("gen_ai.usage.input_tokens", reply.usage.prompt_tokens)
         span.set_attribute("gen_ai.usage.output_tokens", reply.usage.completion_tokens)
         span.set_attribute("gen_ai.response.finish_reasons", [reply.finish_reason or "stop"])
@@ -317,11 +326,13 @@ class _Chat:
         notes = list(getattr(self.trace.model, "adaptations", None) or ())
         for note in notes[self.seen:]:  # the model retried after the endpoint rejected an option
             self.span.add_event("codeagent.retry", {"codeagent.reason": str(note)[:500]})
+        kind = None
         if exc is not None:
             status = getattr(exc, "status", None)
             kind = str(status) if isinstance(status, int) else type(exc).__name__
             set_error(self.span, kind, self.trace.s.describe(kind, str(exc)))
         self.span.end()
+        record_chat(self.metric_attributes, time.perf_counter() - self.started, self.usage, kind)
         return False
 
 
