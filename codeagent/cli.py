@@ -116,8 +116,16 @@ def executor_from_args(args: argparse.Namespace, **options: Any) -> Any:
         access = access_from_args(args)
     except GrantError as exc:
         raise UsageError(str(exc))
-    return make_executor(args.executor, authorized_imports=args.imports, limits=_limits(args), access=access,
-                         **options)
+    executor = make_executor(args.executor, authorized_imports=args.imports, limits=_limits(args),
+                             access=access, **options)
+    show_isolation(args, executor)
+    return executor
+
+
+def show_isolation(args: argparse.Namespace, executor: Any) -> None:
+    """--verbose: what holds the code, per concern (the executor's `isolation`), on stderr."""
+    if getattr(args, "verbose", False):
+        print(f"isolation: {executor.isolation}", file=sys.stderr)
 
 
 def check_imports(executor: str, imports: Sequence[str] | None) -> None:
@@ -313,6 +321,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         note = ("note: SCRIPTED run — no model was called; the reply is bundled with codeagent. "
                 "Pass --base-url URL --model NAME (or set OPENAI_BASE_URL) to use a real model.")
     executor = make_executor(args.executor)
+    show_isolation(args, executor)
     demo.CALLS.clear()
     t0 = time.perf_counter()
     with executor, CodeAgent(model, tools=demo.demo_tools(), executor=executor, max_steps=args.max_steps) as agent:
@@ -361,9 +370,12 @@ def _model_options(p: argparse.ArgumentParser) -> None:
 
 
 def _executor_options(p: argparse.ArgumentParser, *, imports: bool = True) -> None:
-    p.add_argument("--executor", choices=EXECUTORS, default="local",
+    p.add_argument("--executor", choices=EXECUTORS, default="subprocess",
                    help="where the code runs: local (in this process, restricted), subprocess (a child "
-                        "process, restricted) or docker (a container) (default: local)")
+                        "process, restricted, confined by the kernel where it can) or docker (a "
+                        "container) (default: subprocess)")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="show what the executor enforces and by what (its isolation table) on stderr")
     if imports:
         p.add_argument("--import", dest="imports", action="append", metavar="MODULE",
                        help="a module the code may import besides the safe defaults; 'pkg.*' for its "

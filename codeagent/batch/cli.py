@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--factory", metavar="MODULE:ATTR", help="your own agent factory instead of the options above")
     g.add_argument("--factory-options", metavar="JSON", default="{}", help="keyword arguments for --factory (a JSON object)")
     r = p.add_argument_group("running")
-    r.add_argument("--executor", choices=tuple(EXECUTOR_KINDS), default="local",
+    r.add_argument("--executor", choices=tuple(EXECUTOR_KINDS), default="subprocess",
                    help="where code runs: one warm executor per worker, reused by its tasks")
     r.add_argument("--action-timeout", type=float, help="time limit of one code action, in seconds")
     r.add_argument("--backend", choices=BACKENDS, default="local")
