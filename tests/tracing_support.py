@@ -14,10 +14,28 @@ from __future__ import annotations
 import gzip
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+
+
+@contextmanager
+def global_provider(module: Any, name: str, install: Any, provider: Any) -> Iterator[Any]:
+    """`provider` as OpenTelemetry's global (`module.<name>`, set with `install`) for a block, then
+    none again, as opentelemetry's test utilities reset it."""
+    from opentelemetry.util._once import Once
+
+    assert getattr(module, name) is None, f"another test left a global {name} behind"
+    setattr(module, f"{name}_SET_ONCE", Once())
+    install(provider)
+    try:
+        yield provider
+    finally:
+        provider.shutdown()
+        setattr(module, name, None)
+        setattr(module, f"{name}_SET_ONCE", Once())
 
 
 @pytest.fixture
@@ -26,20 +44,12 @@ def spans() -> Iterator[Any]:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-    from opentelemetry.util._once import Once
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    assert trace._TRACER_PROVIDER is None, "another test left a global tracer provider behind"
-    trace._TRACER_PROVIDER_SET_ONCE = Once()
-    trace.set_tracer_provider(provider)
-    try:
+    with global_provider(trace, "_TRACER_PROVIDER", trace.set_tracer_provider, provider):
         yield exporter
-    finally:
-        provider.shutdown()
-        trace._TRACER_PROVIDER = None
-        trace._TRACER_PROVIDER_SET_ONCE = Once()
 
 
 class Tree:
@@ -79,11 +89,11 @@ class Tree:
             walk(root, 0)
         return "\n".join(lines)
 
-    def values(self) -> list[str]:
-        """Every attribute and event value of every span, as text (for leak checks)."""
+    def values(self, skip: tuple[str, ...] = ()) -> list[str]:
+        """Every attribute (but `skip`) and event value of every span, as text (for leak checks)."""
         out = []
         for s in self.all:
-            out += [str(v) for v in s.attributes.values()]
+            out += [str(v) for k, v in s.attributes.items() if k not in skip]
             out += [str(v) for e in s.events for v in e.attributes.values()]
             out.append(str(s.status.description or ""))
         return out

@@ -9,8 +9,9 @@ and none configured records nothing); the buckets are the conventions' advice.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
+
+from .otel import TRACER_NAME, from_provider
 
 __all__ = ["record_chat"]
 
@@ -20,16 +21,13 @@ _cache: list[Any] = [None, None]  # [meter provider, (token histogram, duration 
 
 
 def _histograms() -> Any:
-    api = sys.modules.get("opentelemetry.metrics")
-    if api is None:
-        return None
-    provider = api.get_meter_provider()
-    if provider is _cache[0]:
-        return _cache[1]
-    if isinstance(provider, (api.NoOpMeterProvider, api._internal._ProxyMeterProvider)):
-        return None
-    meter = provider.get_meter("codeagent")
-    found = (
+    return from_provider(_cache, "opentelemetry.metrics", "get_meter_provider",
+                         lambda api: (api.NoOpMeterProvider, api._internal._ProxyMeterProvider), _make)
+
+
+def _make(provider: Any) -> tuple[Any, Any]:
+    meter = provider.get_meter(TRACER_NAME)
+    return (
         meter.create_histogram("gen_ai.client.token.usage", unit="{token}",
                                description="Number of input and output tokens used.",
                                explicit_bucket_boundaries_advisory=TOKEN_BUCKETS),
@@ -37,8 +35,6 @@ def _histograms() -> Any:
                                description="GenAI operation duration.",
                                explicit_bucket_boundaries_advisory=DURATION_BUCKETS),
     )
-    _cache[0], _cache[1] = provider, found
-    return found
 
 
 def record_chat(attributes: dict[str, Any], duration_s: float, usage: Any, error_type: str | None) -> None:

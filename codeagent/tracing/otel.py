@@ -9,6 +9,7 @@ API loaded but no provider set (the API's proxy, or its no-op provider), tracing
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["tracer", "otel_trace", "enabled", "TRACER_NAME", "set_error", "scrub"]
@@ -22,19 +23,28 @@ def otel_trace() -> Any:
     return sys.modules.get("opentelemetry.trace")
 
 
-def tracer() -> Any:
-    """codeagent's tracer from the configured provider, or None when no provider is configured."""
-    api = sys.modules.get("opentelemetry.trace")
+def from_provider(cache: list[Any], module: str, get: str, off: Callable[[Any], tuple[type, ...]],
+                  make: Callable[[Any], Any]) -> Any:
+    """`make(provider)` for the provider the API `module` has configured (`module.<get>()`), made
+    once per provider (`cache`: [provider, made]); None when the module is not loaded or its
+    provider is one of `off(module)` (the API's proxy and no-op providers)."""
+    api = sys.modules.get(module)
     if api is None:
         return None
-    provider = api.get_tracer_provider()
-    if provider is _cache[0]:
-        return _cache[1]
-    if isinstance(provider, (api.ProxyTracerProvider, api.NoOpTracerProvider)):
+    provider = getattr(api, get)()
+    if provider is cache[0]:
+        return cache[1]
+    if isinstance(provider, off(api)):
         return None
-    found = provider.get_tracer(TRACER_NAME, _version())
-    _cache[0], _cache[1] = provider, found
-    return found
+    cache[0], cache[1] = provider, make(provider)
+    return cache[1]
+
+
+def tracer() -> Any:
+    """codeagent's tracer from the configured provider, or None when no provider is configured."""
+    return from_provider(_cache, "opentelemetry.trace", "get_tracer_provider",
+                         lambda api: (api.ProxyTracerProvider, api.NoOpTracerProvider),
+                         lambda provider: provider.get_tracer(TRACER_NAME, _version()))
 
 
 def enabled() -> bool:
