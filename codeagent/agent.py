@@ -17,6 +17,7 @@ agent's `output_dir` when it has one, and shown to the model: as images when it 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Generator, Iterable, Iterator, Mapping
@@ -36,7 +37,7 @@ from .parsing import CodeParseError
 from .prompts import PROMPTS_DIR, load_prompt
 from .replies import ModelReply
 from .run import ActionRefused, ErrorKind, Recorder, RunResult, RunStatus, Step, StepRecord
-from .tools import Tool, tools_by_name
+from .tools import Tool, collecting_attachments, tools_by_name
 
 __all__ = [
     "CodeAgent", "RunResult", "StepRecord", "RunStatus", "DEFAULT_CODE_TAGS", "ActionRefused",
@@ -246,11 +247,12 @@ class _CodeRun:
         agent, rec = self.agent, self.rec
         executor_name = type(agent._executor).__name__ if agent._executor else "SubprocessExecutor"
         yield rec.start(max_steps=agent.max_steps, tools=list(agent.tools), executor=executor_name,
-                        agent=type(agent).__name__, action_format=self.format)
+                        mode=self.format.mode, agent=type(agent).__name__, action_format=self.format)
         self.format.use_constraint(agent.constraint_kind())
         yield from self.notes.new(rec)
         try:
             self.memory = self._prepare()
+            rec.isolated_by(agent.executor)
         except ExecutorError as exc:
             yield rec.fail_step(None, ErrorKind.EXECUTOR, f"executor failed to start: {exc}")
             yield rec.end()
@@ -333,7 +335,8 @@ class _CodeRun:
         t = time.perf_counter()
         executor = self.agent.executor
         try:
-            with self.rec.trace.execution(step.span, executor, code) as span:
+            with self.rec.trace.execution(step.span, executor, code) as span, \
+                    collecting_attachments() as attached:  # images the tools handed over (MCP image blocks)
                 result = executor.execute(code)
                 span.result(result)
         except ExecutorError as exc:
@@ -341,6 +344,8 @@ class _CodeRun:
             yield self.rec.fail_step(step, ErrorKind.EXECUTOR, f"executor failed: {exc}", ends_run=True)
             return None
         step.exec_time = time.perf_counter() - t
+        if attached:
+            result = dataclasses.replace(result, attachments=(*result.attachments, *attached))
         return result
 
     def observe(self, step: Step, result: ExecutionResult, said: str) -> Iterator[Event]:

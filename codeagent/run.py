@@ -134,6 +134,12 @@ class RunResult(BaseModel):
     duration_s: float = 0.0
     model: str = ""
     scripted: bool = False
+    # how the run was made (what `codeagent view` shows above the steps); empty in older files
+    mode: str = ""  # the agent's action mode: code, single_call, tool_calling
+    executor: str = ""
+    isolation: dict[str, Any] | None = None  # executors.Isolation.to_dict() of the run's executor
+    tools: list[str] = Field(default_factory=list)
+    max_steps: int = 0
 
     @field_serializer("output")
     def _serialize_output(self, value: Any) -> Any:
@@ -254,6 +260,7 @@ class Recorder:
         self.output_repr: str | None = None
         self.error: str | None = None
         self.trace: Any = NO_TRACE  # the run's spans (codeagent.tracing.spans), set by start()
+        self.setup: dict[str, Any] = {}  # mode, executor, tools, max_steps, isolation: kept in the result
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.t0
@@ -261,12 +268,13 @@ class Recorder:
     def event(self, cls: type[Event], step: int | None = None, **fields: Any) -> Any:
         return cls(run_id=self.run_id, step=step, elapsed_s=round(self.elapsed(), 6), **fields)
 
-    def start(self, *, max_steps: int, tools: Sequence[str], executor: str, agent: str = "agent",
-              action_format: Any = None) -> RunStart:
+    def start(self, *, max_steps: int, tools: Sequence[str], executor: str, mode: str = "code",
+              agent: str = "agent", action_format: Any = None) -> RunStart:
         """The run starts when iteration does: the clock restarts here (and its trace, if any)."""
         self.t0 = time.perf_counter()
-        self.trace = start_run(agent=agent, model=self.model, action_format=action_format, max_steps=max_steps,
-                               executor=executor, run_id=self.run_id, task=self.task)
+        self.setup.update(mode=mode, executor=executor, tools=list(tools), max_steps=max_steps)
+        self.trace = start_run(agent=agent, model=self.model, mode=mode, action_format=action_format,
+                               max_steps=max_steps, executor=executor, run_id=self.run_id, task=self.task)
         return self.event(
             RunStart, task=self.task, model=model_name(self.model), scripted=bool(getattr(self.model, "scripted", False)),
             max_steps=max_steps, tools=list(tools), executor=executor,
@@ -310,6 +318,13 @@ class Recorder:
             record.observation = observation if observation is not None else f"Error: {message}"
         self.finish(step)
         return self.event(ErrorEvent, step.number, kind=kind.value, message=message)
+
+    def isolated_by(self, executor: Any) -> None:
+        """Keep what the run's executor enforces (its `isolation`, once it has started)."""
+        try:
+            self.setup["isolation"] = executor.isolation.to_dict()
+        except Exception:  # an executor without a report (or a broken one): the run goes on
+            self.setup["isolation"] = None
 
     def attach(self, step: Step, attachments: Sequence[Any]) -> list[AttachmentRecord]:
         """Record the step's attachments, numbered across the run; with an output_dir, save each
@@ -407,6 +422,7 @@ class Recorder:
             run_id=self.run_id, task=self.task, status=self.status, output=self.output,
             output_repr=self.output_repr, error=self.error, steps=self.steps, usage=self.usage,
             duration_s=duration, model=model_name(self.model), scripted=bool(getattr(self.model, "scripted", False)),
+            **self.setup,
         )
         self.trace.end(self)
         return self.event(

@@ -29,7 +29,6 @@ from .otel import otel_trace, set_error, tracer
 
 __all__ = ["NO_TRACE", "RunTrace", "start_run", "provider_name"]
 
-MODES = {"CodeBlock": "code", "SingleCall": "single_call", None: "tool_calling"}
 # The request settings the conventions name; nothing else of a request is read (no headers, keys).
 REQUEST_OPTIONS = {"temperature": "temperature", "max_tokens": "max_tokens", "max_completion_tokens": "max_tokens",
                    "top_p": "top_p", "top_k": "top_k", "seed": "seed", "frequency_penalty": "frequency_penalty",
@@ -102,8 +101,8 @@ def start_run(**fields: Any) -> NullTrace | RunTrace:
 class RunTrace:
     """The spans of one traced run; see the module docstring."""
 
-    def __init__(self, tracer_: Any, s: Settings, *, agent: str, model: Any, action_format: Any, max_steps: int,
-                 executor: str, run_id: str, task: str) -> None:
+    def __init__(self, tracer_: Any, s: Settings, *, agent: str, model: Any, mode: str, action_format: Any,
+                 max_steps: int, executor: str, run_id: str, task: str) -> None:
         api = self.api = otel_trace()
         self.tracer, self.s, self.model, self.format = tracer_, s, model, action_format
         self.model_id = str(getattr(model, "model_id", type(model).__name__))
@@ -113,7 +112,7 @@ class RunTrace:
         attributes = {
             "gen_ai.operation.name": "invoke_agent", self.provider_key: self.provider, "gen_ai.agent.name": agent,
             "gen_ai.request.model": self.model_id, "gen_ai.conversation.id": run_id, "codeagent.run_id": run_id,
-            "codeagent.mode": MODES.get(format_name, format_name or "tool_calling"),
+            "codeagent.mode": mode,
             "codeagent.action_format": format_name or "tool_calls", "codeagent.max_steps": max_steps,
             "codeagent.executor": executor,
         }

@@ -49,6 +49,11 @@ class Repr(str):
         return self
 
 
+# Repr classes of this codec: a restricted worker holds two copies of it (the worker's own
+# `worker.codec` and the runtime's `executors.worker.codec`), and the runtime's reprs stay reprs.
+REPR_TYPES: set[type] = {Repr}
+
+
 class _TooLarge(Exception):
     pass
 
@@ -172,8 +177,9 @@ class _Encoder:
         self.budget -= 1
         if self.budget < 0:
             raise _TooLarge
-        if t is Repr:
-            return {TAG: "repr", "v": str.__str__(v), "type": str(v.type_name)}
+        if t in REPR_TYPES:
+            name = v.type_name
+            return {TAG: "repr", "v": str.__str__(v), "type": name if type(name) is str else ""}
         if t is bytes or t is bytearray or t is memoryview:
             return {TAG: "bytes", "v": self.blob(bytes(v))}
         if t is complex:

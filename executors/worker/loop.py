@@ -376,4 +376,10 @@ def _load_restricted(package_paths: list):
     for path in package_paths:
         if isinstance(path, str) and path not in sys.path:
             sys.path.insert(0, path)
-    return importlib.import_module(RESTRICTED_RUNTIME)
+    served = importlib.import_module(RESTRICTED_RUNTIME)
+    runtime_codec = sys.modules.get("executors.worker.codec")
+    if runtime_codec is not None:  # the runtime's copy of the codec: its Repr is ours too
+        from . import codec
+
+        codec.REPR_TYPES.add(runtime_codec.Repr)
+    return served
