@@ -180,10 +180,10 @@ class Tool:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         found = tracer()  # None unless a tracer provider is configured (codeagent.tracing)
         if found is not None:
-            return traced_call(self, found, self._call, args, kwargs)
-        return self._call(*args, **kwargs)
+            return traced_call(self, found, self._validated_call, args, kwargs)
+        return self._validated_call(*args, **kwargs)
 
-    def _call(self, *args: Any, **kwargs: Any) -> Any:
+    def _validated_call(self, *args: Any, **kwargs: Any) -> Any:
         bound = self._bind(args, kwargs)
         if self.timeout_s is None:
             return self._invoke(bound)
