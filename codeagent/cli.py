@@ -27,6 +27,7 @@ from .constrain.request import SPELLINGS
 from .events import NOT_JSON, plain_json
 from .mcp.cli import add_client_options, add_serve_options
 from .run import ErrorKind
+from .tracing.cli import TracingUnavailable, add_trace_option, trace_session
 
 __all__ = ["main", "build_parser", "make_executor", "make_model", "load_tools", "UsageError",
            "HumanPrinter", "drive", "show_answer"]
@@ -226,7 +227,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         executor.close()
         raise
     tools += toolset.tools if toolset is not None else []
-    with executor, toolset or contextlib.nullcontext():
+    with trace_session(args.trace), executor, toolset or contextlib.nullcontext():
         try:
             agent = CodeAgent(model, tools=tools, executor=executor, max_steps=args.max_steps,
                               max_context_tokens=args.context_tokens, output_dir=args.out)
@@ -431,6 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--save", metavar="PATH", help="save the RunResult as JSON (its figures beside it)")
     run.add_argument("--out", metavar="DIR", type=out_dir, help="save the run as DIR/<run_id>.json and the figures its code "
                                                   "makes as DIR/<run_id>.figure-<n>.png, as they come")
+    add_trace_option(run)
     run.add_argument("--constrain", choices=("none", "auto", *SPELLINGS), default="none",
                      help="constrained decoding: auto probes what the endpoint honours; json_schema, "
                           "json_object, grammar, guided_json, guided_grammar force a spelling (default: none)")
@@ -496,7 +498,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_demo(args)
         if args.command == "mcp-serve":
             return cmd_mcp_serve(args)
-    except UsageError as exc:
+    except (UsageError, TracingUnavailable) as exc:
         print(f"codeagent {args.command}: {exc}", file=sys.stderr)
         return 2
     except ExecutorError as exc:

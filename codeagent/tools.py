@@ -24,6 +24,9 @@ from pydantic import TypeAdapter, ValidationError
 
 from executors.base import FINAL_ANSWER_NAME, ToolError
 
+from .tracing.otel import tracer
+from .tracing.tools import traced_call
+
 __all__ = ["Tool", "tool", "ToolArgumentError", "ToolTimeoutError", "safe_repr", "tools_by_name", "attach",
            "collecting_attachments"]
 
@@ -175,6 +178,12 @@ class Tool:
     # -- calling -----------------------------------------------------------------------------
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        found = tracer()  # None unless a tracer provider is configured (codeagent.tracing)
+        if found is not None:
+            return traced_call(self, found, self._validated_call, args, kwargs)
+        return self._validated_call(*args, **kwargs)
+
+    def _validated_call(self, *args: Any, **kwargs: Any) -> Any:
         bound = self._bind(args, kwargs)
         if self.timeout_s is None:
             return self._invoke(bound)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..mcp.cli import add_client_options, server_specs
+from ..tracing.export import EXPORTERS
 from .factories import AGENT_MODES
 from .scheduler import BACKENDS, DEFAULT_TIMEOUT_S, BatchError, run_batch
 from .summary import BatchSummary, compare
@@ -69,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--retries", type=int, default=1, help="extra tries for a task whose worker crashed or whose agent raised")
     r.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
                    help="on stderr: a bar on a terminal, NDJSON events otherwise")
+    r.add_argument("--trace", choices=EXPORTERS, help="OpenTelemetry spans, one trace per task: otlp (to "
+                   "$OTEL_EXPORTER_OTLP_ENDPOINT) or console (stderr); needs codeagent[otel]")
     p.add_argument("--json", action="store_true", help="print the summary (or comparison) as JSON")
     return p
 
@@ -139,7 +142,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         timeout_s=args.task_timeout or None, retries=args.retries, options=options,
         executor=args.executor,
         executor_options=executor_options, address=args.address,
-        ray_options={"num_cpus": args.cpus_per_worker}, progress=args.progress,
+        ray_options={"num_cpus": args.cpus_per_worker}, progress=args.progress, trace=args.trace,
     )
     print(json.dumps(summary.to_dict(), indent=2) if args.json else summary.table())
     return _status(summary)
