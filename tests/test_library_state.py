@@ -50,6 +50,31 @@ def test_matplotlib_rcparams_are_restored():
     assert dict(mpl.rcParams) == before
 
 
+def test_rcparams_lists_changed_in_place_are_judged_by_identity():
+    """An item replaced in place, even by an equal copy or by an object whose `==` says "same",
+    is put back, and what the step put there is never compared (its `__eq__` would run here)."""
+    mpl = pytest.importorskip("matplotlib")
+    compared = []
+
+    class Liar:
+        def __eq__(self, other):
+            compared.append(other)
+            return True
+
+        __hash__ = object.__hash__
+
+    first = dict.__getitem__(mpl.rcParams, "font.sans-serif")[0]
+    step = StepSettings(["matplotlib"])
+    for replacement in ("".join(first), Liar()):  # an equal copy, then a liar
+        step.save()
+        dict.__getitem__(mpl.rcParams, "font.sans-serif")[0] = replacement  # (a fresh list after a restore)
+        assert step.restore() == ["matplotlib: rcParams lists"]
+        assert dict.__getitem__(mpl.rcParams, "font.sans-serif")[0] is first
+    assert compared == []
+    step.save()
+    assert step.restore() == []  # untouched: nothing put back
+
+
 def test_a_step_that_changes_nothing_takes_no_large_snapshot():
     pytest.importorskip("pandas")
     install_hooks({"pandas"})

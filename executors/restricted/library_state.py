@@ -13,6 +13,7 @@ RandomState, see module_patches.) Stdlib only; the libraries are reached through
 
 from __future__ import annotations
 
+import itertools
 import operator
 import sys
 import threading
@@ -27,6 +28,7 @@ class Setting(NamedTuple):
     snapshot: Callable[[Any], Any]  # module -> saved value
     restore: Callable[[Any, Any], None]  # (module, saved) -> None
     lazy: bool = False  # snapshot on the first change in a step (see touch())
+    same: Callable[[Any, Any], bool] | None = None  # (now, saved) -> unchanged; default _same
 
 
 def _np_printoptions(np: Any) -> dict:
@@ -113,6 +115,16 @@ def _mpl_rcparams_lists(mpl: Any) -> dict:
     return {k: tuple(v) for k in _LIST_KEYS if type(v := get(rc, k)) is list}
 
 
+def _same_items(now: dict, saved: dict) -> bool:
+    """The lists hold the very objects they held: compared by identity in a few passes in C (an
+    object put in a list in place is never compared with `==`; an equal copy counts as a change,
+    which the restore undoes). Every step: ~7 µs for the ~30 lists, where `_same` took ~17 µs."""
+    values, before = now.values(), saved.values()
+    return list(now) == list(saved) and list(map(len, values)) == list(map(len, before)) and \
+        all(map(operator.is_, itertools.chain.from_iterable(values),
+                itertools.chain.from_iterable(before)))
+
+
 def _mpl_set_rcparams_lists(mpl: Any, saved: dict) -> None:
     for key, value in saved.items():
         dict.__setitem__(mpl.rcParams, key, list(value))
@@ -150,7 +162,8 @@ SETTINGS: tuple[Setting, ...] = (
             lazy=True),
     Setting("matplotlib", "rcParams", _mpl_rcparams, _mpl_set_rcparams, lazy=True),
     # Values changed in place (rcParams["font.family"].append(...)) do not go through a setter.
-    Setting("matplotlib", "rcParams lists", _mpl_rcparams_lists, _mpl_set_rcparams_lists),
+    Setting("matplotlib", "rcParams lists", _mpl_rcparams_lists, _mpl_set_rcparams_lists,
+            same=_same_items),
     Setting("matplotlib", "the default backend", _mpl_backend, _mpl_set_backend),
     Setting("matplotlib", "registered colormaps", _mpl_colormaps, _mpl_set_colormaps, lazy=True),
     # (pyplot's figures: each step has its own registry, pyplot_state.py)
@@ -222,7 +235,7 @@ class StepSettings:
         restored = []
         for setting, module, value in self.saved or ():
             try:
-                if _differs(setting.snapshot(module), value):
+                if not (setting.same or _same)(setting.snapshot(module), value):
                     setting.restore(module, value)
                     restored.append(f"{setting.module}: {setting.what}")
             except Exception:  # noqa: BLE001 - never fail a step on the way out
@@ -242,10 +255,6 @@ class StepSettings:
         if self.saved:
             self.saved = []
         return restored
-
-
-def _differs(now: Any, saved: Any) -> bool:
-    return not _same(now, saved)
 
 
 _PLAIN = frozenset({type(None), bool, int, float, complex, str, bytes})
