@@ -475,6 +475,24 @@ def test_operation_budget_is_deterministic(local_executor_factory):
     assert ok.error is None and ok.output == 100
 
 
+def test_the_default_limits_never_refuse_work_that_fits_the_time_limit(local_executor_factory):
+    """No operation budget by default: 10.5M loop iterations (the old default budget was 10M)
+    finish, because the time limit bounds the work; a budget the user sets still stops them."""
+    from executors import Limits
+
+    loops = ("import itertools\nn = 0\nfor row in itertools.repeat(None, 3500):\n"
+             "    for cell in itertools.repeat(None, 3000):\n        pass\n    n += 1\nn")
+    ex = local_executor_factory(limits=Limits(timeout_s=60), authorized_imports=["itertools"])
+    r = ex.execute(loops)
+    assert r.error is None and r.output == 3500, r.error
+    assert Limits().max_operations is None  # (what ran above is the default budget)
+    budget = local_executor_factory(limits=Limits(timeout_s=60, max_operations=10_000_000),
+                                    authorized_imports=["itertools"])
+    r = budget.execute(loops)
+    assert r.error is not None and r.error.type == "OperationLimitError", r.error
+    assert "Limits.max_operations" in r.error.message
+
+
 def test_recursion_limit_is_the_configured_depth(local_executor_factory):
     from executors import Limits
 
