@@ -115,6 +115,30 @@ def test_instrumenter_and_namespace_share_their_names():
     assert set(names.BOUND) - {names.RESULT} <= set(RestrictedRuntime().ns)
 
 
+def test_reducers_of_a_generator_expression_keep_their_meaning():
+    """Without a budget `sum`/`any`/`all` of a generator expression call CPython's reducer (see
+    instrument.visit_Call): the same answers; a name the code rebound is the code's; the deadline
+    and a budget the user sets still stop them; after a reset an old function stops at once."""
+    from executors.restricted.errors import SandboxFinished
+
+    with LocalExecutor(limits=Limits(timeout_s=1)) as ex:
+        ex.execute("row = [3, 1, 2]")
+        assert ex.execute("sum(x for x in row), sum((x for x in row), 10), "
+                          "any(x > 2 for x in row), all(x > 2 for x in row)").output == (6, 16, True, False)
+        assert ex.execute("def sum(g, start=0):\n    return 'mine'\nsum(x for x in row)").output == "mine"
+        assert ex.execute("del sum\nsum(x for x in row)").output == 6
+        r = ex.execute("import itertools\nsum(x for x in itertools.count())")
+        assert r.error is not None and r.error.type == "TimeoutError", r.error
+        ex.execute("def total():\n    return sum(x for x in row)\nf = total")
+        stale = ex._runtime.ns["f"]
+        ex.reset()
+        with pytest.raises(SandboxFinished):
+            stale()
+    with LocalExecutor(limits=Limits(timeout_s=30, max_operations=1000)) as ex:
+        r = ex.execute("sum(x for x in range(10**6))")
+        assert r.error is not None and r.error.type == "OperationLimitError", r.error
+
+
 def test_a_run_without_deadline_leaves_the_watchdog_working():
     # No deadline, and one too far for a timed wait: neither may break the shared watchdog.
     for timeout in (None, 1e12):

@@ -17,6 +17,10 @@ What is inserted, and why it is cheap:
   interrupt lands on any loop's back edge), so loops stay as CPython compiles them.
 - `**` / `<<` (and `**=` / `<<=`) go through size checks; `.format` / `.format_map` through a
   field check; attribute writes and `_x` attributes through the host guard.
+- Without a budget, `sum`/`any`/`all` of one generator expression call CPython's reducer while
+  the name still holds the sandbox's: `(_c_sum if sum is _g_sum else sum)(x for x in xs)`, three
+  loads instead of a Python frame (the sandbox's reducer hands a generator over as it is: its
+  frames meet the deadline's interrupt). A name the code rebound is called as it is.
 - Generator functions get `@_gen` as their innermost decorator: their generators are closed when
   the step ends (generators.py).
 - The last expression statement's value is stored for `ExecutionResult.output`.
@@ -289,6 +293,18 @@ class Instrumenter:
             node.value = _call(n.FOR, node.value, node.value)
         pair = _at(ast.Tuple([node, _alive(node)], _LOAD), node)
         return _at(ast.Subscript(pair, _at(_Constant(0), node), _LOAD), node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.children(node, ast.Call)
+        func, args = node.func, node.args
+        if self.metered or type(func) is not _Name or func.id not in n.SANDBOX_REDUCER or \
+                node.keywords or not args or type(args[0]) is not ast.GeneratorExp or \
+                len(args) > (2 if func.id == "sum" else 1) or type(args[-1]) is ast.Starred:
+            return node
+        is_sandbox = _at(ast.Compare(func, [ast.Is()], [_name(n.SANDBOX_REDUCER[func.id], func)]), func)
+        node.func = _at(ast.IfExp(is_sandbox, _name(n.C_REDUCER[func.id], func),
+                                  _at(_Name(func.id, _LOAD), func)), func)
+        return node
 
     def visit_GeneratorExp(self, node: ast.GeneratorExp) -> ast.AST:
         # A generator expression may be consumed by the host after the step: check per item.

@@ -27,9 +27,17 @@ RESULT = "_result_"  # the value of the step's last expression statement
 AUG_TARGET = "_aug_target"  # `obj.a **= v` / `obj[k] **= v`: obj (and k), evaluated once
 AUG_KEY = "_aug_key"
 
+# `sum(x for x in xs)` without a budget: `(_c_sum if sum is _g_sum else sum)(...)` calls C's own
+# reducer while `sum` is still the sandbox's (instrument.py, visit_Call; the sandbox's reducer
+# would hand a generator over unguarded anyway, at the cost of a Python call per use).
+DIRECT_REDUCERS = ("sum", "any", "all")
+SANDBOX_REDUCER = {name: f"_g_{name}" for name in DIRECT_REDUCERS}  # the sandbox's builtin
+C_REDUCER = {name: f"_c_{name}" for name in DIRECT_REDUCERS}  # CPython's builtin
+
 # Everything above that the runtime binds in the namespace (the rest are targets the code stores).
 BOUND = (LIVE, DEAD, FOR, FOREVER, TICK, POW, LSHIFT, IPOW, ILSHIFT, FMT_ATTR, ATTR, PRIVATE_ATTR,
-         WRITABLE, PRIVATE_WRITABLE, MATCH_CHECK, GEN, RESULT)
+         WRITABLE, PRIVATE_WRITABLE, MATCH_CHECK, GEN, RESULT,
+         *SANDBOX_REDUCER.values(), *C_REDUCER.values())
 
 # The file name of each step's code starts so: tracebacks map back to the model's lines by it,
 # and the host guard recognises functions the model defined by it.

@@ -66,6 +66,9 @@ def build_namespace(
         PolicyError=PolicyError, ToolError=ToolError,
     )
     safe_builtins.update(_metered_reducers(state))
+    for name in n.DIRECT_REDUCERS:  # (see instrument.py: visit_Call)
+        ns[n.SANDBOX_REDUCER[name]] = safe_builtins[name]
+        ns[n.C_REDUCER[name]] = getattr(builtins, name)
     # C code finds `open` in the calling frame's builtins (numpy's tofile/fromfile: without it
     # they fail with SystemError even inside the grants). Model code still cannot name it (the
     # checker refuses it, FORBIDDEN_BUILTINS) and the capability guard judges every open.
@@ -141,6 +144,8 @@ def retire_namespace(ns: dict[str, Any]) -> None:
     ns[n.LIVE] = False
     ns[n.DEAD] = _finished
     ns[n.FOR] = ns[n.TICK] = _finished
+    for name in n.C_REDUCER.values():
+        ns[name] = _finished
 
 
 def _finished(*args: Any) -> None:
