@@ -1,0 +1,539 @@
+"""Runs deferred-escape attempts (tests/deferred_escapes.py) and their neighbours, and judges canaries.
+
+    run_attempts(mode, attempts, tmp_path) -> [Outcome]      (one batch, one runner process)
+    run_neighbours(mode, neighbours, tmp_path) -> [NeighbourOutcome]
+
+Modes: "plain" (CPython: the steps exec'd in one dict namespace with the real tools, the same host
+actions on the real values — every attempt must get out there, which proves it is real), "local"
+(LocalExecutor), "subprocess" (SubprocessExecutor: restricted, hardened, the default) and
+"unhardened" (SubprocessExecutor(harden=False): the worker without the kernel layer, issue 29).
+A runner process imports numpy, pandas and matplotlib once, warms them up, and forks a fresh
+child per attempt (an escape tampers the process that hosts it), two at a time.
+
+One attempt, in its child: the tools (tests/deferred_host.py) and the host's objects are made;
+the executor is built; a warm-up step imports what the steps import; the baselines are taken
+(threads, the registry probe, the generic registry fingerprint); the host passes its objects in
+(set_variables); the steps run; the host acts on what it got (HOST_ACTIONS); the `after` steps
+run (model code that shows what it captured); the probes are taken again.
+
+Canaries, fresh per attempt under tmp_path/<mode>/<attempt id>/:
+  target    {TARGET} (in {TARGET_DIR}, empty, outside every grant): a write escapes when the
+            folder is not empty.
+  secret    {SECRET} holds a token: escapes when it shows in anything model-visible (a step's
+            logs, value, repr or error, a variable), in what the host made of a value (the text
+            of a host action: the next prompt of a pipeline), in a file, or in a tool's arguments.
+  env       the API key in the host's environment ({API_ENV}): the same places.
+  toolkey   the API key held as an attribute by the weather tool's client: the same places.
+  registry  the attempt's probe (policy-valid code; its last expression shows the state) differs
+            after from before: on the host for plain/local, as a step after reset() for the
+            workers (what the next run handed the same worker sees).
+  thread    a thread started by a step is still alive after execute() returned (in this
+            process, or in the worker).
+Outcome per attempt: held / escaped (which canaries) / crashed (worker crash, ExecutorError,
+a host action that raised on a model object the host should never have held).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import json
+import os
+import secrets
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import library_escape_harness as base  # noqa: E402
+from deferred_host import (  # noqa: E402
+    API_ENV,
+    HostContext,
+    ToolLog,
+    exception_name,
+    host_objects,
+    host_tools,
+    plain,
+    run_host_action,
+    safe_text,
+)
+
+MODES = ("plain", "local", "subprocess", "unhardened")
+SANDBOXED = MODES[1:]
+STEP_TIMEOUT_S = 20.0
+JOBS = 2
+CRASH_ERRORS = ("WorkerCrashed", "ExecutorInternalError", "ExecutorError", "InternalError")
+
+
+# ----------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class Outcome:
+    id: str
+    mode: str
+    escaped: tuple[str, ...] = ()  # the canaries that fired
+    crashed: str = ""
+    leaked: tuple[str, ...] = ()  # model-made objects the host held (informational)
+    registry_changes: tuple[str, ...] = ()  # the generic fingerprint's differences (plain/local)
+    detail: str = ""
+
+    @property
+    def held(self) -> bool:
+        return not self.escaped and not self.crashed
+
+    @property
+    def verdict(self) -> str:
+        return "escaped" if self.escaped else "crashed" if self.crashed else "held"
+
+
+@dataclass(frozen=True)
+class NeighbourOutcome:
+    id: str
+    works: bool
+    detail: str = ""
+
+
+# ----------------------------------------------------------------------------- canaries
+@dataclass(frozen=True)
+class Canaries:
+    root: Path
+    secret: str
+    env_key: str
+    tool_key: str
+
+    def dir(self, name: str) -> Path:
+        return self.root / name
+
+    @property
+    def target(self) -> Path:
+        return self.dir("target") / "out"
+
+    @property
+    def secret_file(self) -> Path:
+        return self.dir("secret") / "secret.txt"
+
+    def create(self) -> None:
+        for name in ("secret", "target", "tools", "cwd"):
+            self.dir(name).mkdir(parents=True, exist_ok=True)
+        self.secret_file.write_text(self.secret + "\n")
+
+    def placeholders(self) -> dict[str, str]:
+        return {"TARGET": str(self.target), "TARGET_DIR": str(self.dir("target")),
+                "SECRET": str(self.secret_file), "API_ENV": API_ENV}
+
+
+def render(code: str, canaries: Canaries) -> str:
+    out = code
+    for key, value in canaries.placeholders().items():
+        out = out.replace("{" + key + "}", value)
+    return out
+
+
+def dummy_canaries() -> Canaries:
+    return Canaries(Path("/tmp/codeagent-deferred-canary"), "secret-dummy", "env-dummy", "tool-dummy")
+
+
+# ----------------------------------------------------------------------------- batches
+def run_attempts(mode: str, attempts: Sequence[Any], tmp_path: Path, *, jobs: int = JOBS) -> list[Outcome]:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    tmp_path = Path(tmp_path) / mode
+    tokens = {k: k + secrets.token_hex(10) for k in ("secret", "envkey", "toolkey")}
+    specs, all_canaries = [], []
+    for attempt in attempts:
+        c = Canaries(tmp_path / attempt.id, tokens["secret"], tokens["envkey"], tokens["toolkey"])
+        c.create()
+        all_canaries.append(c)
+        specs.append(_job(mode, attempt, c))
+    results = base._run_runner(specs, tmp_path, "unused", jobs, script=Path(__file__).resolve(),
+                               env={API_ENV: tokens["envkey"]})
+    return [judge(a, c, r) for a, c, r in zip(attempts, all_canaries, results, strict=True)]
+
+
+def run_neighbours(mode: str, neighbours: Sequence[Any], tmp_path: Path, *, jobs: int = JOBS) -> list[NeighbourOutcome]:
+    outcomes = run_attempts(mode, neighbours, tmp_path, jobs=jobs)
+    return [NeighbourOutcome(n.id, o.held and not o.detail.startswith("expected"), o.detail)
+            for n, o in zip(neighbours, outcomes, strict=True)]
+
+
+def _job(mode: str, attempt: Any, c: Canaries) -> dict:
+    return {
+        "id": attempt.id, "mode": mode, "imports": list(attempt.imports),
+        "steps": [render(s, c) for s in attempt.steps], "after": [render(s, c) for s in attempt.after],
+        "tools": list(attempt.tools), "host": list(attempt.host), "variables": list(attempt.variables),
+        "probe": render(attempt.probe, c), "fingerprint": attempt.canary == "registry",
+        "expected": getattr(attempt, "expected", None),
+        "tool_dir": str(c.dir("tools")), "cwd": str(c.dir("cwd")), "tool_key": c.tool_key,
+        "result": str(c.root / "result.json"), "stdout": str(c.root / "stdout.txt"),
+    }
+
+
+# ----------------------------------------------------------------------------- judging
+def _files_text(c: Canaries, extra: list[str]) -> str:
+    texts = []
+    roots = [c.root / n for n in ("target", "tools", "cwd")] + [Path(p) for p in extra if p]
+    for root in roots:
+        for path in sorted(root.rglob("*")) if root.is_dir() else []:
+            with contextlib.suppress(OSError):
+                if path.is_file() and not path.is_symlink() and path.stat().st_size < 5_000_000:
+                    texts.append(path.read_bytes().decode("latin-1"))
+    return "\n".join(texts)
+
+
+def _seen_text(r: dict) -> str:
+    parts = []
+    for step in r.get("steps", []) + r.get("after", []):
+        parts += [step.get("logs") or "", step.get("output_repr") or "", step.get("output_text") or "",
+                  step.get("error") or ""]
+    parts += [h.get("text") or "" for h in r.get("host", [])]
+    parts += r.get("variables_text", []) + r.get("tool_calls", [])
+    return "\n".join(parts)
+
+
+def judge(attempt: Any, c: Canaries, r: dict) -> Outcome:
+    mode = r.get("mode", "?")
+    seen = _seen_text(r)
+    with contextlib.suppress(OSError):
+        seen += "\n" + Path(r.get("stdout_path") or "").read_text(errors="replace")
+    files = _files_text(c, [r.get("workdir", "")])
+    fired = []
+    if any(c.dir("target").iterdir()):
+        fired.append("target")
+    for canary, token in (("secret", c.secret), ("env", c.env_key), ("toolkey", c.tool_key)):
+        if token in seen or token in files:
+            fired.append(canary)
+    before, after = r.get("probe_before"), r.get("probe_after")
+    if attempt.probe and before is not None and after is not None and before != after:
+        fired.append("registry")
+    if r.get("threads", 0) > 0:
+        fired.append("thread")
+    crashed = r.get("runner_error") or r.get("host_error") or ""
+    if mode != "plain":
+        for step in r.get("steps", []) + r.get("after", []):
+            if (step.get("error_type") or "") in CRASH_ERRORS:
+                crashed = crashed or f"a step ended in {step['error_type']}: {step.get('error', '')[:200]}"
+        for h in r.get("host", []):
+            if h.get("error") and not h.get("plain", True):
+                crashed = crashed or f"host action {h['action']} raised {h['error'][:200]} on a model object"
+    notes = [f"fired: {', '.join(fired)}" if fired else "nothing fired"]
+    expected = r.get("expected")
+    if expected is not None and r.get("neighbour_text") != expected:
+        notes.insert(0, f"expected {expected!r}, got {r.get('neighbour_text')!r}")
+    if crashed:
+        notes.append(f"crashed: {crashed}")
+    if before != after:
+        notes.append(f"probe {before!r:.80} -> {after!r:.80}")
+    errors = [f"step {i + 1}: {s['error'][:160]}" for i, s in enumerate(r.get("steps", [])) if s.get("error")]
+    notes += errors[:3]
+    return Outcome(attempt.id, mode, tuple(fired), crashed, tuple(r.get("leaked", [])),
+                   tuple(r.get("registry_changes", [])), "; ".join(notes))
+
+
+# ----------------------------------------------------------------------------- sessions (runner side)
+class FinalSignal(BaseException):
+    """Ends a plain step at final_answer(...), as FinalAnswer ends a real one."""
+
+
+class PlainSession(HostContext):
+    """CPython without a sandbox: one dict namespace, the real tools, the real values."""
+
+    def __init__(self, tools: dict[str, Any], host: dict[str, Any]) -> None:
+        self.tools, self.host, self.outputs = tools, host, []
+        self._fresh()
+
+    def _fresh(self) -> None:
+        # A new namespace: the old one lives on in what still refers to it (a suspended
+        # generator's frame), as the executors' retired namespaces do.
+        self.ns: dict[str, Any] = {"__name__": "__main__", **self.tools, "final_answer": self._final}
+        self.final: list[Any] = []
+
+    def _final(self, value: Any) -> None:
+        self.final.append(value)
+        raise FinalSignal()
+
+    def execute(self, code: str) -> dict:
+        logs = io.StringIO()
+        self.final = []
+        value, err = base.plain_exec(code, logs, ns=self.ns)
+        if self.final:
+            value, err = self.final[-1], None
+        self.outputs.append(value)
+        return {"logs": logs.getvalue(), "output_text": safe_text(value),
+                "error": f"{err['type']}: {err['message']}" if err else "", "error_type": (err or {}).get("type")}
+
+    def variable(self, name: str) -> Any:
+        return self.ns[name]
+
+    def variables_text(self) -> list[str]:
+        return [safe_text(v) for k, v in list(self.ns.items()) if not k.startswith("__") and k not in self.tools]
+
+    def set_variables(self, values: dict[str, Any]) -> None:
+        self.ns.update(values)
+
+    def probe(self, code: str) -> str:
+        value, err = base.plain_exec(code, io.StringIO())
+        return repr(value) if err is None else f"<probe error {err['type']}>"
+
+    def lifecycle(self, action: str, arg: str) -> None:
+        if action in ("reset", "close"):
+            self._fresh()
+        elif action == "drop":
+            self.outputs.clear()
+        elif action == "next_step":
+            self.execute("None")
+        elif action == "set_variables":
+            self.ns[arg] = 0
+        elif action == "variables":
+            self.variables_text()
+        gc.collect()
+
+    def pids(self) -> list[int]:
+        return [os.getpid()]
+
+    def close(self) -> None:
+        self._fresh()
+        gc.collect()
+
+
+class ExecutorSession(HostContext):
+    """One executor of a sandboxed mode, with the tools registered."""
+
+    def __init__(self, mode: str, imports: list[str], tools: dict[str, Any], host: dict[str, Any]) -> None:
+        from executors import Limits, LocalExecutor, SubprocessExecutor
+
+        limits = Limits(timeout_s=STEP_TIMEOUT_S)
+        if mode == "local":
+            self.ex: Any = LocalExecutor(tools=tools, authorized_imports=imports, limits=limits)
+        else:
+            self.ex = SubprocessExecutor(tools=tools, authorized_imports=imports, limits=limits,
+                                         harden=mode == "subprocess")
+        self.mode, self.host, self.outputs, self.closed = mode, host, [], False
+        self.in_process = mode == "local"
+
+    @property
+    def workdir(self) -> str:
+        return str(getattr(self.ex, "workdir", None) or getattr(self.ex, "cwd", None) or "")
+
+    def execute(self, code: str) -> dict:
+        r = self.ex.execute(code)
+        self.outputs.append(r.output)
+        err = r.error
+        return {"logs": r.logs, "output_repr": r.output_repr or "", "output_text": safe_text(r.output),
+                "error": f"{err.type}: {err.message}" if err else "", "error_type": err.type if err else None,
+                "plain": plain(r.output)}
+
+    def variable(self, name: str) -> Any:
+        return self.ex.get_variables([name])[name]
+
+    def variables_text(self) -> list[str]:
+        if self.closed:
+            return []
+        return [safe_text(k) + "=" + safe_text(v) for k, v in self.ex.get_variables().items()]
+
+    def set_variables(self, values: dict[str, Any]) -> None:
+        self.ex.set_variables(values)
+
+    def probe(self, code: str) -> str:
+        if self.in_process:
+            return PlainSession.probe(self, code)  # type: ignore[arg-type]
+        self.ex.reset()
+        r = self.ex.execute(code)
+        return (r.output_repr or repr(r.output)) if r.error is None else f"<probe error {r.error.type}>"
+
+    def lifecycle(self, action: str, arg: str) -> None:
+        if action == "reset":
+            self.ex.reset()
+        elif action == "close":
+            self.close()
+        elif action == "drop":
+            self.outputs.clear()
+        elif action == "next_step":
+            self.execute("None")
+        elif action == "set_variables":
+            self.ex.set_variables({arg: 0})
+        elif action == "variables":
+            self.variables_text()
+        gc.collect()
+
+    def pids(self) -> list[int]:
+        return [os.getpid(), *_descendants(os.getpid())]
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.ex.close()
+
+
+def _descendants(pid: int) -> list[int]:
+    """Processes below `pid` (the worker of a SubprocessExecutor), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                ppid = int(stat.rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _thread_count(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            total += len(os.listdir(f"/proc/{pid}/task"))
+    return total
+
+
+def _imports_of(steps: list[str]) -> str:
+    """The import statements of the steps, as one warm-up step."""
+    import ast
+
+    lines = []
+    for code in steps:
+        with contextlib.suppress(SyntaxError):
+            for node in ast.walk(ast.parse(code)):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    lines.append(ast.unparse(node))
+    return "\n".join(dict.fromkeys(lines)) or "None"
+
+
+def _record_error(result: dict, what: str, exc: BaseException) -> None:
+    result["host_error"] = result.get("host_error") or f"{what} raised {exception_name(exc)}"
+
+
+def _run_job(job: dict, result: dict) -> None:
+    import matplotlib.pyplot as plt
+
+    from executors.fuzzing.registries import registry_changes, registry_fingerprint
+
+    os.chdir(job["cwd"])
+    log = ToolLog()
+    every, shared = host_tools(job["tool_dir"], job["tool_key"], log)
+    tools = {name: every[name] for name in job["tools"]}
+    host = dict(shared)
+    host.update(host_objects(tuple(job["variables"])))
+    if any(a.endswith("@host:figure") for a in job["host"]):
+        host["figure"] = plt.figure()  # the host's own pyplot figure, current while the steps run
+        host["figure"].gca().plot([1, 2, 3])
+    mode = job["mode"]
+    session: Any = PlainSession(tools, host) if mode == "plain" else \
+        ExecutorSession(mode, job["imports"], tools, host)
+    result["workdir"] = getattr(session, "workdir", job["cwd"])
+    try:
+        session.execute(_imports_of(job["steps"] + job["after"]))
+        session.outputs.clear()  # the warm-up's value is nobody's output
+        threads = _thread_count(session.pids())
+        packages = _packages(job["imports"])
+        fingerprint = registry_fingerprint(packages) if job["fingerprint"] and mode in ("plain", "local") else None
+        if job["probe"]:
+            result["probe_before"] = session.probe(job["probe"])
+        if job["variables"]:
+            session.set_variables({name: host[name] for name in job["variables"]})
+        for code in job["steps"]:
+            result["steps"].append(session.execute(code))
+        result["threads"] = _thread_count(session.pids()) - threads
+        for action in job["host"]:
+            result["host"].append(run_host_action(session, action, job["tool_dir"]))
+        for code in job["after"]:
+            result["after"].append(session.execute(code) if not getattr(session, "closed", False) else {})
+        result["variables_text"] = session.variables_text()
+        if job["probe"]:
+            result["probe_after"] = session.probe(job["probe"])
+        if fingerprint is not None:
+            result["registry_changes"] = registry_changes(fingerprint, registry_fingerprint(packages))
+    except BaseException as exc:  # noqa: BLE001 - the executor's own failure is the finding
+        _record_error(result, "the host's use of the executor", exc)
+    finally:
+        result["tool_calls"] = log.calls
+        result["leaked"] = log.held + [f"step {i + 1} value" for i, s in enumerate(result["steps"])
+                                       if s.get("plain") is False]
+        result["leaked"] += [f"host action {h['action']}" for h in result["host"] if not h["plain"]]
+        result["neighbour_text"] = "\n".join(
+            [s.get("logs", "") for s in result["steps"]] + [h["text"] or h["error"] or "" for h in result["host"]])
+        with contextlib.suppress(BaseException):
+            session.close()
+
+
+def _packages(imports: list[str]) -> tuple[str, ...]:
+    from executors.base import DEFAULT_AUTHORIZED_IMPORTS
+    from executors.fuzzing.registries import REGISTRY_PACKAGES
+
+    return tuple(dict.fromkeys([*REGISTRY_PACKAGES, *DEFAULT_AUTHORIZED_IMPORTS,
+                                *(i.removesuffix(".*") for i in imports)]))
+
+
+def _child(job: dict) -> None:
+    # Opened before the steps: what they leave behind may break every later open().
+    result_fd = os.open(job["result"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(job["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stdout = sys.stderr = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+    result: dict[str, Any] = {"id": job["id"], "mode": job["mode"], "stdout_path": job["stdout"],
+                              "steps": [], "after": [], "host": [], "expected": job["expected"]}
+    try:
+        _run_job(job, result)
+    except BaseException as exc:  # noqa: BLE001
+        base._untrace()
+        result["runner_error"] = f"{exception_name(exc)} in the harness"
+    data = json.dumps(result, default=lambda v: f"<{type(v).__name__}>").encode()
+    while data:
+        data = data[os.write(result_fd, data):]
+    os.close(result_fd)
+
+
+def _warm_up() -> None:
+    """Runs in the runner before it forks: the libraries' first-use set-up (lazy registrations,
+    backends, converters) happens here, once, so that no attempt sees it as a change."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+
+    from executors.base import DEFAULT_AUTHORIZED_IMPORTS
+
+    for name in DEFAULT_AUTHORIZED_IMPORTS:
+        __import__(name)
+    df = pd.DataFrame({"a": np.arange(5), "b": list("abcde")})
+    str(df.describe()), df.to_csv(), df.to_json(), str(df.groupby("b").sum())
+    df.plot()
+    fig, ax = plt.subplots()
+    ax.plot(df.a, df.a ** 2)
+    ax.set_title("warm")
+    ax.legend(["a"])
+    fig.savefig(io.BytesIO(), format="png")
+    plt.close("all")
+    log = ToolLog()
+    tools, _ = host_tools(os.getcwd(), "warm", log)
+    with contextlib.suppress(Exception):
+        tools["book"]("Oslo", 2, 100.0)
+    import executors.local  # noqa: F401
+    import executors.process  # noqa: F401
+
+
+def _runner(jobfile: str) -> int:
+    spec = json.loads(Path(jobfile).read_text())
+    _warm_up()
+    # What the runner made lives on in every child: frozen, it is not walked by the collections
+    # the host actions make (a full collection of pandas and matplotlib costs ~0.2 s).
+    gc.collect()
+    gc.freeze()
+    base.fork_each(spec["jobs"], max(1, int(spec.get("parallel", JOBS))), _child)
+    return 0
+
+
+if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "--runner":
+    sys.exit(_runner(sys.argv[2]))
