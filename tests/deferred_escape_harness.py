@@ -42,6 +42,7 @@ import json
 import os
 import secrets
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,6 +144,7 @@ def run_attempts(mode: str, attempts: Sequence[Any], tmp_path: Path, *, jobs: in
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     tmp_path = Path(tmp_path) / mode
+    tmp_path.mkdir(parents=True, exist_ok=True)
     tokens = {k: k + secrets.token_hex(10) for k in ("secret", "envkey", "toolkey")}
     specs, all_canaries = [], []
     for attempt in attempts:
@@ -168,7 +170,7 @@ def _job(mode: str, attempt: Any, c: Canaries) -> dict:
         "tools": list(attempt.tools), "host": list(attempt.host), "variables": list(attempt.variables),
         "probe": render(attempt.probe, c), "fingerprint": attempt.canary == "registry",
         "expected": getattr(attempt, "expected", None),
-        "tool_dir": str(c.dir("tools")), "cwd": str(c.dir("cwd")), "tool_key": c.tool_key,
+        "tool_dir": str(c.dir("tools")), "secret": str(c.secret_file), "cwd": str(c.dir("cwd")), "tool_key": c.tool_key,
         "result": str(c.root / "result.json"), "stdout": str(c.root / "stdout.txt"),
     }
 
@@ -210,6 +212,8 @@ def judge(attempt: Any, c: Canaries, r: dict) -> Outcome:
     before, after = r.get("probe_before"), r.get("probe_after")
     if attempt.probe and before is not None and after is not None and before != after:
         fired.append("registry")
+    elif attempt.canary == "registry" and not attempt.probe and r.get("registry_changes"):
+        fired.append("registry")  # no policy-valid probe shows it: the generic fingerprint does
     if r.get("threads", 0) > 0:
         fired.append("thread")
     crashed = r.get("runner_error") or r.get("host_error") or ""
@@ -235,6 +239,63 @@ def judge(attempt: Any, c: Canaries, r: dict) -> Outcome:
 
 
 # ----------------------------------------------------------------------------- sessions (runner side)
+class RuntimeEmulation:
+    """In plain CPython, what the executors' runtime does around a step, done the same way, so
+    the attempts that aim at the runtime's own operations prove their payload real there too:
+      runtime:restore:CLASS  the host-object restore (HostGuard: a snapshot of the class's
+                             containers before the steps, compared with == after them)
+      runtime:settings       the library-settings restore (library_state: snapshots compared
+                             with its _same after the steps)
+      runtime:audit_hook     the capability guard's reading of an opened path (table._path_of)
+    The executors run these themselves: there the action does nothing."""
+
+    def __init__(self, actions: list[str]) -> None:
+        self.actions = [a for a in actions if a.startswith("runtime:")]
+        self.guards: dict[str, Any] = {}
+        self.settings: list[tuple[Any, Any, Any]] = []
+        self.hooking = False
+
+    def before(self) -> None:
+        import importlib
+
+        from executors.restricted import library_state
+        from executors.restricted.host_guard import HostGuard
+
+        for action in self.actions:
+            what, _, arg = action.removeprefix("runtime:").partition(":")
+            if what == "restore":
+                module, _, name = arg.rpartition(".")
+                guard = HostGuard()
+                guard.share(getattr(importlib.import_module(module), name))
+                self.guards[action] = guard
+            elif what == "settings":
+                for setting in library_state.SETTINGS:
+                    module = sys.modules.get(setting.module)
+                    with contextlib.suppress(Exception):
+                        self.settings.append((setting, module, setting.snapshot(module)))
+            elif what == "audit_hook":
+                from executors.restricted.capabilities.table import _path_of
+
+                def hook(event: str, args: tuple) -> None:
+                    if self.hooking and event == "open" and args:
+                        self.hooking = False  # what the path's methods open is not judged again
+                        try:
+                            _path_of(args[0])
+                        finally:
+                            self.hooking = True
+
+                sys.addaudithook(hook)
+
+    def run(self, action: str) -> None:
+        from executors.restricted import library_state
+
+        if action in self.guards:
+            self.guards[action].restore()
+        elif action == "runtime:settings":
+            for setting, module, saved in self.settings:
+                library_state._differs(setting.snapshot(module), saved)
+
+
 class FinalSignal(BaseException):
     """Ends a plain step at final_answer(...), as FinalAnswer ends a real one."""
 
@@ -242,8 +303,8 @@ class FinalSignal(BaseException):
 class PlainSession(HostContext):
     """CPython without a sandbox: one dict namespace, the real tools, the real values."""
 
-    def __init__(self, tools: dict[str, Any], host: dict[str, Any]) -> None:
-        self.tools, self.host, self.outputs = tools, host, []
+    def __init__(self, tools: dict[str, Any], host: dict[str, Any], emulation: RuntimeEmulation) -> None:
+        self.tools, self.host, self.outputs, self.emulation = tools, host, [], emulation
         self._fresh()
 
     def _fresh(self) -> None:
@@ -259,7 +320,11 @@ class PlainSession(HostContext):
     def execute(self, code: str) -> dict:
         logs = io.StringIO()
         self.final = []
-        value, err = base.plain_exec(code, logs, ns=self.ns)
+        self.emulation.hooking = True
+        try:
+            value, err = base.plain_exec(code, logs, ns=self.ns)
+        finally:
+            self.emulation.hooking = False
         if self.final:
             value, err = self.final[-1], None
         self.outputs.append(value)
@@ -280,7 +345,9 @@ class PlainSession(HostContext):
         return repr(value) if err is None else f"<probe error {err['type']}>"
 
     def lifecycle(self, action: str, arg: str) -> None:
-        if action in ("reset", "close"):
+        if action == "runtime":
+            self.emulation.run("runtime:" + arg)
+        elif action in ("reset", "close"):
             self._fresh()
         elif action == "drop":
             self.outputs.clear()
@@ -328,6 +395,8 @@ class ExecutorSession(HostContext):
                 "plain": plain(r.output)}
 
     def variable(self, name: str) -> Any:
+        if self.closed:
+            raise KeyError(name)
         return self.ex.get_variables([name])[name]
 
     def variables_text(self) -> list[str]:
@@ -346,7 +415,9 @@ class ExecutorSession(HostContext):
         return (r.output_repr or repr(r.output)) if r.error is None else f"<probe error {r.error.type}>"
 
     def lifecycle(self, action: str, arg: str) -> None:
-        if action == "reset":
+        if action == "runtime":
+            pass  # the executor's runtime does it itself
+        elif action == "reset":
             self.ex.reset()
         elif action == "close":
             self.close()
@@ -367,6 +438,7 @@ class ExecutorSession(HostContext):
         if not self.closed:
             self.closed = True
             self.ex.close()
+            self.ex = None  # the host lets go of it: what it still holds is collected
 
 
 def _descendants(pid: int) -> list[int]:
@@ -417,6 +489,7 @@ def _run_job(job: dict, result: dict) -> None:
     from executors.fuzzing.registries import registry_changes, registry_fingerprint
 
     os.chdir(job["cwd"])
+    paths = {"tool_dir": job["tool_dir"], "secret": job["secret"]}
     log = ToolLog()
     every, shared = host_tools(job["tool_dir"], job["tool_key"], log)
     tools = {name: every[name] for name in job["tools"]}
@@ -426,31 +499,33 @@ def _run_job(job: dict, result: dict) -> None:
         host["figure"] = plt.figure()  # the host's own pyplot figure, current while the steps run
         host["figure"].gca().plot([1, 2, 3])
     mode = job["mode"]
-    session: Any = PlainSession(tools, host) if mode == "plain" else \
+    emulation = RuntimeEmulation(job["host"])
+    session: Any = PlainSession(tools, host, emulation) if mode == "plain" else \
         ExecutorSession(mode, job["imports"], tools, host)
     result["workdir"] = getattr(session, "workdir", job["cwd"])
     try:
         session.execute(_imports_of(job["steps"] + job["after"]))
         session.outputs.clear()  # the warm-up's value is nobody's output
         threads = _thread_count(session.pids())
-        packages = _packages(job["imports"])
-        fingerprint = registry_fingerprint(packages) if job["fingerprint"] and mode in ("plain", "local") else None
+        fingerprint = _BASELINE.get("fingerprint") if job["fingerprint"] and mode in ("plain", "local") else None
         if job["probe"]:
             result["probe_before"] = session.probe(job["probe"])
         if job["variables"]:
             session.set_variables({name: host[name] for name in job["variables"]})
+        if mode == "plain":
+            emulation.before()
         for code in job["steps"]:
             result["steps"].append(session.execute(code))
         result["threads"] = _thread_count(session.pids()) - threads
         for action in job["host"]:
-            result["host"].append(run_host_action(session, action, job["tool_dir"]))
+            result["host"].append(run_host_action(session, action, paths))
         for code in job["after"]:
             result["after"].append(session.execute(code) if not getattr(session, "closed", False) else {})
         result["variables_text"] = session.variables_text()
         if job["probe"]:
             result["probe_after"] = session.probe(job["probe"])
         if fingerprint is not None:
-            result["registry_changes"] = registry_changes(fingerprint, registry_fingerprint(packages))
+            result["registry_changes"] = registry_changes(fingerprint, registry_fingerprint(_BASELINE["packages"]))
     except BaseException as exc:  # noqa: BLE001 - the executor's own failure is the finding
         _record_error(result, "the host's use of the executor", exc)
     finally:
@@ -482,11 +557,13 @@ def _child(job: dict) -> None:
     sys.stdout = sys.stderr = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
     result: dict[str, Any] = {"id": job["id"], "mode": job["mode"], "stdout_path": job["stdout"],
                               "steps": [], "after": [], "host": [], "expected": job["expected"]}
+    started = time.monotonic()
     try:
         _run_job(job, result)
     except BaseException as exc:  # noqa: BLE001
         base._untrace()
         result["runner_error"] = f"{exception_name(exc)} in the harness"
+    result["duration_s"] = round(time.monotonic() - started, 3)
     data = json.dumps(result, default=lambda v: f"<{type(v).__name__}>").encode()
     while data:
         data = data[os.write(result_fd, data):]
@@ -507,6 +584,9 @@ def _warm_up() -> None:
 
     for name in DEFAULT_AUTHORIZED_IMPORTS:
         __import__(name)
+    import tempfile
+
+    tempfile.TemporaryDirectory().cleanup()  # tempfile's name sequence is made on first use
     df = pd.DataFrame({"a": np.arange(5), "b": list("abcde")})
     str(df.describe()), df.to_csv(), df.to_json(), str(df.groupby("b").sum())
     df.plot()
@@ -520,13 +600,30 @@ def _warm_up() -> None:
     tools, _ = host_tools(os.getcwd(), "warm", log)
     with contextlib.suppress(Exception):
         tools["book"]("Oslo", 2, 100.0)
-    import executors.local  # noqa: F401
     import executors.process  # noqa: F401
+    from executors import LocalExecutor
+
+    # The runtime installs its library hooks once per process, and module proxies import the
+    # libraries' lazy submodules: both here, before the baseline, not in an attempt.
+    with LocalExecutor(authorized_imports=["numpy.*", "pandas.*", "matplotlib.*"]) as ex:
+        ex.execute("import numpy as np\nimport pandas as pd\nimport matplotlib.pyplot as plt\n"
+                   "np.ma.masked\npd.DataFrame({'a': [1]}).plot()\nplt.close('all')")
+
+
+_BASELINE: dict[str, Any] = {}  # the registry fingerprint taken by the runner, before it forks
 
 
 def _runner(jobfile: str) -> int:
     spec = json.loads(Path(jobfile).read_text())
     _warm_up()
+    if any(job["fingerprint"] for job in spec["jobs"]):
+        from executors.fuzzing.registries import registry_fingerprint
+
+        for job in spec["jobs"]:  # what the steps import is loaded before the baseline
+            with contextlib.suppress(Exception):
+                exec(_imports_of(job["steps"] + job["after"]), {})  # noqa: S102 - our corpus's imports
+        _BASELINE["packages"] = _packages([i for job in spec["jobs"] for i in job["imports"]])
+        _BASELINE["fingerprint"] = registry_fingerprint(_BASELINE["packages"])
     # What the runner made lives on in every child: frozen, it is not walked by the collections
     # the host actions make (a full collection of pandas and matplotlib costs ~0.2 s).
     gc.collect()

@@ -303,6 +303,12 @@ def _print(v: Any) -> str:
     return buf.getvalue()
 
 
+def _pyplot() -> Any:
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def _pandas() -> Any:
     import pandas as pd
 
@@ -347,12 +353,46 @@ def _log_record(v: Any) -> str:
     return buf.getvalue()
 
 
-def _host_text_io(tool_dir: str) -> str:
-    path = os.path.join(tool_dir, "host-log.txt")
+def _host_text_io(paths: dict[str, str]) -> str:
+    path = os.path.join(paths["tool_dir"], "host-log.txt")
     with open(path, "w", encoding="utf-8") as f:
         f.write("host log line\n")
     with open(path, encoding="utf-8") as f:
         return f.read()
+
+
+def _host_secret(paths: dict[str, str]) -> str:
+    """The host reads its own secret (its config): what it read is not shown anywhere."""
+    with open(paths["secret"], encoding="utf-8") as f:
+        f.read()
+    return ""
+
+
+def _host_frame(paths: dict[str, str]) -> str:
+    import pandas as pd
+
+    df = pd.DataFrame({"a": [1, 2]})
+    return df.to_csv() + df.to_json()
+
+
+def _np_divide(paths: dict[str, str]) -> str:
+    import numpy as np
+
+    return repr(np.array([1.0]) / 0)  # under the host's own floating-point error settings
+
+
+def _host_warn(paths: dict[str, str]) -> str:
+    import warnings
+
+    warnings.warn("host warning", UserWarning, stacklevel=1)
+    return ""
+
+
+# What the host does on its own (no value from a step): name -> function of the canary paths.
+HOST_ONLY: dict[str, Callable[[dict[str, str]], str]] = {
+    "host_io": _host_text_io, "host_secret": _host_secret, "host_frame": _host_frame,
+    "np_divide": _np_divide, "warn": _host_warn,
+}
 
 
 # name -> function of the value; each returns the text the host made of it (or "").
@@ -397,27 +437,30 @@ VALUE_ACTIONS: dict[str, Callable[[Any], Any]] = {
     "bytes": bytes,
     "normalize": lambda v: v.strip().lower(),
     "to_csv": lambda v: v.to_csv(),
+    "tolist": lambda v: v.tolist(),
     "df_print": lambda v: str(v),
     "plot": _plot,
     "draw": _draw,
+    "close_figure": lambda fig: _pyplot().close(fig),
     "logging": _log_record,
     "next": lambda v: next(v),
     "iterate": lambda v: [x for x in v],
 }
-LIFECYCLE_ACTIONS = ("reset", "close", "drop", "gc", "next_step", "set_variables", "variables", "host_io")
+LIFECYCLE_ACTIONS = ("reset", "close", "drop", "gc", "next_step", "set_variables", "variables", "runtime")
 
 
-def run_host_action(ctx: HostContext, action: str, tool_dir: str) -> dict[str, Any]:
+def run_host_action(ctx: HostContext, action: str, paths: dict[str, str]) -> dict[str, Any]:
     """One host action; returns {"action", "text", "error", "plain"} (text: what the host made of
-    the value, exact str only)."""
+    the value, exact str only). `paths`: the tools' folder and the host's secret file."""
     name, _, source = action.partition("@")
     record: dict[str, Any] = {"action": action, "text": "", "error": None, "plain": True}
     try:
-        if name == "host_io":
-            record["text"] = _host_text_io(tool_dir)
+        if name in HOST_ONLY:
+            record["text"] = HOST_ONLY[name](paths)
         elif name in VALUE_ACTIONS:
             value = ctx.value(source or "output")
-            record["plain"] = plain(value)
+            # the host's own objects (host:..., tool:...) are not model-made, whatever they hold now
+            record["plain"] = plain(value) or source.startswith(("host:", "tool:"))
             result = VALUE_ACTIONS[name](value)
             record["text"] = safe_text(result) if type(result) is str or plain(result) else ""
         else:
