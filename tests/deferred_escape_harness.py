@@ -42,6 +42,7 @@ import json
 import os
 import secrets
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -69,6 +70,7 @@ MODES = ("plain", "local", "subprocess", "unhardened")
 SANDBOXED = MODES[1:]
 STEP_TIMEOUT_S = 20.0
 JOBS = 2
+GROUP_TIMEOUT_S = 180.0  # a forked child (one attempt or a group) is killed after this
 CRASH_ERRORS = ("WorkerCrashed", "ExecutorInternalError", "ExecutorError", "InternalError")
 
 
@@ -152,13 +154,68 @@ def run_attempts(mode: str, attempts: Sequence[Any], tmp_path: Path, *, jobs: in
         c.create()
         all_canaries.append(c)
         specs.append(_job(mode, attempt, c))
-    results = base._run_runner(specs, tmp_path, "unused", jobs, script=Path(__file__).resolve(),
-                               env={API_ENV: tokens["envkey"]})
+    results = _run_grouped(specs, [_group_of(mode, a) for a in attempts], tmp_path, jobs, tokens["envkey"])
     return [judge(a, c, r) for a, c, r in zip(attempts, all_canaries, results, strict=True)]
 
 
+# Attempts that share one executor (reset between them) and one forked child: a worker costs
+# ~0.2 s of CPU to start, ~1 s with matplotlib. In process, only the classes whose payloads just
+# write or read files and capture into the model's own namespace; in a worker, whose process is
+# all a step can change, every class but threads (a thread left by one attempt would hide the
+# next one's), and not the attempts marked `alone` (they change how the worker itself runs).
+SHARED_EXECUTOR_CLASSES = ("output", "tool", "environment", "neighbour")
+GROUP_SIZE = 10
+
+
+def _group_of(mode: str, attempt: Any) -> str:
+    """The group kind an attempt runs in ("" = alone)."""
+    if getattr(attempt, "alone", False) or attempt.klass == "thread":
+        return ""
+    if attempt.klass in SHARED_EXECUTOR_CLASSES or mode in ("subprocess", "unhardened"):
+        return "neighbour" if attempt.klass == "neighbour" else "attempt"
+    return ""
+
+
+def _run_grouped(specs: list[dict], kinds: list[str], tmp_path: Path, jobs: int, env_key: str) -> list[dict]:
+    groups: dict[tuple, list[dict]] = {}
+    jobs_list: list[dict] = []
+    for spec, kind in zip(specs, kinds, strict=True):
+        if kind:
+            key = (tuple(sorted(spec["imports"])), kind)  # neighbours among themselves
+            group = groups.setdefault(key, [])
+            if len(group) == GROUP_SIZE:
+                group = groups[key] = []
+            if not group:
+                jobs_list.append({"id": spec["id"], "mode": spec["mode"], "result": spec["result"],
+                                  "stdout": spec["stdout"], "group": group, "fingerprint": False})
+            group.append(spec)
+        else:
+            jobs_list.append({**spec, "group": [spec]})
+    base._run_runner(jobs_list, tmp_path, "unused", jobs, script=Path(__file__).resolve(),
+                     env={API_ENV: env_key})
+    results = []
+    for spec in specs:
+        try:
+            results.append(json.loads(Path(spec["result"]).read_text()))
+        except (OSError, ValueError):
+            results.append({"mode": spec["mode"], "stdout_path": spec["stdout"],
+                            "runner_error": "no result (its group was killed or crashed the harness)"})
+    return results
+
+
 def run_neighbours(mode: str, neighbours: Sequence[Any], tmp_path: Path, *, jobs: int = JOBS) -> list[NeighbourOutcome]:
-    outcomes = run_attempts(mode, neighbours, tmp_path, jobs=jobs)
+    return as_neighbours(neighbours, run_attempts(mode, neighbours, tmp_path, jobs=jobs))
+
+
+def run_corpus(mode: str, attempts: Sequence[Any], neighbours: Sequence[Any], tmp_path: Path, *,
+               jobs: int = JOBS) -> tuple[list[Outcome], list[NeighbourOutcome]]:
+    """Attempts and neighbours in one runner (one warm-up for both)."""
+    outcomes = run_attempts(mode, [*attempts, *neighbours], tmp_path, jobs=jobs)
+    return outcomes[:len(attempts)], as_neighbours(neighbours, outcomes[len(attempts):])
+
+
+def as_neighbours(neighbours: Sequence[Any], outcomes: Sequence[Outcome]) -> list[NeighbourOutcome]:
+    """A neighbour works when nothing fired, nothing crashed, and it printed what it should."""
     return [NeighbourOutcome(n.id, o.held and not o.detail.startswith("expected"), o.detail)
             for n, o in zip(neighbours, outcomes, strict=True)]
 
@@ -168,11 +225,18 @@ def _job(mode: str, attempt: Any, c: Canaries) -> dict:
         "id": attempt.id, "mode": mode, "imports": list(attempt.imports),
         "steps": [render(s, c) for s in attempt.steps], "after": [render(s, c) for s in attempt.after],
         "tools": list(attempt.tools), "host": list(attempt.host), "variables": list(attempt.variables),
-        "probe": render(attempt.probe, c), "fingerprint": attempt.canary == "registry",
+        "probe": render(attempt.probe, c), "fingerprint": _fingerprinted(mode, attempt),
         "expected": getattr(attempt, "expected", None),
         "tool_dir": str(c.dir("tools")), "secret": str(c.secret_file), "cwd": str(c.dir("cwd")), "tool_key": c.tool_key,
         "result": str(c.root / "result.json"), "stdout": str(c.root / "stdout.txt"),
     }
+
+
+def _fingerprinted(mode: str, attempt: Any) -> bool:
+    """Whether the generic registry fingerprint is taken around this attempt: for every
+    shared-state attempt in process (where the registries are the host's), and for the registry
+    attempts in plain CPython (where it must see them)."""
+    return (mode == "local" and attempt.klass == "shared") or (mode in ("plain", "local") and attempt.canary == "registry")
 
 
 # ----------------------------------------------------------------------------- judging
@@ -367,18 +431,22 @@ class PlainSession(HostContext):
         gc.collect()
 
 
+def make_executor(mode: str, imports: list[str]) -> Any:
+    from executors import Limits, LocalExecutor, SubprocessExecutor
+
+    limits = Limits(timeout_s=STEP_TIMEOUT_S)
+    if mode == "local":
+        return LocalExecutor(authorized_imports=imports, limits=limits)
+    return SubprocessExecutor(authorized_imports=imports, limits=limits, harden=mode == "subprocess")
+
+
 class ExecutorSession(HostContext):
-    """One executor of a sandboxed mode, with the tools registered."""
+    """One attempt on an executor of a sandboxed mode (shared by a group of attempts, reset
+    between them), with this attempt's tools registered."""
 
-    def __init__(self, mode: str, imports: list[str], tools: dict[str, Any], host: dict[str, Any]) -> None:
-        from executors import Limits, LocalExecutor, SubprocessExecutor
-
-        limits = Limits(timeout_s=STEP_TIMEOUT_S)
-        if mode == "local":
-            self.ex: Any = LocalExecutor(tools=tools, authorized_imports=imports, limits=limits)
-        else:
-            self.ex = SubprocessExecutor(tools=tools, authorized_imports=imports, limits=limits,
-                                         harden=mode == "subprocess")
+    def __init__(self, ex: Any, mode: str, tools: dict[str, Any], host: dict[str, Any]) -> None:
+        self.ex = ex
+        ex.register_tools(tools)
         self.mode, self.host, self.outputs, self.closed = mode, host, [], False
         self.in_process = mode == "local"
 
@@ -483,10 +551,12 @@ def _record_error(result: dict, what: str, exc: BaseException) -> None:
     result["host_error"] = result.get("host_error") or f"{what} raised {exception_name(exc)}"
 
 
-def _run_job(job: dict, result: dict) -> None:
+def _run_job(job: dict, result: dict, executor: Any) -> Any:
+    """One attempt; returns the executor the next attempt of the group may reuse (None when
+    this one closed it or the executor failed)."""
     import matplotlib.pyplot as plt
 
-    from executors.fuzzing.registries import registry_changes, registry_fingerprint
+    from executors.fuzzing.registries import registry_changes, registry_fingerprint, restricted_to
 
     os.chdir(job["cwd"])
     paths = {"tool_dir": job["tool_dir"], "secret": job["secret"]}
@@ -500,8 +570,10 @@ def _run_job(job: dict, result: dict) -> None:
         host["figure"].gca().plot([1, 2, 3])
     mode = job["mode"]
     emulation = RuntimeEmulation(job["host"])
+    if mode != "plain" and executor is None:
+        executor = make_executor(mode, job["imports"])
     session: Any = PlainSession(tools, host, emulation) if mode == "plain" else \
-        ExecutorSession(mode, job["imports"], tools, host)
+        ExecutorSession(executor, mode, tools, host)
     result["workdir"] = getattr(session, "workdir", job["cwd"])
     try:
         session.execute(_imports_of(job["steps"] + job["after"]))
@@ -525,7 +597,14 @@ def _run_job(job: dict, result: dict) -> None:
         if job["probe"]:
             result["probe_after"] = session.probe(job["probe"])
         if fingerprint is not None:
-            result["registry_changes"] = registry_changes(fingerprint, registry_fingerprint(_BASELINE["packages"]))
+            for name in ("figure", "fig"):  # the host's own figures are its business, not the step's
+                if name in host:
+                    plt.close(host[name])
+            # what this attempt authorizes, numpy (every data library hands out its objects) and
+            # the stdlib defaults: walking pandas for an attempt that never imports it costs ~0.2 s
+            packages = _packages(job["imports"], ("numpy", "encodings"))
+            result["registry_changes"] = registry_changes(restricted_to(fingerprint, packages),
+                                                          registry_fingerprint(packages))
     except BaseException as exc:  # noqa: BLE001 - the executor's own failure is the finding
         _record_error(result, "the host's use of the executor", exc)
     finally:
@@ -535,19 +614,47 @@ def _run_job(job: dict, result: dict) -> None:
         result["leaked"] += [f"host action {h['action']}" for h in result["host"] if not h["plain"]]
         result["neighbour_text"] = "\n".join(
             [s.get("logs", "") for s in result["steps"]] + [h["text"] or h["error"] or "" for h in result["host"]])
-        with contextlib.suppress(BaseException):
-            session.close()
+    return _handed_on(session, result)
 
 
-def _packages(imports: list[str]) -> tuple[str, ...]:
+def _handed_on(session: Any, result: dict) -> Any:
+    """The executor for the group's next attempt: reset, unless this attempt closed or broke it."""
+    ex = getattr(session, "ex", None)
+    if ex is None:
+        session.close()
+        return None
+    if not result.get("host_error"):
+        try:
+            ex.reset()
+            return ex
+        except BaseException as exc:  # noqa: BLE001
+            _record_error(result, "reset() after the attempt", exc)
+    with contextlib.suppress(BaseException):
+        ex.close()
+    return None
+
+
+def _packages(imports: list[str], always: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """The packages whose registries are fingerprinted: `always` (default: the data packages),
+    the stdlib defaults, and what the step authorizes."""
     from executors.base import DEFAULT_AUTHORIZED_IMPORTS
     from executors.fuzzing.registries import REGISTRY_PACKAGES
 
-    return tuple(dict.fromkeys([*REGISTRY_PACKAGES, *DEFAULT_AUTHORIZED_IMPORTS,
+    return tuple(dict.fromkeys([*(REGISTRY_PACKAGES if always is None else always), *DEFAULT_AUTHORIZED_IMPORTS,
                                 *(i.removesuffix(".*") for i in imports)]))
 
 
 def _child(job: dict) -> None:
+    """One group of attempts (one attempt, or several sharing an executor), in this forked child."""
+    executor = None
+    for spec in job["group"]:
+        executor = _one(spec, executor)
+    if executor is not None:
+        with contextlib.suppress(BaseException):
+            executor.close()
+
+
+def _one(job: dict, executor: Any) -> Any:
     # Opened before the steps: what they leave behind may break every later open().
     result_fd = os.open(job["result"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     fd = os.open(job["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -559,15 +666,17 @@ def _child(job: dict) -> None:
                               "steps": [], "after": [], "host": [], "expected": job["expected"]}
     started = time.monotonic()
     try:
-        _run_job(job, result)
+        executor = _run_job(job, result, executor)
     except BaseException as exc:  # noqa: BLE001
         base._untrace()
         result["runner_error"] = f"{exception_name(exc)} in the harness"
+        executor = None
     result["duration_s"] = round(time.monotonic() - started, 3)
     data = json.dumps(result, default=lambda v: f"<{type(v).__name__}>").encode()
     while data:
         data = data[os.write(result_fd, data):]
     os.close(result_fd)
+    return executor
 
 
 def _warm_up() -> None:
@@ -584,8 +693,6 @@ def _warm_up() -> None:
 
     for name in DEFAULT_AUTHORIZED_IMPORTS:
         __import__(name)
-    import tempfile
-
     tempfile.TemporaryDirectory().cleanup()  # tempfile's name sequence is made on first use
     df = pd.DataFrame({"a": np.arange(5), "b": list("abcde")})
     str(df.describe()), df.to_csv(), df.to_json(), str(df.groupby("b").sum())
@@ -596,10 +703,13 @@ def _warm_up() -> None:
     ax.legend(["a"])
     fig.savefig(io.BytesIO(), format="png")
     plt.close("all")
-    log = ToolLog()
-    tools, _ = host_tools(os.getcwd(), "warm", log)
-    with contextlib.suppress(Exception):
-        tools["book"]("Oslo", 2, 100.0)
+    from pandas.util._exceptions import find_stack_level
+
+    find_stack_level()  # pandas finds its own folders on its first warning
+    with tempfile.TemporaryDirectory() as scratch:
+        tools, _ = host_tools(scratch, "warm", ToolLog())
+        with contextlib.suppress(Exception):
+            tools["book"]("Oslo", 2, 100.0)
     import executors.process  # noqa: F401
     from executors import LocalExecutor
 
@@ -616,19 +726,20 @@ _BASELINE: dict[str, Any] = {}  # the registry fingerprint taken by the runner, 
 def _runner(jobfile: str) -> int:
     spec = json.loads(Path(jobfile).read_text())
     _warm_up()
-    if any(job["fingerprint"] for job in spec["jobs"]):
+    attempts = [one for job in spec["jobs"] for one in job["group"]]
+    if any(one["fingerprint"] for one in attempts):
         from executors.fuzzing.registries import registry_fingerprint
 
-        for job in spec["jobs"]:  # what the steps import is loaded before the baseline
+        for one in attempts:  # what the steps import is loaded before the baseline
             with contextlib.suppress(Exception):
-                exec(_imports_of(job["steps"] + job["after"]), {})  # noqa: S102 - our corpus's imports
-        _BASELINE["packages"] = _packages([i for job in spec["jobs"] for i in job["imports"]])
+                exec(_imports_of(one["steps"] + one["after"]), {})  # noqa: S102 - our corpus's imports
+        _BASELINE["packages"] = _packages([i for one in attempts for i in one["imports"]])
         _BASELINE["fingerprint"] = registry_fingerprint(_BASELINE["packages"])
     # What the runner made lives on in every child: frozen, it is not walked by the collections
     # the host actions make (a full collection of pandas and matplotlib costs ~0.2 s).
     gc.collect()
     gc.freeze()
-    base.fork_each(spec["jobs"], max(1, int(spec.get("parallel", JOBS))), _child)
+    base.fork_each(spec["jobs"], max(1, int(spec.get("parallel", JOBS))), _child, GROUP_TIMEOUT_S)
     return 0
 
 

@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="deferred-report-") as tmp:
         for mode in modes:
             t0 = time.monotonic()
-            outcomes = harness.run_attempts(mode, attempts, Path(tmp))
+            outcomes, found = harness.run_corpus(mode, attempts, [] if args.no_neighbours else NEIGHBOURS, Path(tmp))
             print("\n".join(attempt_table(mode, attempts, outcomes)))
             print(f"\n({len(attempts)} attempts in {time.monotonic() - t0:.0f} s)\n")
             if args.list:
@@ -74,8 +74,8 @@ def main(argv: list[str] | None = None) -> int:
             dump[mode] = {o.id: {"verdict": o.verdict, "escaped": list(o.escaped), "crashed": o.crashed,
                                  "leaked": list(o.leaked), "registry_changes": list(o.registry_changes),
                                  "detail": o.detail} for o in outcomes}
-            if not args.no_neighbours and NEIGHBOURS:
-                neighbours[mode] = harness.run_neighbours(mode, NEIGHBOURS, Path(tmp) / "neighbours")
+            if found:
+                neighbours[mode] = found
     for mode, ids in out_lists.items():
         label = "do not get out (must be none)" if mode == "plain" else "get out or crash"
         shown = [a.id for a in attempts if a.id not in ids] if mode == "plain" else ids

@@ -43,6 +43,7 @@ class Attempt:
     variables: tuple[str, ...] = ()  # host objects passed in with set_variables (deferred_host)
     probe: str = ""  # registry: policy-valid code whose last expression shows the state
     note: str = ""
+    alone: bool = False  # never shares an executor (it changes how the process itself runs)
 
 
 @dataclass(frozen=True)
@@ -69,14 +70,14 @@ def _code(text: str) -> str:
 
 def attempt(id: str, klass: str, imports: str, steps: str | tuple[str, ...], host: str, canary: str, *,
             tools: str = "", after: str | tuple[str, ...] = (), variables: str = "", probe: str = "",
-            note: str = "") -> Attempt:
+            note: str = "", alone: bool = False) -> Attempt:
     assert klass in CLASSES and canary in CANARIES, (klass, canary)
     steps = (steps,) if isinstance(steps, str) else steps
     after = (after,) if isinstance(after, str) else after
     return Attempt(id=id, klass=klass, imports=tuple(imports.split()), steps=tuple(_code(s) for s in steps),
                    host=tuple(host.split()), canary=canary, tools=tuple(tools.split()),
                    after=tuple(_code(s) for s in after), variables=tuple(variables.split()),
-                   probe=_code(probe) if probe else "", note=note)
+                   probe=_code(probe) if probe else "", note=note, alone=alone)
 
 
 NP, PD, MPL = "numpy.*", "pandas.*", "matplotlib.*"
@@ -143,51 +144,39 @@ TZ = "import datetime\n" + cls("Zone", "datetime.tzinfo", "wa:utcoffset(self, wh
 ATTEMPTS += [
     # plain model classes: one dunder each, then the host action that calls it
     out("output-str-print", "", answer("w1:__str__(self)"), "print"),
-    out("output-str-fstring", "", answer("w1:__str__(self)"), "fstring"),
     out("output-format-spec", "", answer("wa:__format__(self, spec)"), "format_spec"),
     out("output-repr-repr", "", answer("w1:__repr__(self)"), "repr"),
     out("output-repr-in-list", "", answer("w1:__repr__(self)", value="[Answer(), 2]"), "print"),
-    out("output-repr-in-dict", "", answer("w1:__repr__(self)", value='{"best": Answer()}'), "str"),
     out("output-eq", "", answer("wa:__eq__(self, other)"), "eq"),
-    out("output-ne", "", answer("wa:__ne__(self, other)"), "ne"),
     out("output-lt", "", answer("wa:__lt__(self, other)"), "lt"),
     out("output-hash", "", answer("w1:__hash__(self)"), "hash"),
-    out("output-hash-dict-key", "", answer("w1:__hash__(self)"), "dict_key"),
     out("output-len", "", answer("w1:__len__(self)"), "len"),
     out("output-bool", "", answer("w1:__bool__(self)"), "bool"),
     out("output-iter-list", "", answer("w1:__iter__(self)"), "list"),
-    out("output-iter-sorted", "", answer("w1:__iter__(self)"), "sorted"),
     out("output-contains", "", answer("wa:__contains__(self, item)"), "contains"),
     out("output-getitem", "", answer("wa:__getitem__(self, key)"), "getitem"),
     out("output-getattr-hasattr", "", answer("wa:__getattr__(self, name)"), "hasattr"),
     out("output-getattr-deepcopy", "", answer("wa:__getattr__(self, name)"), "deepcopy"),
-    out("output-getattr-deepcopy-list", "", answer("wa:__getattr__(self, name)", value="[Answer()]"), "deepcopy"),
     out("output-str-json-default", "", answer("w1:__str__(self)"), "json_default"),
     out("output-float", "", answer("w1:__float__(self)"), "float"),
     out("output-float-isfinite", "", answer("w1:__float__(self)"), "isfinite"),
     out("output-round", "", answer("w1:__round__(self)"), "round"),
     out("output-int", "", answer("w1:__int__(self)"), "int"),
-    out("output-index-int", "", answer("w1:__index__(self)"), "int"),
     out("output-abs", "", answer("w1:__abs__(self)"), "abs"),
-    out("output-bytes", "", answer("w1:__bytes__(self)"), "bytes"),
     out("output-str-dataframe", "", answer("w1:__str__(self)"), "dataframe"),
     out("output-str-logging", "", answer("w1:__str__(self)"), "logging"),
     out("output-float-plot", "", answer("w1:__float__(self)", value="[Answer(), Answer()]"), "plot"),
     out("output-final-answer-print", "", answer("w1:__str__(self)", value="final_answer(Answer())"), "print"),
-    out("output-final-answer-eq", "", answer("wa:__eq__(self, other)", value="final_answer(Answer())"), "eq"),
     out("output-earlier-step", "", (answer("w1:__repr__(self)"), "1 + 1"), "repr@output:1"),
     # numpy.save as the host callable (what a user who authorized numpy hands the model)
     out("output-npsave-str-print", "", answer("n1:__str__(self)"), "print", numpy=True),
     out("output-npsave-eq", "", answer("na:__eq__(self, other)"), "eq", numpy=True),
-    out("output-npsave-hash", "", answer("n1:__hash__(self)", value="{Answer()}"), "print", numpy=True),
     out("output-npsave-map-list", "", 'map(functools.partial(np.save, "{TARGET}"), [[1]])', "list", numpy=True),
     # reads: the host's rendering of the value is the secret (the next prompt of a pipeline)
     out("output-read-str-print", "", answer("rs:__str__(self)"), "print", "secret"),
     out("output-read-repr", "", answer("rs:__repr__(self)", value="[Answer()]"), "repr", "secret"),
-    out("output-read-str-fstring", "", answer("rs:__str__(self)"), "fstring", "secret"),
     out("output-read-final-answer", "", answer("rs:__str__(self)", value="final_answer(Answer())"),
         "print", "secret"),
-    out("output-read-dataframe", "", answer("rs:__str__(self)"), "dataframe", "secret"),
     out("output-read-loot", "", """
         LOOT = []
         def grab(f):
@@ -205,8 +194,6 @@ ATTEMPTS += [
         'import itertools\nitertools.starmap(tempfile.mkstemp, [("", "x", "{TARGET_DIR}")])', "iterate"),
     out("output-accumulate", "itertools",
         'import itertools\nitertools.accumulate(["", "x"], functools.partial(tempfile.mkstemp, dir="{TARGET_DIR}"))', "list"),
-    out("output-chain-map", "itertools", f"import itertools\nitertools.chain.from_iterable([map({MAKE}, [False])])", "list"),
-    out("output-zip-map", "", f'zip(map({MAKE}, [False]), "a")', "list"),
     out("output-map-in-dict", "", f'{{"rows": map({MAKE}, [False])}}', "frame_of"),
     out("output-map-next", "", f"map({MAKE}, [False])", "next"),
     out("output-islice-map", "itertools", f"import itertools\nitertools.islice(map({MAKE}, [False, True]), 2)", "sorted"),
@@ -255,38 +242,27 @@ ATTEMPTS += [
     out("output-strsub-fstring", "", answer("w1:__str__(self)", base="str", value='Answer("Oslo")'), "fstring"),
     out("output-strsub-eq", "", answer("wa:__eq__(self, other)", base="str", value='Answer("Oslo")'), "eq"),
     out("output-strsub-hash", "", answer("w1:__hash__(self)", base="str", value='Answer("Oslo")'), "dict_key"),
-    out("output-strsub-len", "", answer("w1:__len__(self)", base="str", value='Answer("Oslo")'), "len"),
-    out("output-strsub-contains", "", answer("wa:__contains__(self, part)", base="str", value='Answer("Oslo")'),
-        "contains"),
     out("output-strsub-strip", "", answer("w1:strip(self)", base="str", value='Answer(" Oslo ")'), "normalize"),
     out("output-strsub-final-answer", "", answer("w1:__str__(self)", base="str", value='final_answer(Answer("Oslo"))'),
         "print"),
     out("output-strsub-read", "", answer("rs:__str__(self)", base="str", value='Answer("Oslo")'), "print", "secret"),
     out("output-intsub-print", "", answer("w1:__repr__(self)", base="int", value="Answer(42)"), "print"),
     out("output-intsub-int", "", answer("w1:__int__(self)", base="int", value="Answer(42)"), "int"),
-    out("output-intsub-round", "", answer("w1:__round__(self)", base="int", value="Answer(42)"), "round"),
-    out("output-intsub-eq", "", answer("wa:__eq__(self, other)", base="int", value="Answer(42)"), "eq"),
     out("output-floatsub-print", "", answer("w1:__repr__(self)", base="float", value="Answer(2.5)"), "print"),
     out("output-floatsub-float", "", answer("w1:__float__(self)", base="float", value="Answer(2.5)"), "float"),
     out("output-floatsub-round", "", answer("w1:__round__(self)", base="float", value="Answer(2.5)"), "round"),
-    out("output-floatsub-lt", "", answer("wa:__lt__(self, other)", base="float", value="Answer(2.5)"), "lt"),
     out("output-listsub-list", "", answer("w1:__iter__(self)", base="list", value="Answer([1, 2])"), "list"),
     out("output-listsub-print", "", answer("w1:__repr__(self)", base="list", value="Answer([1, 2])"), "print"),
     out("output-listsub-copy", "", answer("w1:__iter__(self)", base="list", value="Answer([1, 2])"), "copy"),
     out("output-listsub-pickle", "", answer("w1:__iter__(self)", base="list", value="Answer([1, 2])"), "pickle"),
-    out("output-listsub-len", "", answer("w1:__len__(self)", base="list", value="Answer([1, 2])"), "len"),
     out("output-dictsub-json", "", answer("w1:items(self)", base="dict", value='Answer(city="Oslo")'), "json"),
     out("output-dictsub-deepcopy", "", answer("w1:items(self)", base="dict", value='Answer(city="Oslo")'), "deepcopy"),
     out("output-dictsub-pickle", "", answer("w1:items(self)", base="dict", value='Answer(city="Oslo")'), "pickle"),
     out("output-dictsub-keys", "", answer("w1:keys(self)", base="dict", value='Answer(city="Oslo")'), "keys"),
     out("output-dictsub-iter", "", answer("w1:__iter__(self)", base="dict", value='Answer(city="Oslo")'), "list"),
-    out("output-dictsub-getitem", "", answer("wa:__getitem__(self, key)", base="dict", value='Answer(city="Oslo")'),
-        "getitem"),
     out("output-tuplesub-print", "", answer("w1:__repr__(self)", base="tuple", value="Answer((1, 2))"), "print"),
     out("output-namedtuple-print", "collections", "import collections\n" + answer(
         "w1:__repr__(self)", base='collections.namedtuple("Point", "x y")', value="Answer(1, 2)"), "print"),
-    out("output-namedtuple-eq", "collections", "import collections\n" + answer(
-        "wa:__eq__(self, other)", base='collections.namedtuple("Point", "x y")', value="Answer(1, 2)"), "eq"),
     out("output-namedtuple-iter", "collections", "import collections\n" + answer(
         "w1:__iter__(self)", base='collections.namedtuple("Point", "x y")', value="Answer(1, 2)"), "list"),
     out("output-bytessub-bytes", "", answer("w1:__bytes__(self)", base="bytes", value='Answer(b"x")'), "bytes"),
@@ -304,7 +280,6 @@ ATTEMPTS += [
     # dates with a model tzinfo, date subclasses
     out("output-datetime-tz-isoformat", "datetime", TZ + "datetime.datetime(2024, 5, 1, 12, tzinfo=Zone())",
         "isoformat"),
-    out("output-datetime-tz-print", "datetime", TZ + "datetime.datetime(2024, 5, 1, 12, tzinfo=Zone())", "print"),
     out("output-datetime-tz-hash", "datetime", TZ + "datetime.datetime(2024, 5, 1, 12, tzinfo=Zone())", "dict_key"),
     out("output-datetime-tz-utcoffset", "datetime", TZ + "datetime.datetime(2024, 5, 1, 12, tzinfo=Zone())",
         "utcoffset"),
@@ -324,8 +299,6 @@ df.attrs["note"] = Note()
 df""", "df_copy"),
     out("output-object-array-print", NP, "import numpy as np\n" + answer(
         "w1:__repr__(self)", value="np.array([Answer(), 1], dtype=object)"), "print"),
-    out("output-object-array-json", NP, "import numpy as np\n" + answer(
-        "w1:__repr__(self)", value="np.array([Answer(), 1], dtype=object)"), "json_default"),
     out("output-df-cell-print", PD, "import pandas as pd\n" + answer(
         "w1:__str__(self)", value='pd.DataFrame({"city": [Answer(), "Rome"]})'), "df_print"),
     out("output-df-cell-to-csv", PD, "import pandas as pd\n" + answer(
@@ -965,11 +938,11 @@ ATTEMPTS += [
     shared("shared-codecs-encoder", "codecs", f"""
         import codecs
         codecs.lookup("utf-8").incrementalencoder = {WA_MAKE}
-    """, "host_io", probe='import codecs\ntype(codecs.lookup("utf-8").incrementalencoder).__name__'),
+    """, "host_io", probe='import codecs\ntype(codecs.lookup("utf-8").incrementalencoder).__name__', alone=True),
     shared("shared-codecs-decoder", "codecs", f"""
         import codecs
         codecs.lookup("utf-8").incrementaldecoder = {WA_MAKE}
-    """, "host_io", probe='import codecs\ntype(codecs.lookup("utf-8").incrementaldecoder).__name__'),
+    """, "host_io", probe='import codecs\ntype(codecs.lookup("utf-8").incrementaldecoder).__name__', alone=True),
     shared("shared-codecs-capture-read", "codecs", """
         import codecs
         LOOT = {}
@@ -979,7 +952,7 @@ ATTEMPTS += [
         decoder.decode = LOOT.setdefault
         decoder.reset = LOOT.clear
         codecs.lookup("utf-8").incrementaldecoder = functools.partial(dict.get, {"strict": decoder})
-    """, "host_secret", "secret", after="print(LOOT)"),
+    """, "host_secret", "secret", after="print(LOOT)", alone=True),
     # pandas registries reached through internal submodules
     registry("shared-pandas-dataframe-accessor", PD, """
         import pandas.core.accessor as accessor

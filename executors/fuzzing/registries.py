@@ -8,7 +8,7 @@ as matplotlib's colormap registry, pandas' extension-dtype registry, codecs' Cod
 classes defined there (their attributes; enum members' attributes, such as HTTPStatus.OK.phrase)
 — the identities of what they hold, two levels deep. Compare two fingerprints with
 `registry_changes`; what caches fill by themselves (weak containers, names with "cache") is left
-out, so a difference is a change someone made.
+out (`_volatile`), so a difference is a change someone made.
 
 Reading runs no method of the objects it walks but `vars()` and container iteration on builtin
 containers and their subclasses of library types (model-made objects are not module attributes of
@@ -23,7 +23,7 @@ import weakref
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["registry_fingerprint", "registry_changes", "REGISTRY_PACKAGES"]
+__all__ = ["registry_fingerprint", "registry_changes", "restricted_to", "REGISTRY_PACKAGES"]
 
 # The data packages and the stdlib set a step authorizes by default, plus `encodings`: codecs'
 # registry keeps its CodecInfo entries there.
@@ -37,7 +37,9 @@ _SKIP_TYPES = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, 
 
 
 def _volatile(name: str) -> bool:
-    return "ache" in name or name in ("__warningregistry__", "__loader__", "__spec__")
+    """State that changes by itself: caches, random generators (tempfile's name sequence makes a
+    new one in every forked process), the import system's bookkeeping."""
+    return "ache" in name or "rng" in name or name in ("__warningregistry__", "__loader__", "__spec__")
 
 
 _IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: C types whose attributes cannot be set
@@ -59,10 +61,8 @@ def _state(value: Any, depth: int) -> Any:
         return ("seq", id(value), tuple(_state(v, depth - 1) for v in list(value)[:_MAX_ITEMS]))
     if isinstance(value, (set, frozenset)):
         return ("set", id(value), frozenset(_key(v) for v in list(value)[:_MAX_ITEMS]))
-    if isinstance(value, type):
-        return _class_state(value, depth)
-    if isinstance(value, _SKIP_TYPES):
-        return id(value)
+    if isinstance(value, (type, *_SKIP_TYPES)):
+        return id(value)  # a class is pictured at its home module, not wherever it is held
     try:
         own = object.__getattribute__(value, "__dict__")
     except AttributeError:
@@ -92,8 +92,15 @@ def _class_state(cls: type, depth: int) -> Any:
                   for k, v in list(namespace.items()) if not _volatile(k))
     members = namespace.get("_member_map_")
     if isinstance(members, dict):
-        attrs += tuple((name, _state(m, depth)) for name, m in list(members.items())[:_MAX_ITEMS])
+        attrs += tuple((name, id(m), _state(_own(m), 1)) for name, m in list(members.items())[:_MAX_ITEMS])
     return ("class", id(cls), attrs)
+
+
+def _own(obj: Any) -> Any:
+    try:
+        return object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        return None
 
 
 def _in_packages(name: str, packages: tuple[str, ...]) -> bool:
@@ -115,8 +122,10 @@ def registry_fingerprint(packages: Iterable[str] = REGISTRY_PACKAGES) -> dict[st
         for attr, value in namespace.items():
             if type(attr) is not str or _volatile(attr) or isinstance(value, types.ModuleType):
                 continue
-            if isinstance(value, type) and getattr(value, "__module__", None) != modname:
-                fp[f"{modname}.{attr}"] = ("id", id(value))  # imported from elsewhere: its home has it
+            if isinstance(value, type):
+                # a class imported from elsewhere is pictured at its home module
+                fp[f"{modname}.{attr}"] = _class_state(value, _DEPTH) \
+                    if getattr(value, "__module__", None) == modname else id(value)
                 continue
             fp[f"{modname}.{attr}"] = _state(value, _DEPTH)
     return fp
@@ -127,3 +136,10 @@ def registry_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]
     module imported meanwhile adds is new, not changed)."""
     return sorted(k for k in before if k in after and before[k] != after[k]) + \
         sorted(f"{k} (removed)" for k in before if k not in after)
+
+
+def restricted_to(fingerprint: dict[str, Any], packages: Iterable[str]) -> dict[str, Any]:
+    """The entries of `fingerprint` that belong to modules of `packages` (to compare with a
+    fingerprint of those packages alone)."""
+    wanted = tuple(p.removesuffix(".*") for p in packages)
+    return {k: v for k, v in fingerprint.items() if _in_packages(k.rsplit(".", 1)[0], wanted)}
