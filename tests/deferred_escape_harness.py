@@ -2,19 +2,28 @@
 
     run_attempts(mode, attempts, tmp_path) -> [Outcome]      (one batch, one runner process)
     run_neighbours(mode, neighbours, tmp_path) -> [NeighbourOutcome]
+    run_corpus(mode, attempts, neighbours, tmp_path) -> ([Outcome], [NeighbourOutcome])
 
 Modes: "plain" (CPython: the steps exec'd in one dict namespace with the real tools, the same host
 actions on the real values — every attempt must get out there, which proves it is real), "local"
 (LocalExecutor), "subprocess" (SubprocessExecutor: restricted, hardened, the default) and
 "unhardened" (SubprocessExecutor(harden=False): the worker without the kernel layer, issue 29).
-A runner process imports numpy, pandas and matplotlib once, warms them up, and forks a fresh
-child per attempt (an escape tampers the process that hosts it), two at a time.
+A runner process imports numpy, pandas and matplotlib once, warms them up (and takes the
+registry baseline), and forks a fresh child per attempt (an escape tampers the process that
+hosts it), two at a time. Attempts that cannot change their process for good share one child
+and one executor, reset between them, ten at a time (SHARED_EXECUTOR_CLASSES, _group_of): in
+process the output, tool and environment classes; in a worker, whose process is all a step can
+change, every class but threads. A shared worker is what a long-lived one is (ExecutorPool
+hands the same worker to the next run after reset()): a generator one attempt left behind is
+finalized there later, during another attempt, and what it writes lands in its own canaries.
 
-One attempt, in its child: the tools (tests/deferred_host.py) and the host's objects are made;
-the executor is built; a warm-up step imports what the steps import; the baselines are taken
+One attempt: the tools (tests/deferred_host.py) and the host's objects are made; the executor is
+built (or the group's reused, tools registered anew); a warm-up step imports what the steps import; the baselines are taken
 (threads, the registry probe, the generic registry fingerprint); the host passes its objects in
 (set_variables); the steps run; the host acts on what it got (HOST_ACTIONS); the `after` steps
-run (model code that shows what it captured); the probes are taken again.
+run (model code that shows what it captured); the probes are taken again. In plain CPython the
+runtime's own operations the runtime-class attempts aim at (the restores, the audit hook's path
+reading) are done by RuntimeEmulation with the runtime's own functions.
 
 Canaries, fresh per attempt under tmp_path/<mode>/<attempt id>/:
   target    {TARGET} (in {TARGET_DIR}, empty, outside every grant): a write escapes when the
@@ -29,6 +38,8 @@ Canaries, fresh per attempt under tmp_path/<mode>/<attempt id>/:
             workers (what the next run handed the same worker sees).
   thread    a thread started by a step is still alive after execute() returned (in this
             process, or in the worker).
+  descriptor  (attempts aimed at it) after the host closed the executor, the host process still
+            holds a descriptor on a file in the step's workdir: one the step opened outlives it.
 Outcome per attempt: held / escaped (which canaries) / crashed (worker crash, ExecutorError,
 a host action that raised on a model object the host should never have held).
 """
@@ -280,6 +291,8 @@ def judge(attempt: Any, c: Canaries, r: dict) -> Outcome:
         fired.append("registry")  # no policy-valid probe shows it: the generic fingerprint does
     if r.get("threads", 0) > 0:
         fired.append("thread")
+    if attempt.canary == "descriptor" and r.get("descriptors", 0) > 0:
+        fired.append("descriptor")
     crashed = r.get("runner_error") or r.get("host_error") or ""
     if mode != "plain":
         for step in r.get("steps", []) + r.get("after", []):
@@ -408,20 +421,11 @@ class PlainSession(HostContext):
         value, err = base.plain_exec(code, io.StringIO())
         return repr(value) if err is None else f"<probe error {err['type']}>"
 
-    def lifecycle(self, action: str, arg: str) -> None:
-        if action == "runtime":
-            self.emulation.run("runtime:" + arg)
-        elif action in ("reset", "close"):
-            self._fresh()
-        elif action == "drop":
-            self.outputs.clear()
-        elif action == "next_step":
-            self.execute("None")
-        elif action == "set_variables":
-            self.ns[arg] = 0
-        elif action == "variables":
-            self.variables_text()
-        gc.collect()
+    def reset(self) -> None:
+        self._fresh()
+
+    def runtime(self, what: str) -> None:
+        self.emulation.run("runtime:" + what)
 
     def pids(self) -> list[int]:
         return [os.getpid()]
@@ -482,22 +486,11 @@ class ExecutorSession(HostContext):
         r = self.ex.execute(code)
         return (r.output_repr or repr(r.output)) if r.error is None else f"<probe error {r.error.type}>"
 
-    def lifecycle(self, action: str, arg: str) -> None:
-        if action == "runtime":
-            pass  # the executor's runtime does it itself
-        elif action == "reset":
-            self.ex.reset()
-        elif action == "close":
-            self.close()
-        elif action == "drop":
-            self.outputs.clear()
-        elif action == "next_step":
-            self.execute("None")
-        elif action == "set_variables":
-            self.ex.set_variables({arg: 0})
-        elif action == "variables":
-            self.variables_text()
-        gc.collect()
+    def reset(self) -> None:
+        self.ex.reset()
+
+    def runtime(self, what: str) -> None:
+        pass  # the executor's runtime does it itself
 
     def pids(self) -> list[int]:
         return [os.getpid(), *_descendants(os.getpid())]
@@ -524,6 +517,15 @@ def _descendants(pid: int) -> list[int]:
             out.append(child)
             todo.append(child)
     return out
+
+
+def _descriptors_into(folder: str) -> int:
+    """Descriptors of this process open on files in `folder` (the step's workdir)."""
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            count += os.readlink(f"/proc/self/fd/{fd}").startswith(folder.rstrip("/") + "/")
+    return count
 
 
 def _thread_count(pids: list[int]) -> int:
@@ -591,6 +593,8 @@ def _run_job(job: dict, result: dict, executor: Any) -> Any:
         result["threads"] = _thread_count(session.pids()) - threads
         for action in job["host"]:
             result["host"].append(run_host_action(session, action, paths))
+        gc.collect()
+        result["descriptors"] = _descriptors_into(result["workdir"])  # (judged after the host's close())
         for code in job["after"]:
             result["after"].append(session.execute(code) if not getattr(session, "closed", False) else {})
         result["variables_text"] = session.variables_text()

@@ -27,7 +27,7 @@ import textwrap
 from dataclasses import dataclass
 
 CLASSES = ("output", "tool", "generator", "shared", "runtime", "thread", "environment")
-CANARIES = ("target", "secret", "env", "toolkey", "registry", "thread")
+CANARIES = ("target", "secret", "env", "toolkey", "registry", "thread", "descriptor")
 
 
 @dataclass(frozen=True)
@@ -648,6 +648,17 @@ def gen(id: str, body: str | tuple[str, ...], host: str, canary: str = "target",
     return attempt(id, "generator", f"pathlib tempfile {imports}".strip(), (code, *rest), host, canary, **kw)
 
 
+# A context manager whose __exit__ is a host callable that writes (it outlives the step).
+GUARD = """
+def wa(f):
+    return functools.partial(max, [1], [2], key=MAKE)
+class Guard:
+    def __enter__(self):
+        return self
+    @wa
+    def __exit__(self, *exc):
+        return None
+"""
 ROWS = """
 def rows():
     try:
@@ -747,16 +758,7 @@ def rows():
 g = rows()
 next(g)
 """.replace("def rows", "import contextlib\ndef rows"), "reset", imports="contextlib"),
-    gen("generator-exitstack-enter-context", """
-import contextlib
-def wa(f):
-    return functools.partial(max, [1], [2], key=MAKE)
-class Guard:
-    def __enter__(self):
-        return self
-    @wa
-    def __exit__(self, *exc):
-        return None
+    gen("generator-exitstack-enter-context", "import contextlib\n" + GUARD + """
 def rows():
     with contextlib.ExitStack() as stack:
         stack.enter_context(Guard())
@@ -764,15 +766,7 @@ def rows():
 g = rows()
 next(g)
 """, "reset", imports="contextlib"),
-    gen("generator-with-host-exit", """
-def wa(f):
-    return functools.partial(max, [1], [2], key=MAKE)
-class Guard:
-    def __enter__(self):
-        return self
-    @wa
-    def __exit__(self, *exc):
-        return None
+    gen("generator-with-host-exit", GUARD + """
 def rows():
     with Guard():
         yield 1
@@ -1049,6 +1043,16 @@ ATTEMPTS += [
         import http
         http.HTTPMethod.GET.description = "Delete everything"
     """, "import http\nhttp.HTTPMethod.GET.description"),
+    # a descriptor the step opened (in its own workdir) kept alive by a host object after close()
+    shared("shared-descriptor-in-host-list", "", """
+        history.append(pathlib.Path("kept.txt").open("w"))
+    """, "close", "descriptor", variables="history"),
+    shared("shared-descriptor-in-df-attrs", PD, """
+        df.attrs["log"] = pathlib.Path("kept.txt").open("w")
+    """, "close", "descriptor", variables="df"),
+    shared("shared-descriptor-in-tool-catalog", "", """
+        catalog()["log"] = pathlib.Path("kept.txt").open("w")
+    """, "close", "descriptor", tools="catalog"),
     registry("shared-warnings-catch-ignore", "warnings", """
         import warnings
         warnings.catch_warnings(record=True, action="ignore").__enter__()

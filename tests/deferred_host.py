@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import datetime
-import decimal
+import gc
 import io
 import json
 import math
@@ -275,16 +275,31 @@ def host_objects(names: tuple[str, ...]) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- host actions
 class HostContext:
     """What a host action works with: the session (the executor or the plain namespace), the
-    step values, the host's own objects. Subclassed by the harness per mode."""
+    step values, the host's own objects. Subclassed by the harness per mode, which supplies
+    execute, variable(s), set_variables, reset, close and runtime (the runtime's own operations)."""
 
     outputs: list[Any]
     host: dict[str, Any]
 
-    def variable(self, name: str) -> Any:
-        raise NotImplementedError
-
     def lifecycle(self, action: str, arg: str) -> None:
-        raise NotImplementedError
+        """reset, close, drop (the host lets go of the step values), gc, next_step (a step the
+        model did not write), set_variables:NAME (the host overwrites a variable), variables
+        (get_variables), runtime:... (what the runtime does around a step)."""
+        if action == "runtime":
+            self.runtime(arg)
+        elif action == "reset":
+            self.reset()
+        elif action == "close":
+            self.close()
+        elif action == "drop":
+            self.outputs.clear()
+        elif action == "next_step":
+            self.execute("None")
+        elif action == "set_variables":
+            self.set_variables({arg: 0})
+        elif action == "variables":
+            self.variables_text()
+        gc.collect()
 
     def value(self, source: str) -> Any:
         kind, _, arg = source.partition(":")
@@ -301,12 +316,6 @@ def _print(v: Any) -> str:
     buf = io.StringIO()
     print(v, file=buf)
     return buf.getvalue()
-
-
-def _pyplot() -> Any:
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _pandas() -> Any:
@@ -403,7 +412,6 @@ VALUE_ACTIONS: dict[str, Callable[[Any], Any]] = {
     "fstring": lambda v: f"answer: {v}",
     "format_spec": lambda v: f"{v:>12}",
     "eq": lambda v: v == "expected",
-    "ne": lambda v: v != 0,
     "lt": lambda v: v < 10,
     "hash": hash,
     "dict_key": lambda v: {v: 1},
@@ -425,7 +433,6 @@ VALUE_ACTIONS: dict[str, Callable[[Any], Any]] = {
     "int": int,
     "abs": abs,
     "isfinite": math.isfinite,
-    "decimal": decimal.Decimal,
     "isoformat": lambda v: v.isoformat(),
     "utcoffset": lambda v: v.utcoffset(),
     "exception_only": lambda v: "".join(traceback.format_exception_only(v)),
@@ -441,7 +448,6 @@ VALUE_ACTIONS: dict[str, Callable[[Any], Any]] = {
     "df_print": lambda v: str(v),
     "plot": _plot,
     "draw": _draw,
-    "close_figure": lambda fig: _pyplot().close(fig),
     "logging": _log_record,
     "next": lambda v: next(v),
     "iterate": lambda v: [x for x in v],

@@ -10,7 +10,6 @@ plain-data boundary lands (branch i21-boundary), by design.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import gc
 import io
@@ -25,6 +24,7 @@ import library_escape_harness as base
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hseed
+from test_fuzz import _args
 
 from codeagent import fuzz as fuzz_cli
 from executors import ExecutionError, ExecutionResult, FinalAnswer, Limits
@@ -179,15 +179,6 @@ def format_report(rows: list) -> str:
 
 
 USER_TOOLS = {"word_count": word_count, "format_report": format_report}  # a user's own tools
-
-
-def _args(**over: Any) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    fuzz_cli.add_fuzz_arguments(parser)
-    args = parser.parse_args([])
-    for k, v in over.items():
-        setattr(args, k, v)
-    return args
 
 
 def test_cli_finds_the_deferred_class_for_a_users_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
