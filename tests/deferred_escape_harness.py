@@ -237,7 +237,7 @@ def _job(mode: str, attempt: Any, c: Canaries) -> dict:
         "steps": [render(s, c) for s in attempt.steps], "after": [render(s, c) for s in attempt.after],
         "tools": list(attempt.tools), "host": list(attempt.host), "variables": list(attempt.variables),
         "probe": render(attempt.probe, c), "fingerprint": _fingerprinted(mode, attempt),
-        "expected": getattr(attempt, "expected", None),
+        "expected": getattr(attempt, "expected", None), "agent": getattr(attempt, "agent", False),
         "tool_dir": str(c.dir("tools")), "secret": str(c.secret_file), "cwd": str(c.dir("cwd")), "tool_key": c.tool_key,
         "result": str(c.root / "result.json"), "stdout": str(c.root / "stdout.txt"),
     }
@@ -466,6 +466,27 @@ class ExecutorSession(HostContext):
                 "error": f"{err.type}: {err.message}" if err else "", "error_type": err.type if err else None,
                 "plain": plain(r.output)}
 
+    def run_agent(self, steps: list[str]) -> dict:
+        """The steps as the replies of a scripted model, run by a CodeAgent on this executor: what
+        the host then holds is the RunResult's output; what the run showed is its events."""
+        from codeagent import CodeAgent, ScriptedModel
+        from codeagent.events import RunEnd
+
+        agent = CodeAgent(ScriptedModel([f"```python\n{code}```" for code in steps]), executor=self.ex,
+                          max_steps=len(steps))
+        lines, result = [], None
+        for event in agent.stream("Answer the question."):
+            lines.append(event.to_json())  # the NDJSON a host logs
+            if isinstance(event, RunEnd):
+                result = event.result
+        self.outputs.append(result.output if result is not None else None)
+        lines.append(repr(result))
+        logs = "\n".join(lines)
+        crashed = next((e for e in CRASH_ERRORS if e in logs), None)  # the executor failed under the run
+        return {"logs": logs, "output_text": safe_text(self.outputs[-1]), "error_type": crashed,
+                "error": "" if result is None or result.error is None else str(result.error),
+                "plain": plain(self.outputs[-1])}
+
     def variable(self, name: str) -> Any:
         if self.closed:
             raise KeyError(name)
@@ -588,8 +609,11 @@ def _run_job(job: dict, result: dict, executor: Any) -> Any:
             session.set_variables({name: host[name] for name in job["variables"]})
         if mode == "plain":
             emulation.before()
-        for code in job["steps"]:
-            result["steps"].append(session.execute(code))
+        if job["agent"] and mode != "plain":
+            result["steps"].append(session.run_agent(job["steps"]))
+        else:
+            for code in job["steps"]:
+                result["steps"].append(session.execute(code))
         result["threads"] = _thread_count(session.pids()) - threads
         for action in job["host"]:
             result["host"].append(run_host_action(session, action, paths))

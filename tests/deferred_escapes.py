@@ -44,6 +44,7 @@ class Attempt:
     probe: str = ""  # registry: policy-valid code whose last expression shows the state
     note: str = ""
     alone: bool = False  # never shares an executor (it changes how the process itself runs)
+    agent: bool = False  # the steps are a scripted model's replies to a CodeAgent (plain: as is)
 
 
 @dataclass(frozen=True)
@@ -70,14 +71,14 @@ def _code(text: str) -> str:
 
 def attempt(id: str, klass: str, imports: str, steps: str | tuple[str, ...], host: str, canary: str, *,
             tools: str = "", after: str | tuple[str, ...] = (), variables: str = "", probe: str = "",
-            note: str = "", alone: bool = False) -> Attempt:
+            note: str = "", alone: bool = False, agent: bool = False) -> Attempt:
     assert klass in CLASSES and canary in CANARIES, (klass, canary)
     steps = (steps,) if isinstance(steps, str) else steps
     after = (after,) if isinstance(after, str) else after
     return Attempt(id=id, klass=klass, imports=tuple(imports.split()), steps=tuple(_code(s) for s in steps),
                    host=tuple(host.split()), canary=canary, tools=tuple(tools.split()),
                    after=tuple(_code(s) for s in after), variables=tuple(variables.split()),
-                   probe=_code(probe) if probe else "", note=note, alone=alone)
+                   probe=_code(probe) if probe else "", note=note, alone=alone, agent=agent)
 
 
 NP, PD, MPL = "numpy.*", "pandas.*", "matplotlib.*"
@@ -307,6 +308,16 @@ df""", "df_copy"),
         "w1:__str__(self)", value="pd.Series([Answer()])"), "df_print"),
     out("output-df-cell-read", PD, "import pandas as pd\n" + answer(
         "rs:__str__(self)", value='pd.DataFrame({"city": [Answer(), "Rome"]})'), "df_print", "secret"),
+    # through a CodeAgent run: what RunResult.output hands the host
+    out("output-agent-final-print", "", answer("w1:__str__(self)", value="final_answer(Answer())"), "print",
+        agent=True),
+    out("output-agent-final-read", "", answer("rs:__str__(self)", value="final_answer(Answer())"), "fstring",
+        "secret", agent=True),
+    out("output-agent-listsub", "", answer("w1:__iter__(self)", base="list", value="final_answer(Answer([1]))"),
+        "list", agent=True),
+    out("output-agent-map", "", f"final_answer(map({MAKE}, [False]))", "list", agent=True),
+    out("output-agent-exception", "", answer("w1:__str__(self)", base="Exception",
+                                             value='final_answer(Answer("boom"))'), "exception_only", agent=True),
     # what get_variables hands the host
     out("output-var-repr", "", answer("w1:__repr__(self)", value="found = Answer()"), "repr@var:found"),
     out("output-var-list-print", "", answer("w1:__repr__(self)", value="rows = [Answer()]"), "print@var:rows"),
