@@ -13,9 +13,8 @@ registry baseline), and forks a fresh child per attempt (an escape tampers the p
 hosts it), two at a time. Attempts that cannot change their process for good share one child
 and one executor, reset between them, ten at a time (SHARED_EXECUTOR_CLASSES, _group_of): in
 process the output, tool and environment classes; in a worker, whose process is all a step can
-change, every class but threads. A shared worker is what a long-lived one is (ExecutorPool
-hands the same worker to the next run after reset()): a generator one attempt left behind is
-finalized there later, during another attempt, and what it writes lands in its own canaries.
+change, every class but threads and generators (ALONE_CLASSES). A shared worker is what a
+long-lived one is (ExecutorPool hands the same worker to the next run after reset()).
 
 One attempt: the tools (tests/deferred_host.py) and the host's objects are made; the executor is
 built (or the group's reused, tools registered anew); a warm-up step imports what the steps import; the baselines are taken
@@ -172,18 +171,23 @@ def run_attempts(mode: str, attempts: Sequence[Any], tmp_path: Path, *, jobs: in
 # Attempts that share one executor (reset between them) and one forked child: a worker costs
 # ~0.2 s of CPU to start, ~1 s with matplotlib. In process, only the classes whose payloads just
 # write or read files and capture into the model's own namespace; in a worker, whose process is
-# all a step can change, every class but threads (a thread left by one attempt would hide the
-# next one's), and not the attempts marked `alone` (they change how the worker itself runs).
+# all a step can change, every class but ALONE_CLASSES, and not the attempts marked `alone` (they
+# change how the worker itself runs). Groups never mix classes.
 SHARED_EXECUTOR_CLASSES = ("output", "tool", "environment", "neighbour")
+# Never shared: a thread one attempt left would hide the next one's; a generator one attempt left
+# in a worker is finalized whenever that worker's garbage collector runs next, during some other
+# attempt (unguarded outside a step: seen as escapes, but their timing depends on the group).
+ALONE_CLASSES = ("thread", "generator")
 GROUP_SIZE = 10
 
 
 def _group_of(mode: str, attempt: Any) -> str:
-    """The group kind an attempt runs in ("" = alone)."""
-    if getattr(attempt, "alone", False) or attempt.klass == "thread":
+    """The group an attempt runs in, by class ("" = alone): a class's verdicts never depend on
+    another class's attempts."""
+    if getattr(attempt, "alone", False) or attempt.klass in ALONE_CLASSES:
         return ""
     if attempt.klass in SHARED_EXECUTOR_CLASSES or mode in ("subprocess", "unhardened"):
-        return "neighbour" if attempt.klass == "neighbour" else "attempt"
+        return attempt.klass
     return ""
 
 
@@ -192,7 +196,7 @@ def _run_grouped(specs: list[dict], kinds: list[str], tmp_path: Path, jobs: int,
     jobs_list: list[dict] = []
     for spec, kind in zip(specs, kinds, strict=True):
         if kind:
-            key = (tuple(sorted(spec["imports"])), kind)  # neighbours among themselves
+            key = (tuple(sorted(spec["imports"])), kind)
             group = groups.setdefault(key, [])
             if len(group) == GROUP_SIZE:
                 group = groups[key] = []
