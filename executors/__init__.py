@@ -20,9 +20,9 @@ from .base import (
     Limits,
     ToolError,
 )
-from .worker.wire import Repr  # what a value that is not data crosses as: its repr, marked
 
 _LAZY = {
+    "Repr": ".worker.wire",  # what a value that is not data crosses as: its repr, marked
     "LocalExecutor": ".local",
     "SubprocessExecutor": ".process",
     "DockerExecutor": ".docker",
@@ -51,6 +51,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .worker.wire import Repr
     from .access import Access, AccessError, Isolation
     from .docker import DockerExecutor
     from .local import LocalExecutor

@@ -493,7 +493,7 @@ def test_timeout_error_says_which_setting(local_executor_factory):
     r = ex.execute("while True:\n    pass")
     assert r.error is not None and r.error.type == "TimeoutError"
     assert "timeout" in r.error.message.lower()
-    assert r.error.lineno == 1
+    assert r.error.lineno in (1, 2)  # wherever the deadline found the loop: its head or its body
 
 
 _STORM = r"""

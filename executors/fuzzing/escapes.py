@@ -23,10 +23,9 @@ __all__ = ["EscapeAttempt", "escape_attempts", "FAMILIES", "DEFAULT_FAMILIES", "
 
 FAMILIES = ("dunder_walk", "module_pivot", "frames", "builtins", "tool_internals",
             "refused_import", "format_string", "direct", "stdlib_eval", "library", "deferred")
-# Drawn when no families are named. "deferred" (model-made objects with hostile methods handed to
-# the tools or left for the host, issue 21) is asked for by name until the in-process executor
-# holds it: `codeagent fuzz --escape-families deferred`.
-DEFAULT_FAMILIES = tuple(f for f in FAMILIES if f != "deferred")
+# Drawn when no families are named: all of them ("deferred": model-made objects with hostile
+# methods handed to the user's tools or left for the host to touch, issue 21).
+DEFAULT_FAMILIES = FAMILIES
 EFFECT_NAMES = ("marker", "canary", "reach", "tamper", "read")
 
 
