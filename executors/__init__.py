@@ -51,11 +51,11 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .worker.wire import Repr
     from .access import Access, AccessError, Isolation
     from .docker import DockerExecutor
     from .local import LocalExecutor
     from .process import SubprocessExecutor
+    from .worker.wire import Repr
 
 
 def __getattr__(name: str) -> Any:
