@@ -46,7 +46,9 @@ def add_fuzz_arguments(parser: argparse.ArgumentParser) -> None:
                         default=["cpython", "escapes", "bombs"], help="which properties to run")
     parser.add_argument("--escape-families", nargs="+", default=None, metavar="FAMILY",
                         help="only these families of escape attempts, e.g. 'library' for the attempts "
-                             "through the authorized libraries (default: all; a wrong name lists them)")
+                             "through the authorized libraries, 'deferred' for model-made objects with "
+                             "hostile methods handed to your tools or left for the host (default: all "
+                             "but 'deferred'; a wrong name lists them)")
     parser.add_argument("--timeout", type=float, default=2.0, help="Limits.timeout_s for the campaign (default: 2)")
     parser.add_argument("--margin", type=float, default=1.0,
                         help="seconds a bomb may overrun its timeout (default: 1)")
