@@ -35,7 +35,16 @@ from .models import Model, check_model
 from .parsing import CodeParseError
 from .prompts import PROMPTS_DIR, load_prompt
 from .replies import ModelReply
-from .run import ActionRefused, ErrorKind, Recorder, RunResult, RunStatus, Step, StepRecord
+from .run import (
+    ActionRefused,
+    ErrorKind,
+    Recorder,
+    RunResult,
+    RunStatus,
+    Step,
+    StepRecord,
+    interruptible,
+)
 from .tools import Tool, tools_by_name
 
 __all__ = [
@@ -221,7 +230,8 @@ class CodeAgent:
         self, task: str, *, variables: Mapping[str, Any] | None = None, reset: bool = True
     ) -> Iterator[Event]:
         """Run the task, yielding typed events as they happen; the last one is `RunEnd`."""
-        return _CodeRun(self, task, variables, reset).events()
+        run = _CodeRun(self, task, variables, reset)
+        return interruptible(run.events(), run.rec)
 
 
 class _CodeRun:

@@ -10,24 +10,38 @@ import argparse
 import importlib
 import json
 import os
+import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from executors.base import ExecutorError, Limits
 
-from .cli_access import GrantError, access_from_args, add_access_options, grant_error
+from .cli_options import (
+    add_executor_options,
+    count,
+    executor_options,
+    number,
+    seconds,
+    task_after_tools,
+)
 from .cli_render import HumanPrinter, drive, save_run, show_answer, show_saved
+from .cli_wait import show_waiting
 from .constrain.request import SPELLINGS
 from .events import NOT_JSON, plain_json
+from .executor_options import EXECUTORS as _PLACES
+from .executor_options import SetupError
+from .executor_options import make_executor as build_executor
+from .models import DEFAULT_MAX_RETRIES as DEFAULT_MODEL_RETRIES
+from .models import DEFAULT_TIMEOUT_S as DEFAULT_MODEL_TIMEOUT_S
 from .run import ErrorKind
 
 __all__ = ["main", "build_parser", "make_executor", "make_model", "load_tools", "UsageError",
            "HumanPrinter", "drive", "show_answer"]
 
-EXECUTORS = ("local", "subprocess", "docker")
+EXECUTORS = tuple(_PLACES)
 
 
 class UsageError(Exception):
@@ -41,42 +55,18 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (options: {self.prog} --help)\n")
 
 
-def seconds(text: str) -> float:
-    """A time limit in seconds: a number > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
-    return value
-
-
-def count(minimum: int) -> Callable[[str], int]:
-    """An integer >= minimum."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a whole number >= {minimum}, got {text!r}")
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-
-    parse.__name__ = f"count >= {minimum}"
-    return parse
-
-
 def out_dir(text: str) -> str:
-    """--out DIR: a directory, or a path where one can be made (checked before anything runs, so a
-    finished run is never lost to a bad path)."""
+    """--out DIR: a directory, made now if need be (so a path that cannot be made fails before
+    anything runs, and a finished run is never lost to it)."""
     path = Path(text)
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} exists and is not a directory")
-    parent = next((p for p in path.absolute().parents if p.exists()), None)
-    if not path.exists() and parent is not None and not (parent.is_dir() and os.access(parent, os.W_OK)):
-        raise argparse.ArgumentTypeError(f"cannot create {text}: {parent} is not a writable directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot create {text}: {exc.strerror or exc}")
+    if not os.access(path, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text} is not a writable directory")
     return text
 
 
@@ -84,54 +74,30 @@ def out_dir(text: str) -> str:
 
 
 def make_executor(name: str, *, tools: Any = None, authorized_imports: Sequence[str] | None = None,
-                  limits: Limits | None = None, access: Any = None) -> Any:
+                  limits: Limits | None = None, access: Any = None, packages: Sequence[str] = ()) -> Any:
     """Create the executor named on the command line; the non-local ones are imported lazily.
     access: an `executors.Access` (the --read/--write/--workdir/--network flags), or None."""
-    targets = {"local": ("executors.local", "LocalExecutor"),
-               "subprocess": ("executors.process", "SubprocessExecutor"),
-               "docker": ("executors.docker", "DockerExecutor")}
-    if name not in targets:
-        raise UsageError(f"unknown executor {name!r}: choose one of {', '.join(EXECUTORS)}")
-    module_name, cls_name = targets[name]
-    check_imports(name, authorized_imports)
-    try:
-        cls = getattr(importlib.import_module(module_name), cls_name)
-    except (ImportError, AttributeError) as exc:
-        raise UsageError(f"the {name} executor is not available in this installation: {exc}")
-    from executors.access import AccessError
+    options: dict[str, Any] = {"authorized_imports": authorized_imports, "packages": list(packages),
+                               "access": access}
+    if limits is not None and limits.timeout_s is not None:
+        options["timeout_s"] = limits.timeout_s
+    return _built(name, options, tools)
 
-    options = {"access": access} if access is not None else {}
+
+def _built(name: str, options: dict[str, Any], tools: Any = None) -> Any:
+    notes: list[str] = []
     try:
-        return cls(tools=tools, authorized_imports=authorized_imports, limits=limits, **options)
-    except AccessError as exc:  # a grant the executor refuses: name the flag
-        raise UsageError(grant_error(exc))
-    except Exception as exc:
-        raise UsageError(f"cannot start the {name} executor: {type(exc).__name__}: {exc}")
+        executor = build_executor(name, options, tools=tools, notes=notes)
+    except SetupError as exc:
+        raise UsageError(str(exc))
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    return executor
 
 
 def executor_from_args(args: argparse.Namespace, **options: Any) -> Any:
-    """The executor the flags ask for: --executor, --import, --timeout and the grants."""
-    try:
-        access = access_from_args(args)
-    except GrantError as exc:
-        raise UsageError(str(exc))
-    return make_executor(args.executor, authorized_imports=args.imports, limits=_limits(args), access=access,
-                         **options)
-
-
-def check_imports(executor: str, imports: Sequence[str] | None) -> None:
-    """--import of a module that is not installed where the code runs: a usage error, now."""
-    if not imports or executor == "docker":  # the docker executor checks its image itself
-        return
-    from executors.importable import NotImportable, ensure_importable
-
-    # local: this process; subprocess: a worker started from this same interpreter
-    try:
-        ensure_importable(imports, python=None if executor == "local" else sys.executable, setting="--import")
-    except NotImportable as exc:
-        names = " ".join(exc.missing)
-        raise UsageError(f"--import {names}: not installed for {exc.python or sys.executable} "
-                         f"(install it there, or drop that --import)")
+    """The executor the flags ask for: --executor, --import, --packages, --timeout and the grants."""
+    return _built(args.executor, executor_options(args), **options)
 
 
 def load_tools(specs: Iterable[str]) -> list[Any]:
@@ -185,18 +151,17 @@ def make_model(args: argparse.Namespace, *, default_model: str | None = None) ->
     if getattr(args, "temperature", None) is not None:
         options["temperature"] = args.temperature
     try:
-        return OpenAIModel(
+        model = OpenAIModel(
             model_id, base_url=args.base_url, api_key=api_key, system_role=not args.no_system_role,
             supports_stop=not args.no_stop, request_options=options,
+            timeout=getattr(args, "model_timeout", DEFAULT_MODEL_TIMEOUT_S),
+            max_retries=getattr(args, "model_retries", DEFAULT_MODEL_RETRIES),
             constrain=None if getattr(args, "constrain", "none") in (None, "none") else args.constrain,
         )
     except Exception as exc:
         raise UsageError(str(exc))
-
-
-def _limits(args: argparse.Namespace) -> Limits | None:
-    timeout = getattr(args, "timeout", None)
-    return None if timeout is None else Limits(timeout_s=timeout)
+    show_waiting(model, sys.stderr)
+    return model
 
 
 # -- commands --------------------------------------------------------------------------------
@@ -217,13 +182,33 @@ def cmd_run(args: argparse.Namespace) -> int:
         with agent:
             result = drive(agent, args.task, as_json=args.json, out=sys.stdout)
     _report_adaptations(model)
-    saved: list[Path] = []
-    if args.out:
-        saved = save_run(result, args.out)
-    if args.save:
-        saved += [p for p in [result.save(args.save), *result.saved_files()] if p not in saved]
+    saved = _save(result, args)
     show_saved(saved, sys.stderr if args.json else sys.stdout)  # NDJSON on stdout stays NDJSON
+    if result.status == "interrupted":
+        return 130
     return 0 if result.success else 1
+
+
+def _save(result: Any, args: argparse.Namespace) -> list[Path]:
+    """--out and --save; a place that cannot be written is said, and the run goes to the current
+    directory instead (a finished run is never lost)."""
+    saved: list[Path] = []
+    for flag, place in (("--out", args.out), ("--save", args.save)):
+        if not place:
+            continue
+        try:
+            paths = save_run(result, place) if flag == "--out" else [result.save(place), *result.saved_files()]
+        except OSError as exc:
+            fallback = Path(f"{result.run_id}.json").absolute()
+            print(f"codeagent run: cannot save to {flag} {place}: {exc.strerror or exc}; saving the run as "
+                  f"{fallback} instead", file=sys.stderr)
+            try:
+                paths = [result.save(fallback)]
+            except OSError as again:
+                print(f"codeagent run: cannot save {fallback} either: {again.strerror or again}", file=sys.stderr)
+                paths = []
+        saved += [p for p in paths if p not in saved]
+    return saved
 
 
 def _report_adaptations(model: Any) -> None:
@@ -256,13 +241,18 @@ def save_attachments(attachments: Sequence[Any], out_dir: str | None) -> list[di
     from .attachments import AttachmentRecord
 
     records = []
-    for i, attachment in enumerate(attachments, 1):
+    first = 1
+    if out_dir:  # never overwrite the figures of an earlier exec: number on from them
+        taken = [int(m.group(1)) for p in Path(out_dir).glob("exec.figure-*")
+                 if (m := re.fullmatch(r"exec\.figure-(\d+)\.\w+", p.name))]
+        first = max(taken, default=0) + 1
+    for i, attachment in enumerate(attachments, first):
         record = AttachmentRecord.of(attachment, step=1, index=i)
         if out_dir:
             target = Path(out_dir) / record.file_name("exec")
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(attachment.data)
-            record.file = str(target)
+            record.file = str(target.absolute())
         records.append(record)
     return [r.metadata() | {"description": r.describe()} for r in records]
 
@@ -292,9 +282,20 @@ def cmd_exec(args: argparse.Namespace) -> int:
             where = f"saved as {figure['file']}" if figure["file"] else "not saved: pass --out DIR to keep it"
             print(f"{figure['description']} ({where})")
         if result.error:
-            print(f"error: {result.error}", file=sys.stderr)
+            print(f"error: {result.error}{_flag_hint(result.error)}", file=sys.stderr)
         print(f"({args.executor} executor, {result.duration_s * 1000:.1f} ms)", file=sys.stderr)
     return 1 if result.error else 0
+
+
+_REFUSED_IMPORT = re.compile(r"import of '([\w.]+)' is not allowed")
+
+
+def _flag_hint(error: Any) -> str:
+    """The refusal is written for a model; on the command line the fix is a flag."""
+    m = _REFUSED_IMPORT.search(error.message or "")
+    if error.type in ("ImportError", "PolicyError") and m:
+        return f"\nhint: to allow it, pass --import {m.group(1).split('.')[0]}"
+    return ""
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -356,33 +357,27 @@ def _model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-system-role", action="store_true", help="endpoint has no system role: merge the "
                                                                  "system prompt into the first user message")
     p.add_argument("--no-stop", action="store_true", help="endpoint rejects `stop`: cut replies client-side")
-    p.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the server's)")
-
-
-def _executor_options(p: argparse.ArgumentParser, *, imports: bool = True) -> None:
-    p.add_argument("--executor", choices=EXECUTORS, default="local",
-                   help="where the code runs: local (in this process, restricted), subprocess (a child "
-                        "process, restricted) or docker (a container) (default: local)")
-    if imports:
-        p.add_argument("--import", dest="imports", action="append", metavar="MODULE",
-                       help="a module the code may import besides the safe defaults; 'pkg.*' for its "
-                            "submodules (repeatable)")
-        p.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
-                       help=f"time limit per code action, in seconds (default: {Limits().timeout_s:g})")
-        add_access_options(p)
+    p.add_argument("--temperature", type=number(0), default=None, help="sampling temperature (default: the server's)")
+    p.add_argument("--model-timeout", type=seconds, default=DEFAULT_MODEL_TIMEOUT_S, metavar="SECONDS",
+                   help=f"how long one model request may take (default: {DEFAULT_MODEL_TIMEOUT_S:g})")
+    p.add_argument("--retries", "--model-retries", dest="model_retries", type=count(0, 20),
+                   default=DEFAULT_MODEL_RETRIES, metavar="N",
+                   help="tries again after a timeout, a dropped connection, HTTP 429 or 5xx "
+                        f"(default: {DEFAULT_MODEL_RETRIES})")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="codeagent", description="Agents that act by writing Python, and executors that run it safely.")
+    parser.add_argument("--version", action="version", version=f"codeagent {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="solve a task with a model", description="Solve TASK with a CodeAgent.")
-    run.add_argument("task", metavar="TASK", help="what to do, in words (quote it)")
+    run.add_argument("task", metavar="TASK", nargs="?", help="what to do, in words (quote it)")
     _model_options(run)
     run.add_argument("--tools", nargs="+", metavar="MODULE:ATTR", default=[],
                      help="tools to give the agent: a tool, a function, or a list/dict of them")
-    _executor_options(run)
+    add_executor_options(run)
     run.add_argument("--max-steps", type=count(1), default=10, metavar="N", help="steps before giving up (default: 10)")
     run.add_argument("--context-tokens", type=count(1), default=16_000, metavar="N",
                      help="budget of the history sent to the model, in estimated tokens (default: 16000)")
@@ -398,7 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Run FILE ('-' for stdin) in an executor and print what it printed, "
                                     "its last value and its error. Exit status 1 when the code failed.")
     ex.add_argument("file", metavar="FILE", help="a UTF-8 Python file, or '-' to read the code from stdin")
-    _executor_options(ex)
+    add_executor_options(ex)
     ex.add_argument("--json", action="store_true",
                     help="print the result as one JSON object (output, logs, error, ...)")
     ex.add_argument("--out", metavar="DIR", type=out_dir, help="save the figures the code makes as DIR/exec.figure-<n>.png")
@@ -407,7 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
                           description="Sales/inventory analysis over three tools. Uses a real model when "
                                       "--base-url or OPENAI_BASE_URL is set, else a bundled scripted reply.")
     _model_options(demo)
-    _executor_options(demo, imports=False)
+    add_executor_options(demo, imports=False)
     demo.add_argument("--max-steps", type=count(1), default=6, metavar="N", help="steps before giving up (default: 6)")
     demo.add_argument("--json", action="store_true", help="print NDJSON events instead of the human view")
 
@@ -415,6 +410,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("batch", help="run many tasks at once, locally or on Ray (options: codeagent batch --help)",
                    add_help=False)
     return parser
+
+
+def _version() -> str:
+    from . import __version__
+
+    return str(__version__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -430,6 +431,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return batch_main(argv[1:])
     args = parser.parse_args(argv)
+    if args.command == "run":
+        task_after_tools(args, "task")
+        if not (args.task or "").strip():
+            parser.error("run: TASK is required and cannot be empty: say what to do, in quotes")
     try:
         if args.command == "run":
             return cmd_run(args)

@@ -47,7 +47,7 @@ from .memory import (
 from .models import Model, ModelError, check_model
 from .prompts import load_prompt
 from .replies import ModelReply
-from .run import ActionRefused, ErrorKind, Recorder, RunResult, Step
+from .run import ActionRefused, ErrorKind, Recorder, RunResult, Step, interruptible
 from .tools import Tool, tools_by_name
 
 __all__ = ["ToolCallingAgent", "tool_schema", "FINAL_ANSWER_SCHEMA"]
@@ -201,7 +201,8 @@ class ToolCallingAgent:
         return end.result
 
     def stream(self, task: str) -> Iterator[Event]:
-        return _ToolRun(self, task).events()
+        run = _ToolRun(self, task)
+        return interruptible(run.events(), run.rec)
 
 
 class _ToolRun:

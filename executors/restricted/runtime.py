@@ -37,6 +37,7 @@ from .caps import PROCESS_CAPS, frame_depth
 from .compiler import StepCompiler
 from .errors import LimitExceeded, PolicyError
 from .evaluators import check_library_source
+from .interrupts import HostInterrupts
 from .library_hooks import install_hooks
 from .library_rules import warn_dangerous
 from .library_state import StepSettings, warm_up
@@ -236,7 +237,9 @@ class RestrictedRuntime:
             # output, output_repr, error, pictures, notes
             outcome = self._outcome = [None, None, None, [], []]
             self._figures_before = open_figures() if self._figures else None
-            exc = self._under_limits(compiled, self._render_output)
+            with HostInterrupts(state) as interrupts:  # Ctrl-C ends the step and reaches the host
+                exc = self._under_limits(compiled, self._render_output)
+            interrupts.raise_if_interrupted()
             output, output_repr, error, pictures, notes = outcome
             if exc is not None and error is None and not state.final_called:
                 error = ExecutionError(type(exc).__name__, "the code failed")
