@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 
 from executors.base import ExecutorError, Limits
 
+from .cli_access import access_from_args  # noqa: F401 - the command line's grants, as before
 from .cli_options import (
     add_executor_options,
     count,
@@ -97,7 +98,11 @@ def _built(name: str, options: dict[str, Any], tools: Any = None) -> Any:
 
 def executor_from_args(args: argparse.Namespace, **options: Any) -> Any:
     """The executor the flags ask for: --executor, --import, --packages, --timeout and the grants."""
-    return _built(args.executor, executor_options(args), **options)
+    chosen = executor_options(args)
+    timeout = chosen.get("timeout_s")
+    return make_executor(args.executor, authorized_imports=chosen.get("authorized_imports"),
+                         limits=None if timeout is None else Limits(timeout_s=timeout),
+                         access=chosen.get("access"), packages=chosen.get("packages", ()), **options)
 
 
 def load_tools(specs: Iterable[str]) -> list[Any]:

@@ -1,4 +1,5 @@
 """The executor a command asks for, as plain JSON options, and the one function that builds it.
+(Other keys, from Python callers of run_batch(executor_options=...), go to the constructor as they are.)
 
 `codeagent run`, `exec` and `batch` (and each batch worker) describe the executor the same way:
 
@@ -92,7 +93,9 @@ def make_executor(kind: str, options: Mapping[str, Any] | None = None, *, tools:
     from executors.access import AccessError
     from executors.importable import NotInImage, distributions_for
 
-    settings: dict[str, Any] = {"tools": tools, "authorized_imports": imports, "limits": limits_of(options)}
+    known = ("authorized_imports", "packages", "timeout_s", "access")
+    settings: dict[str, Any] = {k: v for k, v in options.items() if k not in known}  # Python callers' own
+    settings.update(tools=tools, authorized_imports=imports, limits=limits_of(options))
     access = access_of(options)
     if access is not None:
         settings["access"] = access

@@ -11,9 +11,9 @@ import json
 import os
 import pkgutil
 import re
+import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from hypothesis import seed as hseed
 
 from codeagent import fuzz as fuzz_cli
 from executors import ExecutionError, ExecutionResult, FinalAnswer, Limits
+from executors.access import owned_tempdir
 from executors.fuzzing.library_escapes import library_plan
 from executors.fuzzing.library_routes import CARRIERS as LIBRARY_CARRIERS
 from executors.fuzzing.library_routes import KIND_EFFECT, TAMPERS
@@ -224,9 +225,15 @@ class PlainLibraryExecutor(UnsafeExecutor):
     authorized_imports = (*LIBRARIES, "os", "pathlib", "shutil", "time", "io")
 
     def execute(self, code: str) -> ExecutionResult:
-        # a fresh cwd per attempt, in the forked child: an attempt may move its cwd away
-        os.chdir(tempfile.mkdtemp(prefix="codeagent-fuzz-plain-"))
-        return super().execute(code)
+        # a fresh cwd per attempt, in the forked child: an attempt may move its cwd away. Removed
+        # after it; a child killed mid-attempt leaves one that the next attempt sweeps (its pid).
+        scratch = owned_tempdir("codeagent-fuzz-plain-")
+        os.chdir(scratch)
+        try:
+            return super().execute(code)
+        finally:
+            os.chdir("/")
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _known_open(outcome: Any) -> bool:

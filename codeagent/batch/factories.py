@@ -57,6 +57,8 @@ def cli_agent(
     supports_stop: bool = True,
     temperature: float | None = None,
     max_tokens: int | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
     authorized_imports: Sequence[str] | None = None,
     executor: Any = None,
 ) -> Any:
@@ -75,8 +77,14 @@ def cli_agent(
         request_options["temperature"] = temperature
     if max_tokens is not None:
         request_options["max_tokens"] = max_tokens
+    endpoint: dict[str, Any] = {}  # the request timeout and the SDK's retries, when set
+    if timeout is not None:
+        endpoint["timeout"] = timeout
+    if max_retries is not None:
+        endpoint["max_retries"] = max_retries
     llm = OpenAIModel(model, base_url=base_url, api_key=os.environ.get(api_key_env or "OPENAI_API_KEY"),
-                      system_role=system_role, supports_stop=supports_stop, request_options=request_options)
+                      system_role=system_role, supports_stop=supports_stop, request_options=request_options,
+                      **endpoint)
     agent_tools = load_tools(tools)
     options: dict[str, Any] = {"max_steps": max_steps}
     if executor is not None:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
+
+from ..access import owned_tempdir
 
 try:
     from hypothesis import strategies as st
@@ -39,7 +40,7 @@ def private_storage() -> Iterator[None]:
 
     # The module keeps the chosen home in a private global; None means "not chosen yet".
     previous = getattr(configuration, "__hypothesis_home_directory", None)
-    folder = tempfile.mkdtemp(prefix="codeagent-hypothesis-")
+    folder = owned_tempdir("codeagent-hypothesis-")
     configuration.set_hypothesis_home_dir(folder)
     try:
         yield

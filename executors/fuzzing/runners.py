@@ -15,13 +15,13 @@ import secrets
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
+from ..access import owned_tempdir
 from ..base import Limits
 from .evaluate import RunContext, evaluate
 from .outcome import Outcome
@@ -137,7 +137,7 @@ class ForkRunner:
     def __init__(self, factory: Callable[[], Any], ctx: RunContext) -> None:
         self.factory, self.ctx = factory, ctx
         self.mp = multiprocessing.get_context("fork")
-        self.log_dir = tempfile.mkdtemp(prefix="codeagent-fuzz-")
+        self.log_dir = owned_tempdir("codeagent-fuzz-log-")
         self.proc = None
         self.conn = None
         self.limits = Limits()

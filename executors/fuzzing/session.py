@@ -6,10 +6,10 @@ import contextlib
 import os
 import secrets
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..access import owned_tempdir
 from ..base import Limits
 from .canaries import CanaryFiles
 from .evaluate import RunContext, is_in_process
@@ -49,7 +49,7 @@ class Session:
         os.environ[CANARY_ENV] = self.secret  # before any executor exists: workers inherit it
         self._marker_dir = None
         if marker is None:
-            self._marker_dir = tempfile.mkdtemp(prefix="codeagent-fuzz-marker-")
+            self._marker_dir = owned_tempdir("codeagent-fuzz-marker-")
             marker = os.path.join(self._marker_dir, "ESCAPED")
         else:
             # A replayed example names the marker path of the campaign that saved it, whose folder
