@@ -345,7 +345,7 @@ def cmd_fuzz(args: argparse.Namespace, extra: list[str]) -> int:
     except ImportError as exc:
         print(f"codeagent fuzz: the fuzzing module is not available ({exc})", file=sys.stderr)
         return 2
-    parser = argparse.ArgumentParser(prog="codeagent fuzz", description="Fuzz the executors.")
+    parser = Parser(prog="codeagent fuzz", description="Fuzz the executors.")
     fuzz.add_fuzz_arguments(parser)
     return int(fuzz.run_fuzz(parser.parse_args(extra)) or 0)
 

@@ -18,7 +18,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the user's environment
     raise ImportError(
         "executors.fuzzing (and executors.strategies) needs hypothesis: pip install hypothesis "
-        "hypothesmith (or the project's 'dev' extra)"
+        "hypothesmith (or the project's 'fuzz' extra)"
     ) from exc
 
 __all__ = ["st", "private_storage"]
