@@ -15,12 +15,13 @@ import sys
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from executors.base import ExecutorError, Limits
 
 from .cli_access import access_from_args  # noqa: F401 - the command line's grants, as before
 from .cli_options import (
+    Parser,
     add_executor_options,
     count,
     executor_options,
@@ -47,13 +48,6 @@ EXECUTORS = tuple(_PLACES)
 
 class UsageError(Exception):
     """A setup problem the user fixes with a flag or an environment variable (exit status 2)."""
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse, with a usage mistake reported in one line that says where the options are."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (options: {self.prog} --help)\n")
 
 
 def out_dir(text: str) -> str:
@@ -439,7 +433,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run":
         task_after_tools(args, "task")
         if not (args.task or "").strip():
-            parser.error("run: TASK is required and cannot be empty: say what to do, in quotes")
+            print("codeagent run: TASK is required and cannot be empty: say what to do, in quotes "
+                  "(options: codeagent run --help)", file=sys.stderr)
+            return 2
     try:
         if args.command == "run":
             return cmd_run(args)

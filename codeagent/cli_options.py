@@ -12,15 +12,22 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from executors.base import Limits, timeout_seconds
 
 from .cli_access import access_options, add_access_options
 from .executor_options import EXECUTORS
 
-__all__ = ["seconds", "seconds_or_none", "count", "number", "add_executor_options", "executor_options",
+__all__ = ["Parser", "seconds", "seconds_or_none", "count", "number", "add_executor_options", "executor_options",
            "task_after_tools"]
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a usage mistake reported in one line that says where the options are."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (options: {self.prog} --help)\n")
 
 
 def seconds(text: str) -> float:

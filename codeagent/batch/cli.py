@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from codeagent.cli_options import (
+    Parser,
     add_executor_options,
     count,
     number,
@@ -46,7 +47,7 @@ CLI_FACTORY = "codeagent.batch.factories:cli_agent"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="codeagent batch", description=__doc__,
+    p = Parser(prog="codeagent batch", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("tasks", nargs="?", metavar="TASKS.jsonl", help="one JSON task a line: id, task, "
                    "optional expected, variables, files")
