@@ -100,34 +100,14 @@ def executor_from_args(args: argparse.Namespace, **options: Any) -> Any:
 
 
 def load_tools(specs: Iterable[str]) -> list[Any]:
-    """`module:attr` → the tools it names: a Tool or function, or a list/tuple/dict of them."""
-    tools: list[Any] = []
-    for spec in specs:
-        module_name, _, attr = spec.partition(":")
-        if not module_name or not attr:
-            raise UsageError(f"--tools expects module:attr (e.g. mytools:search), got {spec!r}")
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise UsageError(f"--tools {spec}: cannot import {module_name!r}: {exc} (is it on PYTHONPATH?)")
-        except Exception as exc:  # the user's module is broken: say where, without a traceback
-            raise UsageError(f"--tools {spec}: importing {module_name!r} raised {type(exc).__name__}: {exc}")
-        obj: Any = module
-        for part in attr.split("."):
-            if not hasattr(obj, part):
-                raise UsageError(f"--tools {spec}: {module_name} has no attribute {attr!r}")
-            obj = getattr(obj, part)
-        if isinstance(obj, dict):
-            from .tools import Tool
+    """`module:attr` → the tools it names (`codeagent.tools.load_tools`); a bad one is a UsageError."""
+    from .tools import ToolSpecError
+    from .tools import load_tools as load
 
-            tools.extend(v if isinstance(v, Tool) and v.name == k else Tool(v, name=k) for k, v in obj.items())
-        elif isinstance(obj, (list, tuple)):
-            tools.extend(obj)
-        elif callable(obj):
-            tools.append(obj)
-        else:
-            raise UsageError(f"--tools {spec}: {type(obj).__name__} is neither a tool nor a list of tools")
-    return tools
+    try:
+        return load(specs)
+    except ToolSpecError as exc:
+        raise UsageError(str(exc))
 
 
 def make_model(args: argparse.Namespace, *, default_model: str | None = None) -> Any:

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from hypothesis import seed as hseed
 
 from codeagent import fuzz as fuzz_cli
 from executors import ExecutionError, ExecutionResult, FinalAnswer, Limits
-from executors.access import owned_tempdir
+from executors.access import owned_tempdir, sweep_dead_owners
 from executors.fuzzing.library_escapes import library_plan
 from executors.fuzzing.library_routes import CARRIERS as LIBRARY_CARRIERS
 from executors.fuzzing.library_routes import KIND_EFFECT, TAMPERS
@@ -302,6 +303,10 @@ def test_library_carriers_escape_plain_cpython() -> None:
     """Not vacuous: where nothing stops them, the library attempts read the secret, write beside
     the marker, unpickle, load native code, evaluate strings, start processes, tamper."""
     outcomes = _library_outcomes(PlainLibraryExecutor, list(PlainLibraryExecutor.authorized_imports), 1000, 11)
+    # nothing left in the temp dir: each attempt removes its folder, a child killed mid-attempt
+    # leaves it to the next one (or to this sweep: its owner's pid is dead)
+    sweep_dead_owners("codeagent-fuzz-plain-")
+    assert not list(Path(tempfile.gettempdir()).glob("codeagent-fuzz-plain-*"))
     # hooks only the sandbox's host calls (repr of the last value, == on final_answer, str of an
     # exception) never run under plain exec; tampering shows once per setting (one process)
     ran = [o for o in outcomes if o.label.split("/")[-2] not in ("repr_hook", "eq_hook", "exception_str")

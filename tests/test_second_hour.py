@@ -74,11 +74,14 @@ def _interrupt_when(proc: subprocess.Popen[str], ready: str | None, delay: float
 @pytest.mark.parametrize("place", ["local", "subprocess"])
 def test_ctrl_c_in_exec_ends_it_with_130_in_every_executor(tmp_path, place):
     script = tmp_path / "slow.py"
-    script.write_text(SLOW)
+    script.write_text("import pathlib\npathlib.Path('started').write_text('yes')\n" + SLOW)
     proc = subprocess.Popen([sys.executable, "-m", "codeagent", "exec", "--executor", place, "--timeout", "60",
-                             str(script)], cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-    _interrupt_when(proc, None, delay=3)
+                             "--import", "pathlib", "--workdir", str(tmp_path), str(script)], cwd=ROOT, env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    _interrupt_when(proc, None, delay=0.3)  # the step is running
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert "KeyboardInterrupt" not in err and "interrupted" in err

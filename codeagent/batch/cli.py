@@ -120,12 +120,12 @@ def _agent_options(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
 def check_setup(args: argparse.Namespace, executor_options: dict[str, Any]) -> None:
     """What every task would meet, checked once before the first: the tools import, and the
     executor starts with these flags (a mistake is exit 2 here, not an `error` row per task)."""
-    from codeagent.cli import UsageError, load_tools
     from codeagent.executor_options import SetupError, make_executor
+    from codeagent.tools import ToolSpecError, load_tools
 
     try:
         load_tools(args.tools or ())
-    except UsageError as exc:
+    except ToolSpecError as exc:
         raise BatchError(str(exc))
     notes: list[str] = []
     try:

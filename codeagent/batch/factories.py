@@ -10,39 +10,17 @@ environment variable each worker reads it from (OPENAI_API_KEY when unset).
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Sequence
 from typing import Any
+
+from codeagent.tools import load_tools
 
 __all__ = ["cli_agent", "load_tools", "AGENT_MODES"]
 
 AGENT_MODES = ("code", "single_call", "tool_calling", "auto")
 # mode picked by auto_agent's probes, once per worker for each endpoint (not once per task)
 _AUTO_CHOICE: dict[tuple[str, str | None], str] = {}
-
-
-def load_tools(specs: Sequence[str]) -> list[Any]:
-    """"module:attr" references -> tools: each names a tool or function, or a list/tuple/dict of them."""
-    from codeagent import Tool
-
-    tools: list[Any] = []
-    for spec in specs:
-        module_name, sep, attr = spec.partition(":")
-        if not sep or not module_name or not attr:
-            raise ValueError(f"tools are given as module:attr (e.g. mytools:search), got {spec!r}")
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-        if isinstance(obj, dict):
-            tools.extend(v if isinstance(v, Tool) and v.name == k else Tool(v, name=k) for k, v in obj.items())
-        elif isinstance(obj, (list, tuple)):
-            tools.extend(obj)
-        elif callable(obj):
-            tools.append(obj)
-        else:
-            raise TypeError(f"tools {spec}: a {type(obj).__name__} is neither a tool nor a list of tools")
-    return tools
 
 
 def cli_agent(
