@@ -104,13 +104,13 @@ def _usage(message: str) -> SystemExit:
 
 def run_fuzz(args: argparse.Namespace) -> int:
     """Run the campaign described by `args` (from add_fuzz_arguments); returns the exit code."""
-    try:
-        import hypothesis  # noqa: F401 - the campaign needs it: say so before anything runs
-        import hypothesmith  # noqa: F401
+    import importlib.util
 
-        from executors.fuzzing import CommandOptions, check_options, load_tools, run_command
-    except ImportError as exc:  # a plain install: hypothesis comes with the fuzz extra
-        raise _usage(f"fuzzing needs hypothesis ({exc}): pip install 'codeagent[fuzz]'") from None
+    # looked up, not imported: importing hypothesis makes .hypothesis/ in the current directory
+    missing = [name for name in ("hypothesis", "hypothesmith") if importlib.util.find_spec(name) is None]
+    if missing:  # a plain install: they come with the fuzz extra
+        raise _usage(f"fuzzing needs {' and '.join(missing)}: pip install 'codeagent[fuzz]'")
+    from executors.fuzzing import CommandOptions, check_options, load_tools, run_command
 
     options = CommandOptions.from_mapping(vars(args))
     try:

@@ -11,8 +11,6 @@ import os
 import shutil
 from collections.abc import Iterator
 
-from ..access import owned_tempdir
-
 try:
     from hypothesis import strategies as st
 except ImportError as exc:  # pragma: no cover - depends on the user's environment
@@ -40,6 +38,7 @@ def private_storage() -> Iterator[None]:
 
     # The module keeps the chosen home in a private global; None means "not chosen yet".
     previous = getattr(configuration, "__hypothesis_home_directory", None)
+    from ..access import owned_tempdir  # lazily: fuzzing loads no place
     folder = owned_tempdir("codeagent-hypothesis-")
     configuration.set_hypothesis_home_dir(folder)
     try:

@@ -21,7 +21,6 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from ..access import owned_tempdir
 from ..base import Limits
 from .evaluate import RunContext, evaluate
 from .outcome import Outcome
@@ -137,6 +136,7 @@ class ForkRunner:
     def __init__(self, factory: Callable[[], Any], ctx: RunContext) -> None:
         self.factory, self.ctx = factory, ctx
         self.mp = multiprocessing.get_context("fork")
+        from ..access import owned_tempdir  # lazily: fuzzing loads no place
         self.log_dir = owned_tempdir("codeagent-fuzz-log-")
         self.proc = None
         self.conn = None

@@ -9,7 +9,6 @@ import shutil
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..access import owned_tempdir
 from ..base import Limits
 from .canaries import CanaryFiles
 from .evaluate import RunContext, is_in_process
@@ -49,6 +48,7 @@ class Session:
         os.environ[CANARY_ENV] = self.secret  # before any executor exists: workers inherit it
         self._marker_dir = None
         if marker is None:
+            from ..access import owned_tempdir  # lazily: fuzzing loads no place
             self._marker_dir = owned_tempdir("codeagent-fuzz-marker-")
             marker = os.path.join(self._marker_dir, "ESCAPED")
         else:
