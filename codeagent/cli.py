@@ -94,9 +94,17 @@ def executor_from_args(args: argparse.Namespace, **options: Any) -> Any:
     """The executor the flags ask for: --executor, --import, --packages, --timeout and the grants."""
     chosen = executor_options(args)
     timeout = chosen.get("timeout_s")
-    return make_executor(args.executor, authorized_imports=chosen.get("authorized_imports"),
-                         limits=None if timeout is None else Limits(timeout_s=timeout),
-                         access=chosen.get("access"), packages=chosen.get("packages", ()), **options)
+    executor = make_executor(args.executor, authorized_imports=chosen.get("authorized_imports"),
+                             limits=None if timeout is None else Limits(timeout_s=timeout),
+                             access=chosen.get("access"), packages=chosen.get("packages", ()), **options)
+    show_isolation(args, executor)
+    return executor
+
+
+def show_isolation(args: argparse.Namespace, executor: Any) -> None:
+    """--verbose: what holds the code, per concern (the executor's `isolation`), on stderr."""
+    if getattr(args, "verbose", False):
+        print(f"isolation: {executor.isolation}", file=sys.stderr)
 
 
 def load_tools(specs: Iterable[str]) -> list[Any]:
@@ -292,6 +300,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         note = ("note: SCRIPTED run — no model was called; the reply is bundled with codeagent. "
                 "Pass --base-url URL --model NAME (or set OPENAI_BASE_URL) to use a real model.")
     executor = make_executor(args.executor)
+    show_isolation(args, executor)
     demo.CALLS.clear()
     t0 = time.perf_counter()
     with executor, CodeAgent(model, tools=demo.demo_tools(), executor=executor, max_steps=args.max_steps) as agent:

@@ -85,9 +85,13 @@ def number(minimum: float, *, above: bool = False) -> Callable[[str], float]:
 def add_executor_options(p: argparse.ArgumentParser, *, imports: bool = True, batch: bool = False) -> None:
     """--executor, and (imports=True) --import, --packages, --timeout and the grants."""
     where = "one warm executor per worker, reused by its tasks" if batch else "where the code runs"
-    p.add_argument("--executor", choices=tuple(EXECUTORS), default="local",
+    p.add_argument("--executor", choices=tuple(EXECUTORS), default="subprocess",
                    help=f"{where}: local (in this process, restricted), subprocess (a child process, "
-                        "restricted) or docker (a container) (default: local)")
+                        "restricted, confined by the kernel where it can) or docker (a container) "
+                        "(default: subprocess)")
+    if not batch:
+        p.add_argument("--verbose", "-v", action="store_true",
+                       help="show what the executor enforces and by what (its isolation table) on stderr")
     if not imports:
         return
     p.add_argument("--import", dest="imports", action="append", metavar="MODULE",

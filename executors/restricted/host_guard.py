@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import builtins
+import operator
 import types
 import weakref
 from collections.abc import Callable
@@ -85,8 +86,26 @@ def sandbox_type_of(obj: Any) -> Any:
     return SandboxType if issubclass(kind, type) else kind
 
 
+def unchanged(container: Any, saved: Any) -> bool:
+    """`container` holds the very objects `saved` holds (exact builtin containers; C only: no
+    `__eq__` or `__hash__` of what they hold runs)."""
+    t = type(container)
+    if t is not type(saved) or len(container) != len(saved):
+        return False
+    if t is list:
+        return all(map(operator.is_, container, saved))
+    if t is dict:
+        return all(map(operator.is_, container, saved)) and \
+            all(map(operator.is_, container.values(), saved.values()))
+    if t is set:
+        return sorted(map(id, container)) == sorted(map(id, saved))
+    return t is bytearray and container == saved  # (bytes compare in C)
+
+
 class HostGuard:
-    def __init__(self) -> None:
+    def __init__(self, own_functions: Any = ()) -> None:
+        # host-made wrappers that stand for the model's functions (its generator functions)
+        self.own_functions = own_functions
         # Classes the model's code defined, by id (a WeakSet would compare with the classes' own
         # __eq__/__hash__, which model code controls).
         self.classes = _ClassRegistry()
@@ -108,26 +127,32 @@ class HostGuard:
         return cls
 
     def share(self, value: Any) -> None:
-        if not isinstance(value, _IMMUTABLE):
+        # (exact types: an IntEnum member or a str subclass is an int/str with attributes)
+        if type(value) not in _IMMUTABLE:
             self.shared.add(id(value))
         if isinstance(value, type):
             for klass in value.__mro__:
                 if klass is object or klass.__module__ == "builtins":
                     continue
-                for item in vars(klass).values():
+                attributes = vars(klass)
+                # what the class holds is the host's too: its singletons and an enum's members
+                # (`HTTPStatus.OK.phrase = ...` would change every host use of it)
+                members = attributes.get("_member_map_")
+                held = list(attributes.values()) + (list(members.values()) if type(members) is dict else [])
+                for item in held:
+                    if type(item) not in _IMMUTABLE:
+                        self.shared.add(id(item))
                     if type(item) in _SNAPSHOT_TYPES and id(item) not in self._snapshot_ids:
                         self._snapshot_ids.add(id(item))
                         self._snapshots.append((item, type(item)(item)))
 
     def restore(self) -> None:
-        """Undo changes the step made to host classes' containers (after the step)."""
+        """Undo changes the step made to host classes' containers (after the step). Compared by
+        identity, never `==`: a model object put in a host container must not run there."""
         for container, saved in self._snapshots:
-            try:
-                if type(container) is type(saved) and container == saved:
-                    continue
-            except BaseException:  # noqa: BLE001 - model objects inside may raise in __eq__
-                pass
-            if isinstance(container, (dict, set)):
+            if unchanged(container, saved):
+                continue
+            if type(container) is dict or type(container) is set:
                 container.clear()
                 container.update(saved)
             else:
@@ -140,7 +165,7 @@ class HostGuard:
                 return obj
             raise _refuse_write(obj)
         if isinstance(obj, types.FunctionType):
-            if self._own_function(obj):
+            if self._own_function(obj) or obj in self.own_functions:
                 return obj
             raise _refuse_write(obj)
         if id(obj) in self.shared or isinstance(obj, types.ModuleType):
