@@ -330,7 +330,7 @@ def test_scripts_codeagent_grants_folders_under_the_current_directory(tmp_path):
     (tmp_path / "out").mkdir()
     (tmp_path / "job.py").write_text("import pathlib\npathlib.Path('out/r.txt').write_text('ok')\nprint('done')\n")
     proc = subprocess.run([str(ROOT / "scripts" / "codeagent"), "exec", "job.py", "--workdir", ".",
-                           "--import", "pathlib"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+                           "--import", "pathlib", "--executor", "local"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "out" / "r.txt").read_text() == "ok"
 
@@ -391,7 +391,7 @@ def test_exec_refusal_names_the_flag_and_out_never_overwrites(tmp_path):
 def test_authorizing_pathlib_warns_without_doubled_brackets(tmp_path):
     script = tmp_path / "ok.py"
     script.write_text("print(1)\n")
-    proc = codeagent_cli("exec", str(script), "--import", "pathlib")
+    proc = codeagent_cli("exec", str(script), "--import", "pathlib", "--executor", "local")
     assert "'pathlib': file operations (judged against the grants); its" in proc.stderr, proc.stderr
     assert "))" not in proc.stderr
 
