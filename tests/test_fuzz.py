@@ -302,11 +302,19 @@ def test_library_attempts_are_deterministic_for_a_seed() -> None:
 def test_library_carriers_escape_plain_cpython() -> None:
     """Not vacuous: where nothing stops them, the library attempts read the secret, write beside
     the marker, unpickle, load native code, evaluate strings, start processes, tamper."""
-    outcomes = _library_outcomes(PlainLibraryExecutor, list(PlainLibraryExecutor.authorized_imports), 1000, 11)
-    # nothing left in the temp dir: each attempt removes its folder, a child killed mid-attempt
-    # leaves it to the next one (or to this sweep: its owner's pid is dead)
-    sweep_dead_owners("codeagent-fuzz-plain-")
-    assert not list(Path(tempfile.gettempdir()).glob("codeagent-fuzz-plain-*"))
+    # a temp dir of its own (the forked children inherit it): other runs on this machine share /tmp
+    private, before = tempfile.mkdtemp(prefix="carriers-tmp-"), tempfile.tempdir
+    tempfile.tempdir = private
+    try:
+        outcomes = _library_outcomes(PlainLibraryExecutor, list(PlainLibraryExecutor.authorized_imports), 1000, 11)
+    finally:
+        tempfile.tempdir = before
+    # nothing left: each attempt removes its folder, a child killed mid-attempt leaves it to the
+    # next one (or to this sweep: its owner's pid is dead)
+    sweep_dead_owners("codeagent-fuzz-plain-", private)
+    left = [name for name in os.listdir(private) if name.startswith("codeagent-fuzz-plain-")]
+    shutil.rmtree(private, ignore_errors=True)
+    assert left == []
     # hooks only the sandbox's host calls (repr of the last value, == on final_answer, str of an
     # exception) never run under plain exec; tampering shows once per setting (one process)
     ran = [o for o in outcomes if o.label.split("/")[-2] not in ("repr_hook", "eq_hook", "exception_str")
