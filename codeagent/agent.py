@@ -17,6 +17,7 @@ agent's `output_dir` when it has one, and shown to the model: as images when it 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Generator, Iterable, Iterator, Mapping
@@ -45,7 +46,7 @@ from .run import (
     StepRecord,
     interruptible,
 )
-from .tools import Tool, tools_by_name
+from .tools import Tool, collecting_attachments, tools_by_name
 
 __all__ = [
     "CodeAgent", "RunResult", "StepRecord", "RunStatus", "DEFAULT_CODE_TAGS", "ActionRefused",
@@ -235,7 +236,7 @@ class CodeAgent:
     ) -> Iterator[Event]:
         """Run the task, yielding typed events as they happen; the last one is `RunEnd`."""
         run = _CodeRun(self, task, variables, reset)
-        return interruptible(run.events(), run.rec)
+        return run.rec.traced(interruptible(run.events(), run.rec))
 
 
 class _CodeRun:
@@ -254,11 +255,13 @@ class _CodeRun:
     def events(self) -> Iterator[Event]:
         agent, rec = self.agent, self.rec
         executor_name = type(agent._executor).__name__ if agent._executor else "SubprocessExecutor"
-        yield rec.start(max_steps=agent.max_steps, tools=list(agent.tools), executor=executor_name)
+        yield rec.start(max_steps=agent.max_steps, tools=list(agent.tools), executor=executor_name,
+                        mode=self.format.mode, agent=type(agent).__name__, action_format=self.format)
         self.format.use_constraint(agent.constraint_kind())
         yield from self.notes.new(rec)
         try:
             self.memory = self._prepare()
+            rec.isolated_by(agent.executor)
         except ExecutorError as exc:
             yield rec.fail_step(None, ErrorKind.EXECUTOR, f"executor failed to start: {exc}")
             yield rec.end()
@@ -339,13 +342,19 @@ class _CodeRun:
 
     def execute(self, step: Step, code: str) -> Generator[Event, None, ExecutionResult | None]:
         t = time.perf_counter()
+        executor = self.agent.executor
         try:
-            result = self.agent.executor.execute(code)
+            with self.rec.trace.execution(step.span, executor, code) as span, \
+                    collecting_attachments() as attached:  # images the tools handed over (MCP image blocks)
+                result = executor.execute(code)
+                span.result(result)
         except ExecutorError as exc:
             step.exec_time = time.perf_counter() - t
             yield self.rec.fail_step(step, ErrorKind.EXECUTOR, f"executor failed: {exc}", ends_run=True)
             return None
         step.exec_time = time.perf_counter() - t
+        if attached:
+            result = dataclasses.replace(result, attachments=(*result.attachments, *attached))
         return result
 
     def observe(self, step: Step, result: ExecutionResult, said: str) -> Iterator[Event]:

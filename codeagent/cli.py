@@ -1,4 +1,6 @@
-"""The `codeagent` command: `run` a task with a model, `exec` a file in an executor, `demo`, `fuzz`.
+"""The `codeagent` command: `run` a task with a model, `exec` a file in an executor, `demo`, `fuzz`,
+`mcp-serve` (the sandbox as an MCP server; its flags and serving live in `codeagent.mcp.cli`);
+`batch` and `view` have their own parsers (codeagent.batch.cli, codeagent.cli_view).
 
 Exit status: 0 success, 1 the run or the code failed, 2 usage or setup errors.
 What it prints lives in `cli_render`; the file and network flags (`--read`, ...) in `cli_access`.
@@ -7,6 +9,7 @@ What it prints lives in `cli_render`; the file and network flags (`--read`, ...)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -36,9 +39,11 @@ from .events import NOT_JSON, plain_json
 from .executor_options import EXECUTORS as _PLACES
 from .executor_options import SetupError
 from .executor_options import make_executor as build_executor
+from .mcp.cli import add_client_options, add_serve_options
 from .models import DEFAULT_MAX_RETRIES as DEFAULT_MODEL_RETRIES
 from .models import DEFAULT_TIMEOUT_S as DEFAULT_MODEL_TIMEOUT_S
 from .run import ErrorKind
+from .tracing.cli import TracingUnavailable, add_trace_option, trace_session
 
 __all__ = ["main", "build_parser", "make_executor", "make_model", "load_tools", "UsageError",
            "HumanPrinter", "drive", "show_answer"]
@@ -160,7 +165,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     tools = load_tools(args.tools or ())
     model = make_model(args)
     executor = executor_from_args(args)
-    with executor:
+    try:
+        toolset = _mcp_toolset(args)  # --mcp-stdio / --mcp-url: their tools join --tools
+    except UsageError:
+        executor.close()
+        raise
+    tools += toolset.tools if toolset is not None else []
+    with trace_session(args.trace), executor, toolset or contextlib.nullcontext():
         try:
             agent = CodeAgent(model, tools=tools, executor=executor, max_steps=args.max_steps,
                               max_context_tokens=args.context_tokens, output_dir=args.out)
@@ -196,6 +207,22 @@ def _save(result: Any, args: argparse.Namespace) -> list[Path]:
                 paths = []
         saved += [p for p in paths if p not in saved]
     return saved
+def _mcp_toolset(args: argparse.Namespace) -> Any:
+    from .mcp.cli import open_toolset, server_specs
+
+    try:
+        return open_toolset(server_specs(args.mcp_stdio, args.mcp_url))
+    except (ValueError, ImportError, RuntimeError) as exc:  # MCPStartError is a RuntimeError
+        raise UsageError(str(exc))
+
+
+def cmd_mcp_serve(args: argparse.Namespace) -> int:
+    from .mcp.cli import run_serve
+
+    try:
+        return run_serve(args, lambda: executor_from_args(args))
+    except (ValueError, ImportError) as exc:  # --host without --token, no mcp package
+        raise UsageError(str(exc))
 
 
 def _report_adaptations(model: Any) -> None:
@@ -366,6 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--tools", nargs="+", metavar="MODULE:ATTR", default=[],
                      help="tools to give the agent: a tool, a function, or a list/dict of them")
     add_executor_options(run)
+    add_client_options(run)
     run.add_argument("--max-steps", type=count(1), default=10, metavar="N", help="steps before giving up (default: 10)")
     run.add_argument("--context-tokens", type=count(1), default=16_000, metavar="N",
                      help="budget of the history sent to the model, in estimated tokens (default: 16000)")
@@ -373,6 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--save", metavar="PATH", help="save the RunResult as JSON (its figures beside it)")
     run.add_argument("--out", metavar="DIR", type=out_dir, help="save the run as DIR/<run_id>.json and the figures its code "
                                                   "makes as DIR/<run_id>.figure-<n>.png, as they come")
+    add_trace_option(run)
     run.add_argument("--constrain", choices=("none", "auto", *SPELLINGS), default="none",
                      help="constrained decoding: auto probes what the endpoint honours; json_schema, "
                           "json_object, grammar, guided_json, guided_grammar force a spelling (default: none)")
@@ -394,8 +423,16 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--max-steps", type=count(1), default=6, metavar="N", help="steps before giving up (default: 6)")
     demo.add_argument("--json", action="store_true", help="print NDJSON events instead of the human view")
 
+    serve = sub.add_parser("mcp-serve", help="serve the sandbox to MCP clients (run_python, reset, list_variables)",
+                           description="Serve run_python(code), reset() and list_variables() over MCP, one "
+                                       "executor per client session.")
+    add_executor_options(serve)  # (its default is the worker: a client's model is as untrusted as ours)
+    add_serve_options(serve)
+
     sub.add_parser("fuzz", help="fuzz the executors (options: codeagent fuzz --help)", add_help=False)
     sub.add_parser("batch", help="run many tasks at once, locally or on Ray (options: codeagent batch --help)",
+                   add_help=False)
+    sub.add_parser("view", help="a run or a batch as a page, written or served live (options: codeagent view --help)",
                    add_help=False)
     return parser
 
@@ -418,6 +455,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .batch.cli import main as batch_main
 
         return batch_main(argv[1:])
+    if argv and argv[0] == "view":  # its own parser: codeagent.cli_view
+        from .cli_view import main as view_main
+
+        return view_main(argv[1:])
     args = parser.parse_args(argv)
     if args.command == "run":
         task_after_tools(args, "task")
@@ -432,7 +473,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_exec(args)
         if args.command == "demo":
             return cmd_demo(args)
-    except UsageError as exc:
+        if args.command == "mcp-serve":
+            return cmd_mcp_serve(args)
+    except (UsageError, TracingUnavailable) as exc:
         print(f"codeagent {args.command}: {exc}", file=sys.stderr)
         return 2
     except ExecutorError as exc:

@@ -89,6 +89,7 @@ class ActionFormat:
     """What every format shares: extraction through the tiered parser, the parser's own lesson."""
 
     template_file = "system.md"  # the system prompt template in codeagent/prompts/
+    mode = "code"  # the agent mode it makes (RunResult.mode)
 
     def __init__(self) -> None:
         self.tools: Mapping[str, Tool] = {}
@@ -202,6 +203,8 @@ class SingleCall(ActionFormat):
     nudge: after each result, remind the model to answer with final_answer if it has the answer.
     Under a constraint, the last step's schema or grammar allows only final_answer.
     """
+
+    mode = "single_call"
 
     def __init__(self, bundleable: Iterable[str] = (), *, examples: bool = True, nudge: bool = True) -> None:
         super().__init__()

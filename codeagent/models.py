@@ -159,6 +159,7 @@ class OpenAIModel:
     """
 
     scripted = False
+    provider_name = "openai"  # gen_ai.provider.name in traces: the API it speaks (codeagent.tracing)
 
     def __init__(
         self,

@@ -32,6 +32,7 @@ from .events import (
     plain_json,
 )
 from .replies import ModelReply, Usage
+from .tracing.spans import NO_TRACE, start_run
 
 __all__ = ["RunStatus", "ErrorKind", "ActionRefused", "StepRecord", "RunResult", "RunFailed", "RunInterrupted",
            "Recorder", "Step", "interruptible"]
@@ -155,6 +156,12 @@ class RunResult(BaseModel):
     duration_s: float = 0.0
     model: str = ""
     scripted: bool = False
+    # how the run was made (what `codeagent view` shows above the steps); empty in older files
+    mode: str = ""  # the agent's action mode: code, single_call, tool_calling
+    executor: str = ""
+    isolation: dict[str, Any] | None = None  # executors.Isolation.to_dict() of the run's executor
+    tools: list[str] = Field(default_factory=list)
+    max_steps: int = 0
 
     @field_serializer("output")
     def _serialize_output(self, value: Any) -> Any:
@@ -240,6 +247,7 @@ class Step:
     model_time: float = 0.0
     exec_time: float = 0.0
     usage: Usage = NO_USAGE  # Usage is frozen: one shared zero (building one costs ~2 µs a step)
+    span: Any = None  # the step's span when the run is traced (codeagent.tracing)
 
 
 def model_name(model: Any) -> str:
@@ -273,6 +281,8 @@ class Recorder:
         self.output: Any = None
         self.output_repr: str | None = None
         self.error: str | None = None
+        self.trace: Any = NO_TRACE  # the run's spans (codeagent.tracing.spans), set by start()
+        self.setup: dict[str, Any] = {}  # mode, executor, tools, max_steps, isolation: kept in the result
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.t0
@@ -280,9 +290,13 @@ class Recorder:
     def event(self, cls: type[Event], step: int | None = None, **fields: Any) -> Any:
         return cls(run_id=self.run_id, step=step, elapsed_s=round(self.elapsed(), 6), **fields)
 
-    def start(self, *, max_steps: int, tools: Sequence[str], executor: str) -> RunStart:
-        """The run starts when iteration does: the clock restarts here."""
+    def start(self, *, max_steps: int, tools: Sequence[str], executor: str, mode: str = "code",
+              agent: str = "agent", action_format: Any = None) -> RunStart:
+        """The run starts when iteration does: the clock restarts here (and its trace, if any)."""
         self.t0 = time.perf_counter()
+        self.setup.update(mode=mode, executor=executor, tools=list(tools), max_steps=max_steps)
+        self.trace = start_run(agent=agent, model=self.model, mode=mode, action_format=action_format,
+                               max_steps=max_steps, executor=executor, run_id=self.run_id, task=self.task)
         return self.event(
             RunStart, task=self.task, model=model_name(self.model), scripted=bool(getattr(self.model, "scripted", False)),
             max_steps=max_steps, tools=list(tools), executor=executor,
@@ -295,7 +309,7 @@ class Recorder:
     def begin_step(self, number: int) -> Step:
         record = StepRecord(step=number)
         self.steps.append(record)
-        return Step(number, record, time.perf_counter())
+        return Step(number, record, time.perf_counter(), span=self.trace.step(number))
 
     def finish(self, step: Step) -> None:
         record = step.record
@@ -304,6 +318,7 @@ class Recorder:
         record.execution_duration_s = step.exec_time
         record.duration_s = time.perf_counter() - step.started
         self.usage = self.usage + step.usage
+        self.trace.end_step(step.span, record)
 
     def fail_step(
         self, step: Step | None, kind: ErrorKind, message: str, *, ends_run: bool = False,
@@ -325,6 +340,13 @@ class Recorder:
             record.observation = observation if observation is not None else f"Error: {message}"
         self.finish(step)
         return self.event(ErrorEvent, step.number, kind=kind.value, message=message)
+
+    def isolated_by(self, executor: Any) -> None:
+        """Keep what the run's executor enforces (its `isolation`, once it has started)."""
+        try:
+            self.setup["isolation"] = executor.isolation.to_dict()
+        except Exception:  # an executor without a report (or a broken one): the run goes on
+            self.setup["isolation"] = None
 
     def attach(self, step: Step, attachments: Sequence[Any]) -> list[AttachmentRecord]:
         """Record the step's attachments, numbered across the run; with an output_dir, save each
@@ -384,7 +406,9 @@ class Recorder:
             messages = build(join_notes(note, empty_note) if attempt else note)
             t = time.perf_counter()
             try:
-                reply = send(messages)
+                with self.trace.chat(step.span, messages, attempt + 1) as chat:
+                    reply = send(messages)
+                    chat.reply(reply, has_content(reply))
             except Exception as exc:  # any model failure ends the run cleanly
                 step.model_time += time.perf_counter() - t
                 yield self.fail_step(step, ErrorKind.MODEL, f"model error: {exc}", ends_run=True)
@@ -413,13 +437,25 @@ class Recorder:
     def give_up(self, max_steps: int) -> None:
         self.error = f"no final answer after {max_steps} steps"
 
+    def traced(self, events: Iterator[Event]) -> Iterator[Event]:
+        """`events`, with the run's spans ended however the run stops (a dropped stream, an error)."""
+        try:
+            yield from events
+        except BaseException as exc:
+            self.trace.close(exc)
+            raise
+        finally:
+            self.trace.close()
+
     def end(self) -> RunEnd:
         duration = self.elapsed()
         result = RunResult(
             run_id=self.run_id, task=self.task, status=self.status, output=self.output,
             output_repr=self.output_repr, error=self.error, steps=self.steps, usage=self.usage,
             duration_s=duration, model=model_name(self.model), scripted=bool(getattr(self.model, "scripted", False)),
+            **self.setup,
         )
+        self.trace.end(self)
         return self.event(
             RunEnd, status=self.status, output=public_output(self.output), output_repr=self.output_repr,
             error=self.error, steps=len(self.steps), usage=self.usage, duration_s=round(duration, 6), result=result,

@@ -165,6 +165,8 @@ class ExecutionResult:
     state_lost: the executor had to restart (timeout kill, crash): variables are gone.
     attachments: figures and images the step produced (see `Attachment`), at most
         `Limits.max_attachment_bytes` in all.
+    operations: what the step charged to `Limits.max_operations` (the restricted policy's
+        operation budget), None where nothing counts them (the open policy).
     """
 
     output: Any = None
@@ -175,6 +177,7 @@ class ExecutionResult:
     output_repr: str | None = None
     state_lost: bool = False
     attachments: tuple[Attachment, ...] = ()
+    operations: int | None = None
 
     @property
     def ok(self) -> bool:

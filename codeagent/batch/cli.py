@@ -31,6 +31,8 @@ from codeagent.cli_options import (
 )
 from codeagent.cli_options import executor_options as cli_executor_options
 
+from ..mcp.cli import add_client_options, server_specs
+from ..tracing.export import EXPORTERS
 from .factories import AGENT_MODES
 from .scheduler import (
     BACKENDS,
@@ -71,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--model-timeout", type=seconds, metavar="SECONDS", help="how long one model request may take")
     g.add_argument("--model-retries", type=count(0, 20), metavar="N",
                    help="tries again after a model timeout, a dropped connection, HTTP 429 or 5xx")
+    add_client_options(p)
     g.add_argument("--factory", metavar="MODULE:ATTR", help="your own agent factory instead of the options above")
     g.add_argument("--factory-options", metavar="JSON", default="{}", help="keyword arguments for --factory (a JSON object)")
     r = p.add_argument_group("running")
@@ -87,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="extra tries for a task whose worker crashed or whose agent raised")
     r.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
                    help="on stderr: a bar on a terminal, NDJSON events otherwise")
+    r.add_argument("--trace", choices=EXPORTERS, help="OpenTelemetry spans, one trace per task: otlp (to "
+                   "$OTEL_EXPORTER_OTLP_ENDPOINT) or console (stderr); needs codeagent[otel]")
     p.add_argument("--json", action="store_true", help="print the summary (or comparison) as JSON")
     return p
 
@@ -114,6 +119,12 @@ def _agent_options(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
                          ("model_timeout", "timeout"), ("model_retries", "max_retries")):
         if getattr(args, name) is not None:
             options[option] = getattr(args, name)
+    try:  # each worker opens its own sessions with these servers (factories.cli_agent)
+        mcp = server_specs(args.mcp_stdio, args.mcp_url)
+    except ValueError as exc:
+        raise BatchError(str(exc))
+    if mcp:
+        options["mcp"] = mcp
     return CLI_FACTORY, options
 
 
@@ -165,7 +176,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         timeout_s=args.task_timeout or None, retries=args.retries, options=options,
         executor=args.executor, executor_options=executor_options, address=args.address,
         ray_options={"num_cpus": args.cpus_per_worker}, progress=args.progress,
-        retry=retry_statuses(args.retry),
+        retry=retry_statuses(args.retry), trace=args.trace,
     )
     print(json.dumps(summary.to_dict(), indent=2) if args.json else summary.table())
     return _status(summary)

@@ -86,9 +86,9 @@ class LocalPool:
     name = "local"
 
     def __init__(self, runner_args: tuple[Any, ...]) -> None:
-        factory, options, executor, executor_options = runner_args
+        factory, options, executor, executor_options, trace = runner_args
         self.config = {"factory": factory, "options": options, "executor": executor,
-                       "executor_options": executor_options}
+                       "executor_options": executor_options, "trace": trace}
         self.env = _child_env()
         self.slots: list[ProcessSlot] = []
 

@@ -37,7 +37,7 @@ def main(fd: int) -> int:
     from .worker import TaskRunner
 
     runner = TaskRunner(config["factory"], config.get("options"), config.get("executor"),
-                        config.get("executor_options"))
+                        config.get("executor_options"), config.get("trace"))
     runner.warm_up()
     try:
         conn.send_bytes(json.dumps({"ready": os.getpid()}).encode())

@@ -19,6 +19,9 @@ from typing import Any
 
 from executors.base import timeout_seconds
 
+from ..tracing.batch import TRACE_KEY, batch_span, worker_config
+from ..tracing.export import TracingUnavailable
+from ..tracing.export import setup as setup_tracing
 from .pool import Event, Pool, Slot
 from .progress import make_progress
 from .store import ResultStore
@@ -113,8 +116,10 @@ class _Batch:
     """The driver's loop over one pool."""
 
     def __init__(self, pool: Pool, store: ResultStore, tasks: list[BatchTask], progress: Any,
-                 timeout_s: float | None, retries: int, todo: set[str]) -> None:
+                 timeout_s: float | None, retries: int, todo: set[str],
+                 trace: dict[str, str] | None = None) -> None:
         self.pool, self.store, self.progress = pool, store, progress
+        self.trace = {TRACE_KEY: trace} if trace else {}  # the batch span's context, for every task
         self.by_id = {t.id: t for t in tasks}
         self.pending = deque(t.id for t in tasks if t.id in todo)
         self.timeout_s, self.retries = timeout_s, retries
@@ -146,7 +151,7 @@ class _Batch:
             self.started[task_id] = time.perf_counter()
             slot.state, slot.task_id = "busy", task_id
             slot.deadline = None if self.timeout_s is None else time.perf_counter() + self.timeout_s
-            self.pool.submit(slot, self.by_id[task_id].to_record())
+            self.pool.submit(slot, {**self.by_id[task_id].to_record(), **self.trace})
 
     def _wait_time(self) -> float | None:
         deadlines = [s.deadline for s in self.pool.slots if s.state == "busy" and s.deadline]
@@ -239,8 +244,11 @@ def run_batch(
     ray_init: Mapping[str, Any] | None = None,
     progress: str | Callable[[dict[str, Any]], None] | None = "auto",
     retry: Iterable[str] = (),
+    trace: str | None = None,
 ) -> BatchSummary:
-    """Run every task with an agent from `make_agent`, `workers` at a time; see codeagent.batch."""
+    """Run every task with an agent from `make_agent`, `workers` at a time; see codeagent.batch.
+
+    trace: "otlp" or "console" to trace the batch (codeagent.tracing.batch): one trace per task."""
     if backend not in BACKENDS:
         raise BatchError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     if workers < 1:
@@ -259,7 +267,13 @@ def run_batch(
         raise BatchError(f"unknown executor {executor!r}: choose one of {', '.join(EXECUTOR_KINDS)}")
     factory = _factory_spec(make_agent)
     todo = load_tasks(tasks)
-    runner_args = (factory, dict(options or {}), executor, dict(executor_options or {}))
+    try:
+        trace_config = worker_config(trace)
+        if trace is not None:
+            setup_tracing(trace)  # the driver's batch span goes to the same place
+    except (ValueError, TracingUnavailable) as exc:
+        raise BatchError(f"trace={trace!r}: {exc}")
+    runner_args = (factory, dict(options or {}), executor, dict(executor_options or {}), trace_config)
     reporter = make_progress(progress)
     t0 = time.perf_counter()
     if not todo:
@@ -276,7 +290,9 @@ def run_batch(
         if skipped < len(todo):
             pool = _make_pool(backend, runner_args, address, ray_options, ray_init)
             try:
-                _Batch(pool, store, todo, reporter, timeout_s, retries, {t.id for t in todo} - set(kept)).run(workers)
+                with batch_span(backend, workers, len(todo) - skipped) as carrier:
+                    _Batch(pool, store, todo, reporter, timeout_s, retries, {t.id for t in todo} - set(kept),
+                           carrier).run(workers)
             finally:
                 pool.close()
         wall = time.perf_counter() - t0

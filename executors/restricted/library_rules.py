@@ -114,6 +114,7 @@ DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
                         "plot_params": _GLOBAL},
     # Process-wide registries and hooks of the stdlib.
     "os.path": {"expandvars": _ENV},
+    "wsgiref.handlers": {"*": _ENV + " (its handlers keep a copy of it, made at import)"},
     "posixpath": {"expandvars": _ENV},
     "ntpath": {"expandvars": _ENV},
     "sqlite3": {"*": "SQL's ATTACH DATABASE creates and writes files with no audit event"},

@@ -180,6 +180,7 @@ class StepSettings:
         self.saved: list[tuple[Setting, Any, Any]] = []
         self.lazy_saved: set[str] = set()
         self.warning_filters: list | None = None
+        self.warning_list: list | None = None
         self.warning_hooks: dict[str, Any] = {}
 
     def _save(self, setting: Setting) -> None:
@@ -197,6 +198,7 @@ class StepSettings:
         for setting in self.rows:
             self._save(setting)
         # Library code may change warning filters on the model's behalf.
+        self.warning_list = warnings.filters  # (catch_warnings puts a new list in its place)
         self.warning_filters = list(warnings.filters)
         # catch_warnings().__enter__() swaps these for a recorder: the host's warnings would be
         # swallowed, or shown by model code
@@ -229,10 +231,9 @@ class StepSettings:
                 restored.append(f"warnings: {name}")
         saved_filters = self.warning_filters
         if saved_filters is not None and not (
-                type(warnings.filters) is list and len(warnings.filters) == len(saved_filters)
-                and all(map(operator.is_, warnings.filters, saved_filters))):
-            if type(warnings.filters) is not list:
-                warnings.filters = []
+                warnings.filters is self.warning_list and len(self.warning_list) == len(saved_filters)
+                and all(map(operator.is_, self.warning_list, saved_filters))):
+            warnings.filters = self.warning_list
             warnings.filters[:] = saved_filters
             warnings._filters_mutated()
             restored.append("warnings: filters")

@@ -278,6 +278,7 @@ class RestrictedRuntime:
                 output_repr=output_repr,
                 attachments=tuple(Attachment(p.media_type, p.data, p.name, p.width, p.height)
                                   for p in pictures),
+                operations=state.ops,
             )
         finally:
             self._lock.release()

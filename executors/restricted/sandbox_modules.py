@@ -257,6 +257,8 @@ class SandboxImporter:
             if isinstance(value, type) and issubclass(value, type):
                 continue  # metaclasses create classes with any dunder (ABCMeta, EnumType)
             if type(value) in _READ_ONLY:
+                if type(value) in (dict, list):
+                    self.host.share_nested(value)
                 value = _READ_ONLY[type(value)](value)  # module-level containers: read-only views
             elif type(value).__name__ == "Context" and name == "decimal":
                 value = value.copy()
