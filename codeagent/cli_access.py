@@ -20,8 +20,9 @@ class GrantError(Exception):
 
 
 def add_access_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("files and network (what the code may touch; default: nothing but a "
-                             "private scratch directory)")
+    # (inside a group already, as batch's "running" group: its flags join it; nesting is deprecated)
+    g = p if isinstance(p, argparse._ArgumentGroup) else p.add_argument_group(
+        "files and network (what the code may touch; default: nothing but a private scratch directory)")
     g.add_argument("--read", action="append", default=[], metavar="PATH",
                    help="a directory or file the code may read (repeatable)")
     g.add_argument("--write", action="append", default=[], metavar="DIR",
