@@ -39,6 +39,7 @@ from .caps import PROCESS_CAPS, frame_depth
 from .compiler import StepCompiler
 from .errors import LimitExceeded, PolicyError
 from .evaluators import check_library_source
+from .interrupts import HostInterrupts
 from .library_hooks import install_hooks
 from .library_rules import warn_dangerous
 from .library_state import StepSettings, warm_up
@@ -254,7 +255,9 @@ class RestrictedRuntime:
             outcome = self._outcome = [None, None, None, [], [], None]
             # every step starts with a pyplot of its own, empty (pyplot_state.py)
             self._figures_before = set() if self._figures else None
-            exc = self._under_limits(compiled, self._render_output)
+            with HostInterrupts(state) as interrupts:  # Ctrl-C ends the step and reaches the host
+                exc = self._under_limits(compiled, self._render_output)
+            interrupts.raise_if_interrupted()
             value, output_repr, error, pictures, notes, wire = outcome
             self.last_output_wire = wire
             # The host gets plain data decoded from the tree the step made, never the value.
