@@ -36,7 +36,16 @@ from .models import Model, check_model
 from .parsing import CodeParseError
 from .prompts import PROMPTS_DIR, load_prompt
 from .replies import ModelReply
-from .run import ActionRefused, ErrorKind, Recorder, RunResult, RunStatus, Step, StepRecord
+from .run import (
+    ActionRefused,
+    ErrorKind,
+    Recorder,
+    RunResult,
+    RunStatus,
+    Step,
+    StepRecord,
+    interruptible,
+)
 from .tools import Tool, collecting_attachments, tools_by_name
 
 __all__ = [
@@ -227,7 +236,7 @@ class CodeAgent:
     ) -> Iterator[Event]:
         """Run the task, yielding typed events as they happen; the last one is `RunEnd`."""
         run = _CodeRun(self, task, variables, reset)
-        return run.rec.traced(run.events())
+        return run.rec.traced(interruptible(run.events(), run.rec))
 
 
 class _CodeRun:

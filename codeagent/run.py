@@ -34,9 +34,11 @@ from .events import (
 from .replies import ModelReply, Usage
 from .tracing.spans import NO_TRACE, start_run
 
-__all__ = ["RunStatus", "ErrorKind", "ActionRefused", "StepRecord", "RunResult", "RunFailed", "Recorder", "Step"]
+__all__ = ["RunStatus", "ErrorKind", "ActionRefused", "StepRecord", "RunResult", "RunFailed", "RunInterrupted",
+           "Recorder", "Step", "interruptible"]
 
-RunStatus = Literal["success", "max_steps", "failed"]
+# interrupted: Ctrl-C (KeyboardInterrupt) ended the run; what it did so far is in the result
+RunStatus = Literal["success", "max_steps", "failed", "interrupted"]
 NO_USAGE = Usage()
 
 
@@ -81,6 +83,26 @@ class RunFailed(RuntimeError):
         else:
             why = result.error or "the run failed"
         super().__init__(f"the run ended with status {result.status!r}: {why}")
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C ended a run: a KeyboardInterrupt (a script stops as it would anyway) that carries
+    the run so far as `.result` (status "interrupted"), to save or inspect."""
+
+    def __init__(self, result: RunResult) -> None:
+        super().__init__(result.error)
+        self.result = result
+
+
+def interruptible(events: Iterator[Event], rec: Recorder) -> Iterator[Event]:
+    """A run's events; on KeyboardInterrupt the run ends "interrupted": its RunEnd is the last
+    event, then RunInterrupted (with that result) is raised to the consumer."""
+    try:
+        yield from events
+    except KeyboardInterrupt:
+        end = rec.interrupted()
+        yield end
+        raise RunInterrupted(end.result) from None
 
 
 class _Rendered:
@@ -402,6 +424,15 @@ class Recorder:
         message = f"the model returned {record.empty_replies} empty replies in a row at step {step.number}"
         yield self.fail_step(step, ErrorKind.EMPTY_REPLY, message, ends_run=True)
         return None
+
+    def interrupted(self) -> RunEnd:
+        """Ctrl-C: the run ends here, its step so far recorded; the RunEnd to yield."""
+        step = self.steps[-1] if self.steps else None
+        where = f" during step {step.step}" if step is not None else ""
+        self.status, self.error = "interrupted", f"interrupted by the user (Ctrl-C){where}"
+        if step is not None and not step.error and not step.is_final_answer and not step.observation:
+            step.error = "interrupted"
+        return self.end()
 
     def give_up(self, max_steps: int) -> None:
         self.error = f"no final answer after {max_steps} steps"

@@ -48,7 +48,7 @@ from .memory import (
 from .models import Model, ModelError, check_model
 from .prompts import load_prompt
 from .replies import ModelReply
-from .run import ActionRefused, ErrorKind, Recorder, RunResult, Step
+from .run import ActionRefused, ErrorKind, Recorder, RunResult, Step, interruptible
 from .tools import Tool, collecting_attachments, tools_by_name
 from .tracing.tools import tool_call_id
 
@@ -204,7 +204,7 @@ class ToolCallingAgent:
 
     def stream(self, task: str) -> Iterator[Event]:
         run = _ToolRun(self, task)
-        return run.rec.traced(run.events())
+        return run.rec.traced(interruptible(run.events(), run.rec))
 
 
 class _ToolRun:

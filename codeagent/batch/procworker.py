@@ -48,6 +48,8 @@ def main(fd: int) -> int:
                 return 0  # the driver closed the pool or is gone
             row = runner.run(json.loads(data))
             conn.send_bytes(json.dumps(row).encode())
+    except OSError:  # BrokenPipe: the driver closed the pool (or is gone) before it read this
+        return 0
     finally:
         runner.close()
 

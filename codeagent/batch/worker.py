@@ -16,14 +16,13 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from codeagent.executor_options import EXECUTORS as EXECUTOR_KINDS
+
 from ..tracing.batch import TRACE_KEY, end_task, start_worker, task_span
 from .tasks import BatchTask
 
 __all__ = ["TaskRunner", "resolve", "reference_of", "model_calls", "EXECUTOR_KINDS"]
 
-EXECUTOR_KINDS = {"local": ("executors.local", "LocalExecutor"),
-                  "subprocess": ("executors.process", "SubprocessExecutor"),
-                  "docker": ("executors.docker", "DockerExecutor")}
 
 
 def resolve(ref: str) -> Any:
@@ -103,17 +102,11 @@ class TaskRunner:
 
     def executor(self) -> Any:
         if self._executor is None:
+            from codeagent.executor_options import make_executor
+
             if self.executor_kind not in EXECUTOR_KINDS:
                 raise ValueError(f"unknown executor {self.executor_kind!r}: choose one of {', '.join(EXECUTOR_KINDS)}")
-            module_name, cls_name = EXECUTOR_KINDS[self.executor_kind]
-            cls = getattr(importlib.import_module(module_name), cls_name)
-            options = dict(self.executor_options)
-            timeout = options.pop("timeout_s", None)
-            if timeout is not None:
-                from executors.base import Limits
-
-                options["limits"] = Limits(timeout_s=float(timeout))
-            self._executor = cls(**options)
+            self._executor = make_executor(self.executor_kind, self.executor_options)
         return self._executor
 
     def warm_up(self) -> None:
