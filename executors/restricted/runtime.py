@@ -427,7 +427,7 @@ class RestrictedRuntime:
         if exc is not None and not state.final_called:
             # named now, with interrupts paused: rendering may be cut short by the same deadline
             self._outcome[2] = limit_stop_error(exc, self.limits, state.reason,
-                                                locate(exc, self._compiler.sources))
+                                                locate(exc, SOURCES))
         if state.reason in (None, "final"):
             state.reason = None
             ns[LIVE] = True
