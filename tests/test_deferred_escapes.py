@@ -112,7 +112,7 @@ def test_attempt_is_accepted_by_the_policy(item: Attempt) -> None:
         if not code:
             continue
         tree = ast.parse(harness.render(code, canaries))
-        violations, _ = inspect_tree(tree, frozenset(item.tools) | {"final_answer"})
+        violations = inspect_tree(tree, frozenset(item.tools) | {"final_answer"})
         assert violations == [], [v.message for v in violations]
         # by the authorization's names and patterns: that `pkg.*` opens only the package's public
         # API (pandas.core.accessor stays internal) is one of the things that hold the attempt

@@ -108,7 +108,7 @@ def test_deferred_attempts_are_model_code_the_policy_accepts(attempt: Any) -> No
     """The language is not the way out: each attempt passes the AST policy, calls only the tools
     it was given, and says which form and destination it is."""
     assert attempt.family == "deferred" and attempt.encoding in FORMS
-    violations, _ = inspect_tree(ast.parse(attempt.code), frozenset(probe_tools()) | {"final_answer"})
+    violations = inspect_tree(ast.parse(attempt.code), frozenset(probe_tools()) | {"final_answer"})
     assert violations == [], [v.message for v in violations]
 
 
