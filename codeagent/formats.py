@@ -89,6 +89,9 @@ class ActionFormat:
     """What every format shares: extraction through the tiered parser, the parser's own lesson."""
 
     template_file = "system.md"  # the system prompt template in codeagent/prompts/
+    # A tool call written in a dialect (JSON, <tool_call>, ...) naming no tool is refused by the
+    # parser with the list of tools (UnknownToolError); False where `vet` teaches that itself.
+    parser_checks_names = True
 
     def __init__(self) -> None:
         self.tools: Mapping[str, Tool] = {}
@@ -124,8 +127,10 @@ class ActionFormat:
         """Forget what earlier runs did."""
 
     def extract(self, text: str) -> str:
-        """The code in a reply (the final-answer fix applied), or `CodeParseError`."""
-        return fix_final_answer(parse_code(text, tags=self.code_tags))
+        """The code in a reply (the final-answer fix applied), or `CodeParseError`. A tool call
+        written in any dialect of the parser's table becomes the Python call of that tool."""
+        tools = self.tools if self.parser_checks_names else None
+        return fix_final_answer(parse_code(text, tags=self.code_tags, tools=tools))
 
     def vet(self, code: str, step: int) -> str:
         """The code to run for step `step`, or `ActionRefused`."""
@@ -202,6 +207,8 @@ class SingleCall(ActionFormat):
     nudge: after each result, remind the model to answer with final_answer if it has the answer.
     Under a constraint, the last step's schema or grammar allows only final_answer.
     """
+
+    parser_checks_names = False  # vet's check_single_call names the closest tool and its call
 
     def __init__(self, bundleable: Iterable[str] = (), *, examples: bool = True, nudge: bool = True) -> None:
         super().__init__()
