@@ -29,8 +29,8 @@ import difflib
 import keyword
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from executors.base import FINAL_ANSWER_NAME
 
@@ -58,6 +58,8 @@ BOOKKEEPING: dict[str, Callable[[Any], bool]] = {
 }
 # Wrapper key -> what sits beside it. {"tool_calls": [...]} is a message, with role and content.
 _ONE_CALL_WRAPPERS = ("function", "function_call", "tool_call", "functionCall")
+_WRAPPERS = frozenset((*_ONE_CALL_WRAPPERS, "tool_calls"))
+_NAME_SET, _ARGUMENT_SET = frozenset(NAME_KEYS), frozenset(ARGUMENT_KEYS)
 _MESSAGE_KEYS: dict[str, Callable[[Any], bool]] = {
     **BOOKKEEPING,
     "role": lambda v: isinstance(v, str) and v == "assistant",
@@ -65,12 +67,11 @@ _MESSAGE_KEYS: dict[str, Callable[[Any], bool]] = {
 }
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):
     """One tool call: its name, keyword arguments (decoded JSON) and positional ones."""
 
     name: str
-    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    kwargs: Mapping[str, Any] = MappingProxyType({})
     args: tuple[Any, ...] = ()
 
     def source(self) -> str:
@@ -82,6 +83,8 @@ def call_name(value: Any) -> str | None:
     """The tool a name value means, or None: `functions.add` is add, "Final Answer" final_answer."""
     if not isinstance(value, str):
         return None
+    if value.isidentifier() and not keyword.iskeyword(value) and value[:1] not in "Ff":
+        return value  # the common case, in one test
     name = value.strip().removeprefix("functions.")
     if name.replace(" ", "_").replace("-", "_").lower() == FINAL_ANSWER_NAME:
         return FINAL_ANSWER_NAME
@@ -92,6 +95,9 @@ def call_name(value: Any) -> str | None:
 
 def calls_in(value: Any, marked: bool = False) -> list[Call] | None:
     """The calls `value` (decoded JSON) is, by the rule above; None when it is data."""
+    if type(value) is dict and _WRAPPERS.isdisjoint(value):  # the common case first
+        call = _one_call(value, marked)
+        return [call] if call else None
     if isinstance(value, list):
         calls: list[Call] = []
         for item in value:
@@ -102,12 +108,13 @@ def calls_in(value: Any, marked: bool = False) -> list[Call] | None:
         return calls or None
     if not isinstance(value, dict):
         return None
-    for key in _ONE_CALL_WRAPPERS:
-        inner = value.get(key)
-        if isinstance(inner, dict) and _only(value, key, BOOKKEEPING):
-            return calls_in(inner, marked=True)  # the wrapper says "call" as a marker does
-    if isinstance(value.get("tool_calls"), list):
-        return calls_in(value["tool_calls"], marked=True) if _only(value, "tool_calls", _MESSAGE_KEYS) else None
+    if not _WRAPPERS.isdisjoint(value):
+        for key in _ONE_CALL_WRAPPERS:
+            inner = value.get(key)
+            if isinstance(inner, dict) and _only(value, key, BOOKKEEPING):
+                return calls_in(inner, marked=True)  # the wrapper says "call" as a marker does
+        if isinstance(value.get("tool_calls"), list):
+            return calls_in(value["tool_calls"], marked=True) if _only(value, "tool_calls", _MESSAGE_KEYS) else None
     call = _one_call(value, marked)
     return [call] if call else None
 
@@ -118,18 +125,25 @@ def _only(obj: dict, key: str, allowed: Mapping[str, Callable[[Any], bool]]) -> 
 
 
 def _one_call(obj: dict, marked: bool) -> Call | None:
-    names = [k for k in NAME_KEYS if k in obj]
-    arg_keys = [k for k in ARGUMENT_KEYS if k in obj]
-    if len(names) != 1 or len(arg_keys) > 1 or (not arg_keys and not marked):
+    name_key = key = None
+    for k, v in obj.items():  # one name key, at most one arguments key, else bookkeeping
+        if k in _NAME_SET:
+            if name_key is not None:
+                return None
+            name_key = k
+        elif k in _ARGUMENT_SET:
+            if key is not None:
+                return None
+            key = k
+        elif (check := BOOKKEEPING.get(k)) is None or not check(v):
+            return None
+    if name_key is None or (key is None and not marked):
         return None
-    if not _only(obj, "", {**BOOKKEEPING, names[0]: _any, **{k: _any for k in arg_keys}}):
-        return None
-    name = call_name(obj[names[0]])
+    name = call_name(obj[name_key])
     if name is None:
         return None
-    if not arg_keys:
+    if key is None:
         return Call(name)
-    key = arg_keys[0]
     arguments = obj[key]
     if isinstance(arguments, str):  # a JSON string of the arguments: "{\"a\": 1}"
         decoded = _decoded(arguments) if arguments.strip() else None
@@ -140,16 +154,12 @@ def _one_call(obj: dict, marked: bool) -> Call | None:
     if arguments is None:
         return Call(name)
     if isinstance(arguments, dict):
-        if _is_schema(arguments):
+        if "properties" in arguments and _is_schema(arguments):
             return None  # {"name": "add", "parameters": {"type": "object", "properties": ...}}
         return Call(name, arguments)
     if key in POSITIONAL_KEYS:
         return Call(name, args=(arguments,))
     return None
-
-
-def _any(_value: Any) -> bool:
-    return True
 
 
 def _decoded(text: str) -> Any:
@@ -173,15 +183,16 @@ def render_call(name: str, arguments: Mapping[str, Any], positional: Iterable[st
     """
     if name == FINAL_ANSWER_NAME and not args and len(arguments) == 1:
         return f"{FINAL_ANSWER_NAME}({json_source(next(iter(arguments.values())))})"
-    positional = tuple(positional)
-    parts = [json_source(a) for a in args]
-    parts += [json_source(arguments[p]) for p in positional if p in arguments]
+    parts = [json_source(a) for a in args] if args else []
+    if positional := tuple(positional):
+        parts += [json_source(arguments[p]) for p in positional if p in arguments]
     odd: dict[str, Any] = {}
     for key, value in arguments.items():
         if key in positional:
             continue
         if key.isidentifier() and not keyword.iskeyword(key):
-            parts.append(f"{key}={json_source(value)}")
+            kind = type(value)  # str and int inline: this loop is most of the JSON tier's time
+            parts.append(f"{key}={repr(value) if kind is str or kind is int else json_source(value)}")
         else:
             odd[key] = value
     if odd:
@@ -192,7 +203,10 @@ def render_call(name: str, arguments: Mapping[str, Any], positional: Iterable[st
 def json_source(value: Any, scalar: Callable[[Any], str] = repr) -> str:
     """A decoded JSON value as Python source (true→True, null→None, NaN→float('nan')); `scalar`
     writes strings, numbers, booleans and None."""
-    if isinstance(value, float) and not math.isfinite(value):
+    kind = type(value)
+    if kind is str or kind is int or value is None or kind is bool:
+        return scalar(value)
+    if kind is float and not math.isfinite(value):
         return f"float({str(value)!r})"
     if isinstance(value, list):
         return "[" + ", ".join(json_source(v, scalar) for v in value) + "]"

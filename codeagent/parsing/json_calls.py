@@ -14,7 +14,7 @@ from collections.abc import Collection
 
 from executors.base import FINAL_ANSWER_NAME
 
-from .calls import Call, closest_name
+from .calls import Call, closest_name, render_call
 from .dialects import DIALECTS, might_hold_calls
 from .lesson import UnknownToolError
 
@@ -51,7 +51,7 @@ def tool_calls_to_code(text: str, tools: Collection[str] | None = None) -> str |
             if call.name != FINAL_ANSWER_NAME and call.name not in tools:
                 raise unknown_tool(call.name, tools, text)
     try:
-        return "\n".join(call.source() for call in found)
+        return "\n".join([render_call(call.name, call.kwargs, (), call.args) for call in found])
     except RecursionError:  # arguments nested too deep to write out
         return None
 

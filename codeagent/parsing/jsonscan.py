@@ -49,13 +49,16 @@ def values_after(text: str, pos: int, stop: int = -1) -> list[Any]:
     """The JSON values that follow `pos` one after another (blanks, commas or `;` between them),
     up to `stop` (-1: the end); none when something else comes first."""
     stop = len(text) if stop < 0 else stop
-    pos = skip_fence_opener(text, pos)
+    while pos < stop and text[pos] in _BLANKS:
+        pos += 1
+    if text.startswith("```", pos):
+        pos = skip_fence_opener(text, pos)
     out: list[Any] = []
     while pos < stop and text[pos] in "{[":
-        got = _decode(text, pos)
-        if isinstance(got, int):
+        try:
+            value, pos = DECODER.raw_decode(text, pos)
+        except (ValueError, RecursionError):
             break
-        value, pos = got
         out.append(value)
         while pos < stop and text[pos] in _SEPARATORS:
             pos += 1
