@@ -250,3 +250,33 @@ def test_to_call_reads_every_spelling_of_one_call():
     assert to_call({"tool_name": "final_answer", "tool_input": {"answer": 3}}) == "final_answer(3)"
     with pytest.raises(ValueError, match="JSON object"):
         to_call({"name": "capital_of", "arguments": {"country": "France"}, "extra": 1})
+
+
+def test_a_long_argument_is_read_whole():
+    text = "x" * 50_000 + "\\u00e9\"quoted\""
+    call = json.dumps({"name": "add", "arguments": {"note": text, "n": [1] * 3000}})
+    for reply in (call, f"<tool_call>\n{call}\n</tool_call>", f"I will call {call} now."):
+        (stmt,) = ast.parse(parse_code(reply)).body
+        assert ast.literal_eval(stmt.value.keywords[0].value) == text  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("piece", sorted({m + t for d in DIALECTS for m in d.markers for t in ("", "{", "x")}
+                                         | {"[{", '"{', "{", "[x", '{"name": "add", "arguments": {'}))
+def test_a_reply_made_of_one_broken_piece_costs_one_pass(piece, monkeypatch):
+    """json reports an error's line by counting from the start of the text it was given, so
+    decoding each brace of a long reply against the whole reply would take its length squared
+    (seconds at 100 kB). What json counts, summed over every error, must stay linear."""
+    counted: list[int] = []
+    original = json.JSONDecodeError.__init__
+
+    def counting(self, msg, doc, pos):
+        counted.append(pos)
+        original(self, msg, doc, pos)
+
+    monkeypatch.setattr(json.JSONDecodeError, "__init__", counting)
+    reply = piece * (100_000 // len(piece))
+    try:
+        parse_code(reply, tools=["add"])
+    except CodeParseError:
+        pass
+    assert sum(counted) <= 1100 * len(reply)  # at most a window (1 kB) per brace, not the reply

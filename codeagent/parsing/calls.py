@@ -37,7 +37,7 @@ from executors.base import FINAL_ANSWER_NAME
 from .jsonscan import DECODER
 
 __all__ = [
-    "Call", "calls_in", "call_name", "render_call", "json_source", "closest_name",
+    "Call", "calls_in", "one_call", "call_name", "render_call", "json_source", "closest_name",
     "NAME_KEYS", "ARGUMENT_KEYS", "POSITIONAL_KEYS", "BOOKKEEPING",
 ]
 
@@ -95,8 +95,15 @@ def call_name(value: Any) -> str | None:
 
 def calls_in(value: Any, marked: bool = False) -> list[Call] | None:
     """The calls `value` (decoded JSON) is, by the rule above; None when it is data."""
-    if type(value) is dict and _WRAPPERS.isdisjoint(value):  # the common case first
-        call = _one_call(value, marked)
+    if isinstance(value, dict):
+        if not _WRAPPERS.isdisjoint(value):
+            for key in _ONE_CALL_WRAPPERS:
+                inner = value.get(key)
+                if isinstance(inner, dict) and _only(value, key, BOOKKEEPING):
+                    return calls_in(inner, marked=True)  # the wrapper says "call" as a marker does
+            if isinstance(value.get("tool_calls"), list):
+                return calls_in(value["tool_calls"], marked=True) if _only(value, "tool_calls", _MESSAGE_KEYS) else None
+        call = one_call(value, marked)  # {"function": "add", "args": ...} names, not wraps
         return [call] if call else None
     if isinstance(value, list):
         calls: list[Call] = []
@@ -106,17 +113,7 @@ def calls_in(value: Any, marked: bool = False) -> list[Call] | None:
                 return None
             calls.extend(found)
         return calls or None
-    if not isinstance(value, dict):
-        return None
-    if not _WRAPPERS.isdisjoint(value):
-        for key in _ONE_CALL_WRAPPERS:
-            inner = value.get(key)
-            if isinstance(inner, dict) and _only(value, key, BOOKKEEPING):
-                return calls_in(inner, marked=True)  # the wrapper says "call" as a marker does
-        if isinstance(value.get("tool_calls"), list):
-            return calls_in(value["tool_calls"], marked=True) if _only(value, "tool_calls", _MESSAGE_KEYS) else None
-    call = _one_call(value, marked)
-    return [call] if call else None
+    return None
 
 
 def _only(obj: dict, key: str, allowed: Mapping[str, Callable[[Any], bool]]) -> bool:
@@ -124,7 +121,8 @@ def _only(obj: dict, key: str, allowed: Mapping[str, Callable[[Any], bool]]) -> 
     return all(k == key or (k in allowed and allowed[k](v)) for k, v in obj.items())
 
 
-def _one_call(obj: dict, marked: bool) -> Call | None:
+def one_call(obj: dict, marked: bool) -> Call | None:
+    """The call `obj` is, when it is one call itself (not a wrapper of calls); else None."""
     name_key = key = None
     for k, v in obj.items():  # one name key, at most one arguments key, else bookkeeping
         if k in _NAME_SET:

@@ -13,13 +13,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .calls import Call, calls_in
-from .jsonscan import DECODER, values_after, values_in
+from .calls import Call, calls_in, one_call
+from .jsonscan import DECODER, decode_at, values_after, values_in
 from .syntax import looks_like_code, try_parse
 
 __all__ = [
     "Reading", "json_after", "bare_json", "mistral", "python_tag", "pythonic_between", "function_tags",
-    "glm", "deepseek", "kimi", "harmony", "functionary", "function_gemma", "apertus", "react",
+    "glm", "deepseek", "named_json", "kimi", "harmony", "functionary", "function_gemma", "apertus", "react",
 ]
 
 Reading = list[Call] | str  # calls, or Python source
@@ -28,6 +28,11 @@ Reader = Callable[[str], Reading | None]
 
 def _collect(values: list[Any], marked: bool, into: list[Call]) -> None:
     for value in values:
+        if type(value) is dict:  # the common case, one call, without the list calls_in returns
+            call = one_call(value, marked)
+            if call is not None:
+                into.append(call)
+                continue
         found = calls_in(value, marked)
         if found:
             into.extend(found)
@@ -35,6 +40,37 @@ def _collect(values: list[Any], marked: bool, into: list[Call]) -> None:
 
 def _call(name: str, arguments: Any) -> list[Call]:
     return calls_in({"name": name, "arguments": arguments}, marked=True) or []
+
+
+def _bodies(text: str, opener: str, close: str):
+    """What follows each `opener`, up to `close`, the next `opener` or the end, whichever comes
+    first. Each search starts where the last one ended: many unclosed tags cost one pass."""
+    close_at = -2  # not searched yet; -1: there is none after here
+    i = text.find(opener)
+    while i >= 0:
+        start = i + len(opener)
+        nxt = text.find(opener, start)
+        if close_at != -1 and close_at < start:
+            close_at = text.find(close, start)
+        stops = [j for j in (close_at, nxt) if j >= 0]
+        yield text[start : min(stops) if stops else len(text)]
+        i = nxt
+
+
+def _pairs(body: str, key_open: str, key_close: str, value_open: str, value_close: str) -> dict[str, Any]:
+    """`<k>name</k><v>value</v>` pairs, in one pass of `find` (no regex to backtrack)."""
+    out: dict[str, Any] = {}
+    i = body.find(key_open)
+    while i >= 0:
+        k0 = i + len(key_open)
+        k1 = body.find(key_close, k0)
+        v0 = body.find(value_open, k1 + len(key_close)) if k1 >= 0 else -1
+        v1 = body.find(value_close, v0 + len(value_open)) if v0 >= 0 else -1
+        if v1 < 0:
+            break
+        out[body[k0:k1].strip()] = _text_value(body[v0 + len(value_open) : v1])
+        i = body.find(key_open, v1)
+    return out
 
 
 def _occurrences(text: str, marker: str):
@@ -87,10 +123,10 @@ def mistral(text: str) -> Reading | None:
 
 
 def _skip_value(text: str, pos: int) -> int:
-    try:
-        _, end = DECODER.raw_decode(text, pos)
-    except (ValueError, RecursionError):
+    got = decode_at(text, pos)
+    if got is None:
         return len(text)
+    end = got[1]
     while end < len(text) and text[end] in " \t\n,":
         end += 1
     return end
@@ -136,9 +172,8 @@ def pythonic_between(open_tag: str, close_tag: str) -> Reader:
 
     def read(text: str) -> Reading | None:
         blocks = []
-        for pos in _occurrences(text, open_tag):
-            end = text.find(close_tag, pos)
-            tree = try_parse(text[pos : end if end >= 0 else len(text)].strip())
+        for body in _bodies(text, open_tag, close_tag):
+            tree = try_parse(body.strip())
             if tree is not None and looks_like_code(tree):
                 blocks.append(ast.unparse(_JsonConstants().visit(tree)))
         return "\n".join(blocks) or None
@@ -146,22 +181,23 @@ def pythonic_between(open_tag: str, close_tag: str) -> Reader:
     return read
 
 
-_FUNCTION_TAG = re.compile(rf"<function(?:=|\s+name\s*=\s*\")({_NAME})\"?>")
-_PARAMETER = re.compile(r"<parameter=([^>\n]+)>(.*?)</parameter>", re.S)
+_FUNCTION_HEAD = re.compile(rf"(?:=|\s+name\s*=\s*\")({_NAME})\"?>")
 
 
 def function_tags(text: str) -> Reading | None:
     """`<function=name>{...}</function>` (Llama 3.1 custom, functionary v3.1, Hermes) and
     `<function=name><parameter=k>v</parameter></function>` (Qwen3-Coder, Seed-OSS)."""
     calls: list[Call] = []
-    for m in _FUNCTION_TAG.finditer(text):
-        end = text.find("</function>", m.end())
-        body = text[m.end() : end if end >= 0 else len(text)]
+    for tag in _bodies(text, "<function", "</function>"):
+        m = _FUNCTION_HEAD.match(tag)
+        if m is None:
+            continue
+        body = tag[m.end() :]
         values = values_after(body, 0)
         if values:
             calls.extend(_call(m.group(1), values[0]))
         else:
-            calls.extend(_call(m.group(1), {k.strip(): _text_value(v) for k, v in _PARAMETER.findall(body)}))
+            calls.extend(_call(m.group(1), _pairs(body, "<parameter=", ">", "", "</parameter>")))
     return calls or None
 
 
@@ -174,15 +210,16 @@ def _text_value(raw: str) -> Any:
         return value
 
 
-_GLM_CALL = re.compile(rf"<tool_call>\s*({_NAME})\s*((?:<arg_key>.*?</arg_value>\s*)*)</tool_call>", re.S)
-_GLM_ARG = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>", re.S)
+_GLM_HEAD = re.compile(rf"\s*({_NAME})\s*(?:<arg_key>|$)")
 
 
 def glm(text: str) -> Reading | None:
     """GLM-4.5+: `<tool_call>name<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>`."""
     calls: list[Call] = []
-    for m in _GLM_CALL.finditer(text):
-        calls.extend(_call(m.group(1), {k.strip(): _text_value(v) for k, v in _GLM_ARG.findall(m.group(2))}))
+    for body in _bodies(text, "<tool_call>", "</tool_call>"):
+        m = _GLM_HEAD.match(body)
+        if m:
+            calls.extend(_call(m.group(1), _pairs(body, "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")))
     return calls or None
 
 
@@ -195,8 +232,9 @@ def deepseek(text: str) -> Reading | None:
     calls: list[Call] = []
     for pos in _occurrences(text, _DEEPSEEK_SEP):
         sep = pos - len(_DEEPSEEK_SEP)
-        k = text.rfind("｜>", 0, sep)  # the end of the token before: <｜tool▁call▁begin｜>
-        head = text[k + 2 if k >= 0 else 0 : sep].strip().rsplit("\n", 1)[-1]
+        start = max(0, sep - 200)  # a name is short: never scan far back
+        k = text.rfind("｜>", start, sep)  # the end of the token before: <｜tool▁call▁begin｜>
+        head = text[k + 2 if k >= 0 else start : sep].strip().rsplit("\n", 1)[-1]
         if head == "function":  # V3: the name is the rest of the line, a ```json fence follows
             nl = text.find("\n", pos)
             head, pos = text[pos : nl if nl >= 0 else len(text)].strip(), (nl if nl >= 0 else len(text))
@@ -206,65 +244,62 @@ def deepseek(text: str) -> Reading | None:
     return calls or None
 
 
-_KIMI_CALL = re.compile(rf"<\|tool_call_begin\|>\s*({_NAME})(?::\d+)?\s*<\|tool_call_argument_begin\|>")
+def named_json(pattern: re.Pattern[str], skip: frozenset[str] = frozenset()) -> Reader:
+    """A name the pattern captures, then the JSON arguments right after the match."""
+
+    def read(text: str) -> Reading | None:
+        calls: list[Call] = []
+        for m in pattern.finditer(text):
+            values = values_after(text, m.end()) if m.group(1) not in skip else None
+            if values:
+                calls.extend(_call(m.group(1), values[0]))
+        return calls or None
+
+    return read
 
 
-def kimi(text: str) -> Reading | None:
-    """Kimi K2: `<|tool_call_begin|>functions.name:0<|tool_call_argument_begin|>{...}<|tool_call_end|>`."""
-    calls: list[Call] = []
-    for m in _KIMI_CALL.finditer(text):
-        values = values_after(text, m.end())
-        if values:
-            calls.extend(_call(m.group(1), values[0]))
-    return calls or None
-
-
-_HARMONY_CALL = re.compile(rf"to=functions\.({_NAME})[\s\S]{{0,80}}?<\|message\|>")
-
-
-def harmony(text: str) -> Reading | None:
-    """gpt-oss (harmony): `<|channel|>commentary to=functions.name <|constrain|>json<|message|>{...}<|call|>`."""
-    calls: list[Call] = []
-    for m in _HARMONY_CALL.finditer(text):
-        values = values_after(text, m.end())
-        if values:
-            calls.extend(_call(m.group(1), values[0]))
-    return calls or None
-
-
-_FUNCTIONARY_CALL = re.compile(rf"(?:\A|>>>)({_NAME})\n(?=\s*\{{)")
-
-
-def functionary(text: str) -> Reading | None:
-    """functionary v3.2: `>>>name\\n{...}` (a reply's first call may come without the `>>>`)."""
-    if ">>>" not in text:
-        return None
-    calls: list[Call] = []
-    for m in _FUNCTIONARY_CALL.finditer(text):
-        if m.group(1) == "all":  # `>>>all\n` introduces text for the user
-            continue
-        values = values_after(text, m.end())
-        if values:
-            calls.extend(_call(m.group(1), values[0]))
-    return calls or None
-
-
-_GEMMA_CALL = re.compile(rf"<start_function_call>\s*call:({_NAME})\{{(.*?)\}}\s*(?:<end_function_call>|$)", re.S)
-_GEMMA_ARG = re.compile(r"\s*([^:,{}]+?)\s*:\s*(<escape>.*?<escape>|[^,]*)\s*(?:,|$)", re.S)
+# Kimi K2: `<|tool_call_begin|>functions.name:0<|tool_call_argument_begin|>{...}<|tool_call_end|>`.
+kimi = named_json(re.compile(rf"<\|tool_call_begin\|>\s*({_NAME})(?::\d+)?\s*<\|tool_call_argument_begin\|>"))
+# gpt-oss (harmony): `<|channel|>commentary to=functions.name <|constrain|>json<|message|>{...}<|call|>`.
+harmony = named_json(re.compile(rf"to=functions\.({_NAME})[\s\S]{{0,80}}?<\|message\|>"))
+# functionary v3.2: `>>>name\n{...}` (the first call may come without `>>>`; `>>>all\n` is text).
+functionary = named_json(re.compile(rf"(?:\A|>>>)({_NAME})\n(?=\s*\{{)"), skip=frozenset({"all"}))
 
 
 def function_gemma(text: str) -> Reading | None:
     """FunctionGemma: `<start_function_call>call:name{k:<escape>text<escape>,n:3}<end_function_call>`."""
     calls: list[Call] = []
-    for m in _GEMMA_CALL.finditer(text):
-        arguments = {}
-        for key, raw in _GEMMA_ARG.findall(m.group(2)):
-            if raw.startswith("<escape>") and raw.endswith("<escape>") and len(raw) >= 16:
-                arguments[key] = raw[len("<escape>") : -len("<escape>")]
-            else:
-                arguments[key] = _text_value(raw.strip())
-        calls.extend(_call(m.group(1), arguments))
+    for body in _bodies(text, "<start_function_call>", "<end_function_call>"):
+        body = body.strip()
+        name, brace, rest = body.removeprefix("call:").partition("{")
+        if body.startswith("call:") and brace and rest.rstrip().endswith("}"):
+            calls.extend(_call(name.strip(), _gemma_arguments(rest.rstrip()[:-1])))
     return calls or None
+
+
+def _gemma_arguments(body: str) -> dict[str, Any]:
+    """`k:<escape>text<escape>,n:3`: text between <escape> marks as it is, other values as JSON."""
+    out: dict[str, Any] = {}
+    i, n, mark = 0, len(body), "<escape>"
+    while (colon := body.find(":", i)) >= 0:
+        key, j = body[i:colon].strip(), colon + 1
+        if body.startswith(mark, j):
+            close = body.find(mark, j + len(mark))
+            if close < 0:
+                break
+            value: Any = body[j + len(mark) : close]
+            i = close + len(mark)
+        else:
+            comma = body.find(",", j)
+            i = n if comma < 0 else comma
+            value = _text_value(body[j:i].strip())
+        if key:
+            out[key] = value
+        i = body.find(",", i)
+        if i < 0:
+            break
+        i += 1
+    return out
 
 
 def apertus(text: str) -> Reading | None:
@@ -293,7 +328,8 @@ def react(text: str) -> Reading | None:
         if values:
             value: Any = values[0]
         else:
-            line = text[m.end() :].split("\n", 1)[0].strip()
+            nl = text.find("\n", m.end())
+            line = text[m.end() : nl if nl >= 0 else len(text)].strip()
             value = _text_value(line) if line[:1] == '"' else (line or None)
             if value in ("None", "none", "{}"):
                 value = None

@@ -2,6 +2,9 @@
 
 Every scan is linear: a value that fails to decode is skipped past the point where it broke, so
 what starts inside a broken value (a truncated document's nested objects) is never read alone.
+And a value is decoded from a window that starts at it: `json` writes the line and column of an
+error by counting from the start of the text it was given, which would make a reply full of
+broken braces cost its length squared.
 """
 
 from __future__ import annotations
@@ -11,28 +14,63 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["DECODER", "values_after", "values_in", "skip_fence_opener"]
+__all__ = ["DECODER", "decode_at", "values_after", "values_in", "skip_fence_opener"]
 
 # NaN / Infinity decode to floats; calls.json_source spells them float('nan') / float('inf').
 DECODER = json.JSONDecoder(parse_constant=float)
-_BLANKS = " \t\r\n"
-_SEPARATORS = " \t\r\n,;"  # between the values of one marker: MiniMax lines, Llama's `;`
+
+
+_WINDOW = 512  # most calls fit; a longer value is decoded again from windows 16 times larger
 
 
 def _decode(text: str, pos: int) -> tuple[Any, int] | int:
     """(value, end), or the position to resume scanning from when nothing decodes at `pos`."""
     try:
-        return DECODER.raw_decode(text, pos)
+        value, stop = DECODER.raw_decode(text[pos : pos + _WINDOW])
+        return value, pos + stop
     except json.JSONDecodeError as err:
-        return max(pos + 1, err.pos)  # what starts inside a broken value is part of it
-    except (ValueError, RecursionError):  # nested too deep: the openers that follow are inside it
-        while pos < len(text) and text[pos] in "{[ \t\r\n":
-            pos += 1
-        return pos
+        if pos + _WINDOW < len(text) and (err.pos >= _WINDOW - 8 or err.msg.startswith("Unterminated")):
+            return _decode_long(text, pos)  # the window cut the value: read it from larger ones
+        return pos + max(1, err.pos)  # what starts inside a broken value is part of it
+    except (ValueError, RecursionError):
+        return _past_openers(text, pos)
+
+
+def _decode_long(text: str, pos: int) -> tuple[Any, int] | int:
+    n, window = len(text), _WINDOW * 16
+    while True:
+        end = min(n, pos + window)
+        try:
+            value, stop = DECODER.raw_decode(text[pos:end])
+            return value, pos + stop
+        except json.JSONDecodeError as err:
+            if end < n and (err.pos >= end - pos - 8 or err.msg.startswith("Unterminated")):
+                window *= 16
+                continue
+            return pos + max(1, err.pos)
+        except (ValueError, RecursionError):
+            return _past_openers(text, pos)
+
+
+def _past_openers(text: str, pos: int) -> int:
+    """Nested too deep to decode: the openers that follow are inside the same value."""
+    while pos < len(text) and text[pos] in "{[ \t\r\n":
+        pos += 1
+    return pos
+
+
+def decode_at(text: str, pos: int) -> tuple[Any, int] | None:
+    """The JSON value that starts at `pos` and where it ends, or None."""
+    got = _decode(text, pos)
+    return None if type(got) is int else got  # type: ignore[return-value]
+
+
+_BLANKS = " \t\r\n"
+_BETWEEN = " \t\r\n,;"  # between the values of one marker: MiniMax's lines, Llama's `;`
 
 
 def skip_fence_opener(text: str, pos: int) -> int:
-    """Past blanks and a ```json (or bare ```) line at `pos`: `Action: ```json\\n[...]`."""
+    """Past blanks and a ```json (or bare ```) line at `pos`: `Action: ```json\n[...]`."""
     n = len(text)
     while pos < n and text[pos] in _BLANKS:
         pos += 1
@@ -45,22 +83,22 @@ def skip_fence_opener(text: str, pos: int) -> int:
     return pos
 
 
-def values_after(text: str, pos: int, stop: int = -1) -> list[Any]:
-    """The JSON values that follow `pos` one after another (blanks, commas or `;` between them),
-    up to `stop` (-1: the end); none when something else comes first."""
-    stop = len(text) if stop < 0 else stop
-    while pos < stop and text[pos] in _BLANKS:
+def values_after(text: str, pos: int) -> list[Any]:
+    """The JSON values that follow `pos` one after another; none when something else comes first.
+    Character loops, not regexes: a blank or two is all there is, and this runs once a call."""
+    n = len(text)
+    while pos < n and text[pos] in _BLANKS:
         pos += 1
     if text.startswith("```", pos):
         pos = skip_fence_opener(text, pos)
     out: list[Any] = []
-    while pos < stop and text[pos] in "{[":
-        try:
-            value, pos = DECODER.raw_decode(text, pos)
-        except (ValueError, RecursionError):
+    while pos < n and text[pos] in "{[":
+        got = _decode(text, pos)
+        if type(got) is int:
             break
+        value, pos = got  # type: ignore[misc]
         out.append(value)
-        while pos < stop and text[pos] in _SEPARATORS:
+        while pos < n and text[pos] in _BETWEEN:
             pos += 1
     return out
 
@@ -80,4 +118,6 @@ def values_in(text: str) -> Iterator[Any]:
         m = _OPENER.search(text, end)
 
 
-_OPENER = re.compile(r"[{\[]")
+# Where a JSON object or array can start: `{` before a key or `}`, `[` before a value or `]`. The
+# regex skips in C what would be one failed decode per brace (`{{{{...`, `[x]` in prose).
+_OPENER = re.compile(r'\{\s*["}]|\[\s*[\[{"\-0-9tfn\]]')
