@@ -1,11 +1,15 @@
 """Per-step overhead of the CodeAgent loop, excluding the model.
 
 A ScriptedModel replays code actions, so what is left of each step is the loop itself (building
-messages, parsing, bookkeeping, events) plus the in-process executor. Measured side by side in
-one run: the same actions executed directly by a bare LocalExecutor. Two workloads:
+messages, parsing, bookkeeping, events) plus the executor. Measured side by side in one run, for
+the in-process LocalExecutor and the default SubprocessExecutor: the same actions executed
+directly by a bare executor of the same kind. Two workloads:
 
   tiny  2-line actions with one tool call (the loop's own cost dominates)
   demo  the `codeagent demo` action: 15 lines, 33 tool calls through validated Tool wrappers
+
+Then whole demo runs, a new agent each time (so the default's worker starts every run): with an
+instant model, and with a model that takes 200 ms to answer (the worker starts meanwhile).
 
     .venv/bin/python benchmarks/agent_overhead.py [--runs 40] [--steps 10] [--json]
 
@@ -26,6 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from codeagent import CodeAgent, ScriptedModel, demo, tool  # noqa: E402
 from executors.local import LocalExecutor  # noqa: E402
+from executors.process import SubprocessExecutor  # noqa: E402
+
+EXECUTORS = {"local": LocalExecutor, "subprocess": SubprocessExecutor}
 
 
 @tool
@@ -62,12 +69,13 @@ def replies(make: Callable[[int, int], str], steps: int, run: int) -> list[str]:
     return out
 
 
-def measure(workload: str, runs: int, steps: int) -> dict[str, float]:
+def measure(workload: str, runs: int, steps: int, kind: str = "local") -> dict[str, float]:
     make, tools = WORKLOADS[workload]
+    Executor = EXECUTORS[kind]
     loop_ms: list[float] = []       # step minus model minus executor
     no_model_ms: list[float] = []   # step minus model: what the target is about
     exec_in_loop_ms: list[float] = []
-    with LocalExecutor(tools=tools) as executor:
+    with Executor(tools=tools) as executor:
         agent = CodeAgent(ScriptedModel([]), tools=tools, executor=executor, max_steps=steps)
         for run in range(runs):
             agent.model = ScriptedModel(replies(make, steps, run))
@@ -80,7 +88,7 @@ def measure(workload: str, runs: int, steps: int) -> dict[str, float]:
                 exec_in_loop_ms.append(s.execution_duration_s * 1000)
 
     bare_ms: list[float] = []
-    with LocalExecutor(tools=tools) as executor:
+    with Executor(tools=tools) as executor:
         for run in range(runs):
             executor.reset()
             for code in [make(i, run) for i in range(steps - 1)] + [final(run)]:
@@ -101,6 +109,34 @@ def measure(workload: str, runs: int, steps: int) -> dict[str, float]:
     }
 
 
+class SlowModel(ScriptedModel):
+    """A scripted model that takes `delay_s` to answer, like a fast server."""
+
+    def __init__(self, replies: list[str], delay_s: float) -> None:
+        super().__init__(replies)
+        self.delay_s = delay_s
+
+    def complete(self, *args, **kwargs):
+        time.sleep(self.delay_s)
+        return super().complete(*args, **kwargs)
+
+
+def demo_runs(runs: int, delay_s: float) -> dict[str, float]:
+    """Wall time of a whole demo run with a new agent: the default executor vs LocalExecutor."""
+    out: dict[str, list[float]] = {"default (subprocess)": [], "local": []}
+    for _ in range(runs):
+        for name in out:
+            model = SlowModel([demo.SCRIPTED_REPLY], delay_s)
+            t = time.perf_counter()
+            executor = LocalExecutor(tools=demo.demo_tools()) if name == "local" else None
+            with CodeAgent(model, tools=demo.demo_tools(), executor=executor) as agent:
+                assert agent.run(demo.TASK).success
+            if executor is not None:
+                executor.close()
+            out[name].append((time.perf_counter() - t) * 1000)
+    return {name: statistics.median(times) for name, times in out.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=40)
@@ -108,21 +144,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     for workload in WORKLOADS:
-        measure(workload, 2, args.steps)  # warm up imports and first-use costs
-    figures = {w: measure(w, args.runs, args.steps) for w in WORKLOADS}
+        for kind in EXECUTORS:
+            measure(workload, 2, args.steps, kind)  # warm up imports and first-use costs
+    figures = {f"{w} {k}": measure(w, args.runs, args.steps, k) for w in WORKLOADS for k in EXECUTORS}
+    runs = max(3, args.runs // 4)
+    whole = {"instant model": demo_runs(runs, 0.0), "200 ms model": demo_runs(runs, 0.2)}
     if args.json:
-        print(json.dumps(figures))
+        print(json.dumps({"steps": figures, "demo_runs_ms": whole}))
         return 0
-    print(f"CodeAgent per-step cost excluding the model — ScriptedModel + LocalExecutor, "
-          f"{args.runs} runs x {args.steps} steps per workload, medians (ms)")
-    print(f"{'workload':<10}{'step':>8}{'p90':>8}{'loop':>8}{'p90':>8}{'executor':>10}{'bare exec':>11}"
+    print(f"CodeAgent per-step cost excluding the model — ScriptedModel, {args.runs} runs x "
+          f"{args.steps} steps per workload and executor, medians (ms)")
+    print(f"{'workload':<17}{'step':>8}{'p90':>8}{'loop':>8}{'p90':>8}{'executor':>10}{'bare exec':>11}"
           f"{'step/bare':>11}")
     for name, f in figures.items():
-        print(f"{name:<10}{f['step_excluding_model_ms']:>8.3f}{f['step_excluding_model_p90_ms']:>8.3f}"
+        print(f"{name:<17}{f['step_excluding_model_ms']:>8.3f}{f['step_excluding_model_p90_ms']:>8.3f}"
               f"{f['loop_only_ms']:>8.3f}{f['loop_only_p90_ms']:>8.3f}{f['executor_in_loop_ms']:>10.3f}"
               f"{f['bare_executor_ms']:>11.3f}{f['ratio_step_vs_bare_executor']:>10.2f}x")
     print("step = everything but the model; loop = step minus executor; bare exec = the same actions run "
-          "by a LocalExecutor directly. Target: loop <= 1 ms per step.")
+          "by an executor of the same kind directly. Target: loop <= 1 ms per step.")
+    print(f"whole demo run with a new agent, medians of {runs} (ms), interleaved:")
+    for label, times in whole.items():
+        default, local = times["default (subprocess)"], times["local"]
+        print(f"  {label:<15} default (subprocess) {default:8.1f}   LocalExecutor {local:8.1f}   "
+              f"ratio {default / local:5.2f}x")
     return 0
 
 

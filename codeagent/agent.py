@@ -17,6 +17,7 @@ agent's `output_dir` when it has one, and shown to the model: as images when it 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Generator, Iterable, Iterator, Mapping
@@ -36,7 +37,7 @@ from .parsing import CodeParseError
 from .prompts import PROMPTS_DIR, load_prompt
 from .replies import ModelReply
 from .run import ActionRefused, ErrorKind, Recorder, RunResult, RunStatus, Step, StepRecord
-from .tools import Tool, tools_by_name
+from .tools import Tool, collecting_attachments, tools_by_name
 
 __all__ = [
     "CodeAgent", "RunResult", "StepRecord", "RunStatus", "DEFAULT_CODE_TAGS", "ActionRefused",
@@ -62,9 +63,12 @@ class CodeAgent:
 
     model: any `Model` (`OpenAIModel`, `ScriptedModel`, or your own `complete(messages, stop)`).
     tools: `Tool` objects, typed functions, or {name: callable}; handed to the executor.
-    executor: any `executors.Executor`; default a `LocalExecutor` (restricted, in process), which
-        the agent owns and closes. `authorized_imports` / `limits` configure that default; a module
-        named in `authorized_imports` must be installed (checked here, not at the first import).
+    executor: any `executors.Executor`; default a warm `SubprocessExecutor` (the restricted policy
+        in a child process, confined by the kernel where the OS allows: its `isolation` says how),
+        which the agent owns, starts while the model thinks, and closes. `LocalExecutor()` is the
+        explicit choice for speed (same policy, in this process). `authorized_imports` / `limits`
+        configure that default; a module named in `authorized_imports` must be installed (checked
+        here, not at the first import).
         `additional_authorized_imports` is smolagents' name for `authorized_imports`.
     max_steps: steps before the run ends with status "max_steps".
     max_context_tokens: budget for the messages sent to the model (estimated at ~4 chars/token);
@@ -141,13 +145,14 @@ class CodeAgent:
     @property
     def executor(self) -> Executor:
         if self._executor is None:
-            from executors.local import LocalExecutor
+            from executors.process import SubprocessExecutor
 
-            self._executor = LocalExecutor(
+            self._executor = executor = SubprocessExecutor(
                 tools=dict(self.tools), authorized_imports=self._authorized_imports, limits=self._limits,
                 access=self._access,
             )
-            self._tools_given_to = self._executor
+            executor.prewarm()  # the worker starts while the model writes its first reply
+            self._tools_given_to = executor
         return self._executor
 
     def close(self) -> None:
@@ -239,12 +244,14 @@ class _CodeRun:
 
     def events(self) -> Iterator[Event]:
         agent, rec = self.agent, self.rec
-        executor_name = type(agent._executor).__name__ if agent._executor else "LocalExecutor"
-        yield rec.start(max_steps=agent.max_steps, tools=list(agent.tools), executor=executor_name)
+        executor_name = type(agent._executor).__name__ if agent._executor else "SubprocessExecutor"
+        yield rec.start(max_steps=agent.max_steps, tools=list(agent.tools), executor=executor_name,
+                        mode=self.format.mode)
         self.format.use_constraint(agent.constraint_kind())
         yield from self.notes.new(rec)
         try:
             self.memory = self._prepare()
+            rec.isolated_by(agent.executor)
         except ExecutorError as exc:
             yield rec.fail_step(None, ErrorKind.EXECUTOR, f"executor failed to start: {exc}")
             yield rec.end()
@@ -326,12 +333,15 @@ class _CodeRun:
     def execute(self, step: Step, code: str) -> Generator[Event, None, ExecutionResult | None]:
         t = time.perf_counter()
         try:
-            result = self.agent.executor.execute(code)
+            with collecting_attachments() as attached:  # images the tools handed over (MCP image blocks)
+                result = self.agent.executor.execute(code)
         except ExecutorError as exc:
             step.exec_time = time.perf_counter() - t
             yield self.rec.fail_step(step, ErrorKind.EXECUTOR, f"executor failed: {exc}", ends_run=True)
             return None
         step.exec_time = time.perf_counter() - t
+        if attached:
+            result = dataclasses.replace(result, attachments=(*result.attachments, *attached))
         return result
 
     def observe(self, step: Step, result: ExecutionResult, said: str) -> Iterator[Event]:
@@ -411,8 +421,8 @@ def check_agent_arguments(model: Any, tools: Any, executor: Any) -> None:
     check_model(model)
     if isinstance(executor, str):
         raise TypeError(f"executor must be an executor object, not the string {executor!r}: pass e.g. "
-                        "executor=SubprocessExecutor() or DockerExecutor() from the executors package "
-                        "(None: the in-process LocalExecutor)")
+                        "executor=SubprocessExecutor(), LocalExecutor() or DockerExecutor() from the "
+                        "executors package (None: a SubprocessExecutor, the default)")
     if executor is not None and not callable(getattr(executor, "execute", None)):
         raise TypeError(f"executor must have an execute(code) method (an executors.Executor), got "
                         f"{type(executor).__name__}")
@@ -458,7 +468,7 @@ def _default_executor_imports(
         )
     if authorized_imports is not None:
         normalize_imports(authorized_imports)  # a string, or a name that is not a module name
-        ensure_importable(authorized_imports)  # the default executor runs the code in this process
+        ensure_importable(authorized_imports)  # the default worker runs this Python: same modules
     return authorized_imports
 
 

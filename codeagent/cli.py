@@ -1,4 +1,6 @@
-"""The `codeagent` command: `run` a task with a model, `exec` a file in an executor, `demo`, `fuzz`.
+"""The `codeagent` command: `run` a task with a model, `exec` a file in an executor, `demo`, `fuzz`,
+`mcp-serve` (the sandbox as an MCP server; its flags and serving live in `codeagent.mcp.cli`);
+`batch` and `view` have their own parsers (codeagent.batch.cli, codeagent.cli_view).
 
 Exit status: 0 success, 1 the run or the code failed, 2 usage or setup errors.
 What it prints lives in `cli_render`; the file and network flags (`--read`, ...) in `cli_access`.
@@ -7,6 +9,7 @@ What it prints lives in `cli_render`; the file and network flags (`--read`, ...)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -22,6 +25,7 @@ from .cli_access import GrantError, access_from_args, add_access_options, grant_
 from .cli_render import HumanPrinter, drive, save_run, show_answer, show_saved
 from .constrain.request import SPELLINGS
 from .events import NOT_JSON, plain_json
+from .mcp.cli import add_client_options, add_serve_options
 from .run import ErrorKind
 
 __all__ = ["main", "build_parser", "make_executor", "make_model", "load_tools", "UsageError",
@@ -115,8 +119,16 @@ def executor_from_args(args: argparse.Namespace, **options: Any) -> Any:
         access = access_from_args(args)
     except GrantError as exc:
         raise UsageError(str(exc))
-    return make_executor(args.executor, authorized_imports=args.imports, limits=_limits(args), access=access,
-                         **options)
+    executor = make_executor(args.executor, authorized_imports=args.imports, limits=_limits(args),
+                             access=access, **options)
+    show_isolation(args, executor)
+    return executor
+
+
+def show_isolation(args: argparse.Namespace, executor: Any) -> None:
+    """--verbose: what holds the code, per concern (the executor's `isolation`), on stderr."""
+    if getattr(args, "verbose", False):
+        print(f"isolation: {executor.isolation}", file=sys.stderr)
 
 
 def check_imports(executor: str, imports: Sequence[str] | None) -> None:
@@ -208,7 +220,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     tools = load_tools(args.tools or ())
     model = make_model(args)
     executor = executor_from_args(args)
-    with executor:
+    try:
+        toolset = _mcp_toolset(args)  # --mcp-stdio / --mcp-url: their tools join --tools
+    except UsageError:
+        executor.close()
+        raise
+    tools += toolset.tools if toolset is not None else []
+    with executor, toolset or contextlib.nullcontext():
         try:
             agent = CodeAgent(model, tools=tools, executor=executor, max_steps=args.max_steps,
                               max_context_tokens=args.context_tokens, output_dir=args.out)
@@ -224,6 +242,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         saved += [p for p in [result.save(args.save), *result.saved_files()] if p not in saved]
     show_saved(saved, sys.stderr if args.json else sys.stdout)  # NDJSON on stdout stays NDJSON
     return 0 if result.success else 1
+
+
+def _mcp_toolset(args: argparse.Namespace) -> Any:
+    from .mcp.cli import open_toolset, server_specs
+
+    try:
+        return open_toolset(server_specs(args.mcp_stdio, args.mcp_url))
+    except (ValueError, ImportError, RuntimeError) as exc:  # MCPStartError is a RuntimeError
+        raise UsageError(str(exc))
+
+
+def cmd_mcp_serve(args: argparse.Namespace) -> int:
+    from .mcp.cli import run_serve
+
+    try:
+        return run_serve(args, lambda: executor_from_args(args))
+    except (ValueError, ImportError) as exc:  # --host without --token, no mcp package
+        raise UsageError(str(exc))
 
 
 def _report_adaptations(model: Any) -> None:
@@ -312,6 +348,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         note = ("note: SCRIPTED run — no model was called; the reply is bundled with codeagent. "
                 "Pass --base-url URL --model NAME (or set OPENAI_BASE_URL) to use a real model.")
     executor = make_executor(args.executor)
+    show_isolation(args, executor)
     demo.CALLS.clear()
     t0 = time.perf_counter()
     with executor, CodeAgent(model, tools=demo.demo_tools(), executor=executor, max_steps=args.max_steps) as agent:
@@ -360,9 +397,12 @@ def _model_options(p: argparse.ArgumentParser) -> None:
 
 
 def _executor_options(p: argparse.ArgumentParser, *, imports: bool = True) -> None:
-    p.add_argument("--executor", choices=EXECUTORS, default="local",
+    p.add_argument("--executor", choices=EXECUTORS, default="subprocess",
                    help="where the code runs: local (in this process, restricted), subprocess (a child "
-                        "process, restricted) or docker (a container) (default: local)")
+                        "process, restricted, confined by the kernel where it can) or docker (a "
+                        "container) (default: subprocess)")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="show what the executor enforces and by what (its isolation table) on stderr")
     if imports:
         p.add_argument("--import", dest="imports", action="append", metavar="MODULE",
                        help="a module the code may import besides the safe defaults; 'pkg.*' for its "
@@ -383,6 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--tools", nargs="+", metavar="MODULE:ATTR", default=[],
                      help="tools to give the agent: a tool, a function, or a list/dict of them")
     _executor_options(run)
+    add_client_options(run)
     run.add_argument("--max-steps", type=count(1), default=10, metavar="N", help="steps before giving up (default: 10)")
     run.add_argument("--context-tokens", type=count(1), default=16_000, metavar="N",
                      help="budget of the history sent to the model, in estimated tokens (default: 16000)")
@@ -411,8 +452,20 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--max-steps", type=count(1), default=6, metavar="N", help="steps before giving up (default: 6)")
     demo.add_argument("--json", action="store_true", help="print NDJSON events instead of the human view")
 
+    serve = sub.add_parser("mcp-serve", help="serve the sandbox to MCP clients (run_python, reset, list_variables)",
+                           description="Serve run_python(code), reset() and list_variables() over MCP, one "
+                                       "executor per client session.")
+    _executor_options(serve)
+    serve.set_defaults(executor="subprocess")  # a client's model is as untrusted as ours: the worker
+    for action in serve._actions:
+        if action.dest == "executor":
+            action.help = (action.help or "").replace("(default: local)", "(default: subprocess)")
+    add_serve_options(serve)
+
     sub.add_parser("fuzz", help="fuzz the executors (options: codeagent fuzz --help)", add_help=False)
     sub.add_parser("batch", help="run many tasks at once, locally or on Ray (options: codeagent batch --help)",
+                   add_help=False)
+    sub.add_parser("view", help="a run or a batch as a page, written or served live (options: codeagent view --help)",
                    add_help=False)
     return parser
 
@@ -429,6 +482,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .batch.cli import main as batch_main
 
         return batch_main(argv[1:])
+    if argv and argv[0] == "view":  # its own parser: codeagent.cli_view
+        from .cli_view import main as view_main
+
+        return view_main(argv[1:])
     args = parser.parse_args(argv)
     try:
         if args.command == "run":
@@ -437,6 +494,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_exec(args)
         if args.command == "demo":
             return cmd_demo(args)
+        if args.command == "mcp-serve":
+            return cmd_mcp_serve(args)
     except UsageError as exc:
         print(f"codeagent {args.command}: {exc}", file=sys.stderr)
         return 2

@@ -89,6 +89,7 @@ class ActionFormat:
     """What every format shares: extraction through the tiered parser, the parser's own lesson."""
 
     template_file = "system.md"  # the system prompt template in codeagent/prompts/
+    mode = "code"  # the agent mode it makes (RunResult.mode)
     # A tool call written in a dialect (JSON, <tool_call>, ...) naming no tool is refused by the
     # parser with the list of tools (UnknownToolError); False where `vet` teaches that itself.
     parser_checks_names = True
@@ -208,6 +209,7 @@ class SingleCall(ActionFormat):
     Under a constraint, the last step's schema or grammar allows only final_answer.
     """
 
+    mode = "single_call"
     parser_checks_names = False  # vet's check_single_call names the closest tool and its call
 
     def __init__(self, bundleable: Iterable[str] = (), *, examples: bool = True, nudge: bool = True) -> None:

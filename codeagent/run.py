@@ -133,6 +133,12 @@ class RunResult(BaseModel):
     duration_s: float = 0.0
     model: str = ""
     scripted: bool = False
+    # how the run was made (what `codeagent view` shows above the steps); empty in older files
+    mode: str = ""  # the agent's action mode: code, single_call, tool_calling
+    executor: str = ""
+    isolation: dict[str, Any] | None = None  # executors.Isolation.to_dict() of the run's executor
+    tools: list[str] = Field(default_factory=list)
+    max_steps: int = 0
 
     @field_serializer("output")
     def _serialize_output(self, value: Any) -> Any:
@@ -251,6 +257,7 @@ class Recorder:
         self.output: Any = None
         self.output_repr: str | None = None
         self.error: str | None = None
+        self.setup: dict[str, Any] = {}  # mode, executor, tools, max_steps, isolation: kept in the result
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.t0
@@ -258,9 +265,10 @@ class Recorder:
     def event(self, cls: type[Event], step: int | None = None, **fields: Any) -> Any:
         return cls(run_id=self.run_id, step=step, elapsed_s=round(self.elapsed(), 6), **fields)
 
-    def start(self, *, max_steps: int, tools: Sequence[str], executor: str) -> RunStart:
+    def start(self, *, max_steps: int, tools: Sequence[str], executor: str, mode: str = "code") -> RunStart:
         """The run starts when iteration does: the clock restarts here."""
         self.t0 = time.perf_counter()
+        self.setup.update(mode=mode, executor=executor, tools=list(tools), max_steps=max_steps)
         return self.event(
             RunStart, task=self.task, model=model_name(self.model), scripted=bool(getattr(self.model, "scripted", False)),
             max_steps=max_steps, tools=list(tools), executor=executor,
@@ -303,6 +311,13 @@ class Recorder:
             record.observation = observation if observation is not None else f"Error: {message}"
         self.finish(step)
         return self.event(ErrorEvent, step.number, kind=kind.value, message=message)
+
+    def isolated_by(self, executor: Any) -> None:
+        """Keep what the run's executor enforces (its `isolation`, once it has started)."""
+        try:
+            self.setup["isolation"] = executor.isolation.to_dict()
+        except Exception:  # an executor without a report (or a broken one): the run goes on
+            self.setup["isolation"] = None
 
     def attach(self, step: Step, attachments: Sequence[Any]) -> list[AttachmentRecord]:
         """Record the step's attachments, numbered across the run; with an output_dir, save each
@@ -388,6 +403,7 @@ class Recorder:
             run_id=self.run_id, task=self.task, status=self.status, output=self.output,
             output_repr=self.output_repr, error=self.error, steps=self.steps, usage=self.usage,
             duration_s=duration, model=model_name(self.model), scripted=bool(getattr(self.model, "scripted", False)),
+            **self.setup,
         )
         return self.event(
             RunEnd, status=self.status, output=public_output(self.output), output_repr=self.output_repr,

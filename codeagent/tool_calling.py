@@ -49,7 +49,7 @@ from .models import Model, ModelError, check_model
 from .prompts import load_prompt
 from .replies import ModelReply
 from .run import ActionRefused, ErrorKind, Recorder, RunResult, Step
-from .tools import Tool, tools_by_name
+from .tools import Tool, collecting_attachments, tools_by_name
 
 __all__ = ["ToolCallingAgent", "tool_schema", "FINAL_ANSWER_SCHEMA"]
 
@@ -219,7 +219,8 @@ class _ToolRun:
 
     def events(self) -> Iterator[Event]:
         agent, rec = self.agent, self.rec
-        yield rec.start(max_steps=agent.max_steps, tools=list(agent.tools), executor="host threads (tool calling)")
+        yield rec.start(max_steps=agent.max_steps, tools=list(agent.tools), executor="host threads (tool calling)",
+                        mode="tool_calling")
         for number in range(1, agent.max_steps + 1):
             yield from self.step(number, last=number == agent.max_steps)
             if not rec.running:
@@ -358,10 +359,11 @@ class _ToolRun:
         sees = getattr(self.agent.model, "vision", False) is True
         for call, (ok, result) in done:
             if isinstance(result, tuple):
-                records = self.rec.attach(step, result)
+                records = self.rec.attach(step, tuple(a for a in result if isinstance(a, Attachment)))
                 visible = [r for r in records if sees and is_sendable_image(r.media_type)]
                 shown.extend(visible)
-                result = "\n".join(describe_line(r, shown=r in visible) for r in records)
+                result = "\n".join([*(t for t in result if isinstance(t, str)),
+                                    *(describe_line(r, shown=r in visible) for r in records)])
             out.append((call, (ok, result)))
         return out, shown
 
@@ -445,8 +447,8 @@ class _ToolRun:
         return None
 
     def _run_calls(self, calls: Sequence[_Call]) -> list[tuple[bool, Any]]:
-        """(ok, text) for each call, in the order given (a tuple of Attachments for a call that
-        returned figures); the calls run concurrently."""
+        """(ok, text) for each call, in the order given (a tuple of Attachments, after the text if
+        any, for a call that returned or attach()ed figures); the calls run concurrently."""
         if not calls:
             return []
         if len(calls) == 1:
@@ -463,12 +465,15 @@ class _ToolRun:
         if not isinstance(call.arguments, Mapping):
             return False, f"Error: the arguments of {call.name} were not a JSON object: {truncate_middle(str(call.arguments), 200)}"
         try:
-            value = tool(**call.arguments)
+            with collecting_attachments() as attached:  # images the tool handed over (MCP image blocks)
+                value = tool(**call.arguments)
         except Exception as exc:  # ToolError and friends: written for the model already
             return False, truncate_middle(f"Error: {exc}", budget)
         figures = _attachments_in(value)
         if figures:
-            return True, figures
+            return True, (*figures, *attached)
+        if attached:  # the value reads as text, the images follow it
+            return True, (truncate_middle(repr(value), budget), *attached)
         return True, truncate_middle(repr(value), budget)
 
 

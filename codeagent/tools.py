@@ -4,21 +4,28 @@
 prompt, and every call validates the arguments against the type hints with pydantic before the
 function runs. Whatever goes wrong inside a call comes back as `executors.ToolError` with a
 message written for the model (which argument, which type, which tool), never as a crash.
+
+A tool whose result includes images (an MCP server's image blocks, say) hands them to the agent
+with `attach(...)`: the step that called it shows them to the model like the step's own figures.
+The value the tool returns stays plain data for the sandbox.
 """
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import threading
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
 from executors.base import FINAL_ANSWER_NAME, ToolError
 
-__all__ = ["Tool", "tool", "ToolArgumentError", "ToolTimeoutError", "safe_repr", "tools_by_name"]
+__all__ = ["Tool", "tool", "ToolArgumentError", "ToolTimeoutError", "safe_repr", "tools_by_name", "attach",
+           "collecting_attachments"]
 
 
 class ToolArgumentError(ToolError, TypeError):
@@ -30,6 +37,32 @@ class ToolTimeoutError(ToolError, TimeoutError):
 
 
 _SAFE_SCALARS = (str, int, float, bool, type(None), bytes)
+
+# The attachments the tools of the running step handed over (None: nobody is collecting). A context
+# variable: the executors call host tools on the thread that runs the step (or, for a tool with a
+# timeout, on a thread started in a copy of its context), and concurrent steps do not mix.
+_ATTACHED: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("codeagent_attached", default=None)
+
+
+def attach(*attachments: Any) -> bool:
+    """Give figures (`executors.Attachment`) to the agent step that is calling this tool; they
+    reach the model as the step's own figures do. False when no step is collecting them."""
+    sink = _ATTACHED.get()
+    if sink is None:
+        return False
+    sink.extend(attachments)
+    return True
+
+
+@contextmanager
+def collecting_attachments() -> Iterator[list[Any]]:
+    """Collect what the tools called in this block `attach(...)`; the list fills as they run."""
+    sink: list[Any] = []
+    token = _ATTACHED.set(sink)
+    try:
+        yield sink
+    finally:
+        _ATTACHED.reset(token)
 
 
 def safe_repr(value: Any, limit: int = 120) -> str:
@@ -201,7 +234,8 @@ class Tool:
                 box["error"] = exc
 
         # A daemon thread: Python cannot kill a stuck function, but the caller need not wait for it.
-        worker = threading.Thread(target=target, name=f"tool-{self.name}", daemon=True)
+        context = contextvars.copy_context()  # what the tool attach()es still reaches the step
+        worker = threading.Thread(target=context.run, args=(target,), name=f"tool-{self.name}", daemon=True)
         worker.start()
         worker.join(self.timeout_s)
         if worker.is_alive():

@@ -20,6 +20,7 @@ from .base import (
     Limits,
     ToolError,
 )
+from .worker.wire import Repr  # what a value that is not data crosses as: its repr, marked
 
 _LAZY = {
     "LocalExecutor": ".local",
@@ -44,6 +45,7 @@ __all__ = [
     "Isolation",
     "Limits",
     "LocalExecutor",
+    "Repr",
     "SubprocessExecutor",
     "ToolError",
 ]

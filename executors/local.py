@@ -18,6 +18,7 @@ from .base import ExecutionResult, ExecutorBase, Limits, extra_imports
 from .importable import ensure_importable
 from .restricted import RestrictedRuntime
 from .restricted.capabilities import Grants
+from .restricted.workdir import release_descriptors
 
 __all__ = ["LocalExecutor"]
 
@@ -106,6 +107,7 @@ class LocalExecutor(ExecutorBase):
         self._runtime.close()
         if not self._closed:
             self._closed = True
+            release_descriptors(self._grants.workdir)  # nothing stays open on its files
             self._grants.cleanup()
 
     def __repr__(self) -> str:

@@ -52,7 +52,7 @@ REPO = HERE.parent
 ATTEMPT_TIMEOUT_S = 60.0  # the runner kills an attempt's child after this
 STEP_TIMEOUT_S = 20.0  # Limits.timeout_s of the named executors: cold imports of pandas and
 # matplotlib on a loaded 2-core machine take seconds; the attempts are about capabilities, not speed
-NAMED_EXECUTORS = ("plain", "local", "subprocess")
+NAMED_EXECUTORS = ("plain", "local", "subprocess", "subprocess-noharden")
 ENV_VAR = "CODEAGENT_LIBRARY_CANARY"
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./+-]+$")
 
@@ -464,10 +464,11 @@ def _make_executor(mode: str, imports: list[str]) -> Any:
         from executors import LocalExecutor
 
         return LocalExecutor(authorized_imports=imports, limits=limits)
-    if mode == "subprocess":
+    if mode in ("subprocess", "subprocess-noharden"):
         from executors import SubprocessExecutor
 
-        return SubprocessExecutor(authorized_imports=imports, limits=limits)
+        return SubprocessExecutor(authorized_imports=imports, limits=limits,
+                                  harden=mode == "subprocess")
     import importlib
 
     module, _, attr = mode.partition(":")

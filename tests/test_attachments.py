@@ -201,8 +201,12 @@ def test_the_hosts_own_figures_are_neither_returned_nor_closed():
     try:
         with LocalExecutor(authorized_imports=DATA_IMPORTS) as ex:
             result = ex.execute(PLOT)
-        assert [a.name for a in result.attachments] == [f"figure {mine.number + 1}"]
+            # the step has a pyplot of its own: the host's figure is not there to reach
+            seen = ex.execute("import matplotlib.pyplot as plt\n(plt.get_fignums(), plt.gcf().number)")
+        assert [a.name for a in result.attachments] == ["figure 1"]
+        assert seen.output == ([], 1)
         assert plt.fignum_exists(mine.number) and plt.get_fignums() == [mine.number]
+        assert plt.gcf() is mine
     finally:
         plt.close(mine)
 

@@ -117,7 +117,7 @@ def test_every_option_has_help_and_exec_help_shows_the_defaults() -> None:
         for action in commands[name]._actions:
             assert action.help, f"codeagent {name} {action.option_strings or action.dest} has no help text"
     text = codeagent("exec", "--help").stdout
-    assert "(default: local)" in text and "(default: 5)" in text and "'-' to read the code from" in text
+    assert "(default: subprocess)" in text and "(default: 5)" in text and "'-' to read the code from" in text
 
 
 def test_demo_with_an_unreachable_endpoint_says_why_once() -> None:

@@ -147,7 +147,7 @@ def test_the_graph_sees_both_kinds_of_import():
     graph = import_graph()
     assert "codeagent.run" in graph["codeagent.agent"]  # from .run import ...
     assert "executors.base" in graph["codeagent.agent"]  # from executors.base import ...
-    assert "executors.local" in graph["codeagent.agent"]  # imported inside a function
+    assert "executors.process" in graph["codeagent.agent"]  # imported inside a function
     assert "codeagent.run" in graph["codeagent.scripted"]  # ScriptedModel.from_run
     assert "executors.local" in graph["codeagent.auto"]  # imported inside a function
 

@@ -25,7 +25,8 @@ from executors.restricted.sandbox_modules import Authorization
 # Every attempt must be refused (or contained) by LocalExecutor and SubprocessExecutor, and every
 # neighbour must keep working in both (set False to study the corpus against plain CPython only).
 SANDBOX_ASSERTIONS = True
-SANDBOXED = ("local", "subprocess")
+# the worker without its kernel layer too (issue 29): the guard alone must hold the corpus
+SANDBOXED = ("local", "subprocess", "subprocess-noharden")
 
 pytestmark = pytest.mark.timeout(600)
 IDS = [a.id for a in ATTEMPTS]

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from executors import Limits, LocalExecutor
+from executors.worker.codec import Repr
 
 
 def test_state_and_final_answer_contract():
@@ -65,15 +66,16 @@ def test_oversized_source_is_refused(code):
     assert r.error.type == "CodeTooLarge"
 
 
-def test_objects_are_inert_after_the_step():
+def test_the_host_never_gets_the_models_objects():
     ex = LocalExecutor()
     r = ex.execute("def g():\n    yield 1\n    while True:\n        yield 2\nit = g()\nnext(it)\nit")
+    # the output is its repr, made in the step: there is no generator on the host to resume
+    assert type(r.output) is Repr and "generator" in r.output and r.output_repr == r.output
+    # model functions are still inert when host code calls them outside a step
+    ex.execute("def f():\n    return 1")
+    f = ex._runtime.ns["f"]
     with pytest.raises(RuntimeError, match="step has ended"):
-        next(r.output)
-    # (that attempt ended the generator, as any exception inside a generator does); objects
-    # the host leaves alone keep working in later steps
-    ex.execute("it2 = g()\nnext(it2)")
-    assert ex.execute("next(it2)").output == 2
+        f()
 
 
 def test_module_proxies_are_per_executor_and_read_only():
@@ -140,14 +142,16 @@ def test_get_variables_is_refused_while_code_runs():
     assert ex.get_variables() == {"a": 1}
 
 
-def test_get_variables_copies_shared_parts_once_and_refuses_cycles():
+def test_get_variables_copies_shared_parts_once_and_shows_cycles():
     ex = LocalExecutor()
-    # 2**40 paths through shared lists: copied once per distinct list
+    # 2**40 paths through shared lists: copied once per distinct list (the in-process codec's
+    # tree is a DAG)
     r = ex.execute("a = [1]\nfor i in range(40):\n    a = [a, a]\nloop = [1]\nloop.append(loop)")
     assert r.error is None
     got = ex.get_variables(["a", "loop"])
     assert got["a"][0] is got["a"][1]
-    assert got["loop"] == "[1, [...]]"
+    # a cycle is data up to the repeated container, which crosses as its repr
+    assert got["loop"] == [1, "[1, [...]]"] and type(got["loop"][1]) is Repr
 
 
 def test_the_watchdog_never_interrupts_a_step_the_runtime_is_finishing():
@@ -184,3 +188,43 @@ def test_the_watchdog_never_interrupts_a_step_the_runtime_is_finishing():
     finally:
         WATCHDOG.unwatch(run)
     assert not interrupted and run.reason == "timeout"
+
+
+def test_a_generator_is_closed_when_its_step_ends():
+    """Its cleanup runs inside the step (the host never runs it when it drops the generator); in
+    the next step it is exhausted. Generator expressions, which have no cleanup, live on."""
+    ex = LocalExecutor()
+    r = ex.execute("def g():\n    try:\n        yield 1\n        yield 2\n    finally:\n"
+                   "        print('closed in the step')\nit = g()\nnext(it)")
+    assert r.error is None and r.logs == "closed in the step\n"
+    assert ex.execute("next(it, 'exhausted')").output == "exhausted"
+    ex.execute("squares = (i * i for i in range(3))\nnext(squares)")
+    assert ex.execute("next(squares)").output == 1
+
+
+def test_a_generator_that_ignores_close_is_ended_when_the_step_is():
+    ex = LocalExecutor()
+    r = ex.execute("def g():\n    while True:\n        try:\n            yield 1\n"
+                   "        except GeneratorExit:\n            print('ignored')\nit = g()\nnext(it)")
+    assert r.error is None and r.logs.startswith("ignored\n")
+    assert ex.execute("next(it, 'over')").output == "over"
+
+
+def test_no_descriptor_stays_open_on_the_workdir_after_close():
+    import os
+
+    ex = LocalExecutor(authorized_imports=["pathlib"])
+    r = ex.execute("import pathlib\np = pathlib.Path('kept.txt')\np.write_text('a')\nf = p.open('a')\n"
+                   "f.write('more')")
+    assert r.error is None
+    workdir = os.path.realpath(ex.workdir)
+    ex.close()
+
+    def targets():
+        for name in os.listdir("/proc/self/fd"):
+            try:
+                yield os.readlink(f"/proc/self/fd/{name}")
+            except OSError:
+                continue
+
+    assert not [t for t in targets() if t.startswith(workdir)]

@@ -39,6 +39,7 @@ EXPECTED_OUTPUT = {
     'agent.run("What is 17 * 23?")': "success 391",
     'agent.stream("Sum 0..9.")': '"type":"run_end"',
     "def test_my_sandbox_holds": "test_my_sandbox_holds: passed",
+    'args=["-m", "mcp_server_time"]': "get_current_time(timezone: str) -> dict[str, Any]\nASIA/TOKYO",
 }
 STUB_REPLY = "Thought: compute it.\n<code>\nfinal_answer(17 * 23)\n</code>"
 

@@ -298,7 +298,9 @@ CASES: list[Case] = [
     C("host_resumes_generator_after_yield", "def g():\n    yield 1\n    search('ran after execute')\n    yield 2\nx = g()\nnext(x)\nx", expect="any",
       host="next(r.output, None)\nassert tools['search'].calls == [], 'model code ran on the host after execute(): ' + repr(tools['search'].calls)"),
     C("host_collects_generator_finally_straight_line", "def g():\n    try:\n        yield 1\n    finally:\n        search('ran at gc')\nx = g()\nnext(x)", expect="any",
-      host="ex.reset(); gc.collect()\nassert tools['search'].calls == [], 'model code ran on the host after execute(): ' + repr(tools['search'].calls)"),
+      # (its finally block runs inside the step, when the runtime closes the generator; nothing
+      # may run when the host drops it)
+      host="tools['search'].calls.clear()\nex.reset(); gc.collect()\nassert tools['search'].calls == [], 'model code ran on the host after execute(): ' + repr(tools['search'].calls)"),
     C("host_resumes_generator_heavy", "import random\ndef g():\n    yield 1\n    yield len(random.choices('ab', k=3 * 10**7))\nx = g()\nnext(x)\nx", expect="any", host="next(r.output, None)"),
     C("list_appended_while_iterated", "lst = [0]\nfor x in lst:\n    lst.append(x)"),
     C("host_iterates_generator_expression", "import random\n(len(random.choices('ab', k=3 * 10**7)) for i in [1, 2])", expect="any", host="list(r.output)"),

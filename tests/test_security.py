@@ -752,6 +752,37 @@ def test_attempt_is_refused(attempt: Attempt, local_executor, marker: Path, secr
     assert final.is_final_answer and final.output == "done", final
 
 
+# The worker, with and without its kernel layer, holds the same corpus (issue 29): without
+# Landlock, the nobody user and the empty network namespace, the policy and the guard alone must.
+WORKER_MODES = {"subprocess": {}, "subprocess-noharden": {"harden": False}}
+
+
+@pytest.fixture(scope="module", params=list(WORKER_MODES))
+def worker(request: pytest.FixtureRequest) -> Any:
+    from conftest import make_host_tools
+
+    from executors import SubprocessExecutor
+
+    ex = SubprocessExecutor(tools=make_host_tools(), limits=Limits(timeout_s=5),
+                            **WORKER_MODES[request.param])
+    try:
+        yield ex
+    finally:
+        ex.close()
+
+
+@pytest.mark.parametrize("attempt", ATTEMPTS, ids=lambda a: a.id)
+def test_attempt_is_refused_in_the_worker(attempt: Attempt, worker, marker: Path, secret_file: Path):
+    worker.reset()
+    result = worker.execute(_prefix(marker, secret_file) + attempt.code)
+    assert_refused(result, marker)
+    signs = _leak_signs((result.logs or "") + (result.output_repr or ""))
+    assert not signs, f"ESCAPE: host objects visible to the model: {signs} in {result.logs[:800]!r}"
+    after = worker.execute("add(1, 2)")
+    assert_ok(after)
+    assert after.output == 3
+
+
 @pytest.mark.parametrize("code,expected", [(c, e) for _, c, e in ALLOWED], ids=[i for i, _, _ in ALLOWED])
 def test_harmless_neighbours_still_work(code: str, expected: Any, local_executor):
     result = local_executor.execute(code)

@@ -653,3 +653,20 @@ def test_a_step_that_overran_its_deadline_is_a_timeout(open_ex, code):
 def test_a_final_answer_given_before_the_deadline_stands(open_ex):
     r = open_ex.execute("try:\n    final_answer(7)\nfinally:\n    while True:\n        pass")
     assert r.is_final_answer and r.output == 7 and r.error is None, r
+
+
+# -- the worker without its kernel layer (issue 29): what stays is the OS's hard limits -----------
+# (a host without Landlock is simulated with harden=False: the same worker, no confinement. On
+# macOS the same POSIX rlimits and the host's kill hold; that platform is not run here.)
+def test_the_worker_without_its_kernel_layer_keeps_its_hard_limits():
+    limits = Limits(timeout_s=2, max_memory_mb=256)
+    with SubprocessExecutor(harden=False, limits=limits) as ex:
+        assert "kernel: none (harden=False)" in str(ex.isolation)
+        # C code that never returns to Python (a catastrophic regex): only a kill stops it
+        r = ex.execute("import re\nre.match('(a+)+$', 'a' * 60 + 'b')")
+        assert r.error is not None and r.error.type == "TimeoutError"
+        r = ex.execute("b = bytearray(2 * 1024 ** 3)")
+        assert r.error is not None and r.error.type == "MemoryError"
+        r = ex.execute("import os\nos.fork()")
+        assert r.error is not None
+        assert ex.execute("final_answer(6 * 7)").output == 42

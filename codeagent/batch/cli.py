@@ -21,6 +21,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ..mcp.cli import add_client_options, server_specs
 from .factories import AGENT_MODES
 from .scheduler import BACKENDS, DEFAULT_TIMEOUT_S, BatchError, run_batch
 from .summary import BatchSummary, compare
@@ -50,10 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-stop", action="store_true")
     g.add_argument("--temperature", type=float)
     g.add_argument("--max-tokens", type=int)
+    add_client_options(p)
     g.add_argument("--factory", metavar="MODULE:ATTR", help="your own agent factory instead of the options above")
     g.add_argument("--factory-options", metavar="JSON", default="{}", help="keyword arguments for --factory (a JSON object)")
     r = p.add_argument_group("running")
-    r.add_argument("--executor", choices=tuple(EXECUTOR_KINDS), default="local",
+    r.add_argument("--executor", choices=tuple(EXECUTOR_KINDS), default="subprocess",
                    help="where code runs: one warm executor per worker, reused by its tasks")
     r.add_argument("--action-timeout", type=float, help="time limit of one code action, in seconds")
     r.add_argument("--backend", choices=BACKENDS, default="local")
@@ -93,6 +95,12 @@ def _agent_options(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     for name in ("temperature", "max_tokens"):
         if getattr(args, name) is not None:
             options[name] = getattr(args, name)
+    try:  # each worker opens its own sessions with these servers (factories.cli_agent)
+        mcp = server_specs(args.mcp_stdio, args.mcp_url)
+    except ValueError as exc:
+        raise BatchError(str(exc))
+    if mcp:
+        options["mcp"] = mcp
     return CLI_FACTORY, options
 
 

@@ -59,12 +59,15 @@ def cli_agent(
     max_tokens: int | None = None,
     authorized_imports: Sequence[str] | None = None,
     executor: Any = None,
+    mcp: Sequence[dict[str, Any]] = (),
 ) -> Any:
     """A CodeAgent, SingleCallAgent or ToolCallingAgent (by `mode`) for one task.
 
     `executor` is the worker's warm executor (run_batch's `executor=`); None gives each agent its
-    own in-process executor. With mode "auto" the first task in each worker probes the endpoint
-    (codeagent.auto_agent) and the worker's later tasks reuse that choice.
+    own in-process executor. `mcp`: MCP servers (MCPTools' `servers=` entries) whose tools join
+    `tools`; each worker process opens its sessions once, for all its tasks. With mode "auto" the
+    first task in each worker probes the endpoint (codeagent.auto_agent) and the worker's later
+    tasks reuse that choice.
     """
     from codeagent import OpenAIModel, auto_agent
 
@@ -78,6 +81,10 @@ def cli_agent(
     llm = OpenAIModel(model, base_url=base_url, api_key=os.environ.get(api_key_env or "OPENAI_API_KEY"),
                       system_role=system_role, supports_stop=supports_stop, request_options=request_options)
     agent_tools = load_tools(tools)
+    if mcp:
+        from codeagent.mcp.cli import process_toolset
+
+        agent_tools += process_toolset(list(mcp)).tools
     options: dict[str, Any] = {"max_steps": max_steps}
     if executor is not None:
         options["executor"] = executor

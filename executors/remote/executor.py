@@ -128,6 +128,7 @@ class RemoteExecutor(ExecutorBase):
         self._closed = False
         self._restarts = 0
         self._lost = False  # a restart happened that no ExecutionResult has reported yet
+        self._dirty = False  # the worker holds state a reset() would forget
         self._finalizer = weakref.finalize(self, WorkerLink.kill, self._link)
 
     # -- subclass interface ---------------------------------------------------------------------
@@ -160,6 +161,18 @@ class RemoteExecutor(ExecutorBase):
             self._ready()
         return self
 
+    def prewarm(self) -> None:
+        """Start the worker without waiting for it: it configures itself while the caller does
+        something else (an agent asks its model); the first call that needs it waits, and says
+        what went wrong if it could not start."""
+        with self._lock:
+            if self._closed or self._link.handle is not None:
+                return
+            try:
+                self._spawn()
+            except ExecutorError:
+                pass  # the next call starts one again, and reports the failure
+
     def __enter__(self) -> RemoteExecutor:
         return self.start()
 
@@ -191,6 +204,7 @@ class RemoteExecutor(ExecutorBase):
     # -- the worker's life ------------------------------------------------------------------------
     def _spawn(self) -> None:
         """Start a worker and send `configure` without waiting for the answer."""
+        self._dirty = False
         handle = self._start_worker()
         self._link.attach(handle)
         cid = self._new_id()
@@ -313,6 +327,7 @@ class RemoteExecutor(ExecutorBase):
             self._replace_if_unclean()
             self._ready()
             lost, self._lost = self._lost, False
+            self._dirty = True
             rid = self._new_id()
             try:
                 frame = Execute.model_construct(id=rid, code=code).frame(self.max_frame_bytes)
@@ -416,10 +431,11 @@ class RemoteExecutor(ExecutorBase):
         new = normalize_tools(tools)
         with self._lock:
             self._check_open()
+            names = sorted(name for name in new if name not in self._tools)  # the worker has the rest
             self._tools.update(new)
-            if self._link.handle is not None:
+            if names and self._link.handle is not None:
                 self._ready()
-                self._request(RegisterTools(id=self._new_id(), tools=sorted(new)), "register_tools")
+                self._request(RegisterTools(id=self._new_id(), tools=names), "register_tools")
 
     def set_variables(self, values: Mapping[str, Any]) -> None:
         check_variable_names(values, self._tools)
@@ -427,6 +443,7 @@ class RemoteExecutor(ExecutorBase):
         with self._lock:
             self._check_open()
             self._ready()
+            self._dirty = True
             try:
                 message = SetVariables(id=self._new_id(), values=encoded)
                 message.frame(self.max_frame_bytes)
@@ -469,14 +486,15 @@ class RemoteExecutor(ExecutorBase):
     def reset(self) -> None:
         with self._lock:
             self._check_open()
-            if self._link.handle is None:
-                return
+            if self._link.handle is None or not self._dirty:
+                return  # (a fresh worker has nothing to forget: no need to wait for it)
             self._ready()
             try:
                 self._request(Reset(id=self._new_id()), "reset")
             except ExecutorError:
                 pass  # the worker was replaced: its state is gone, which is what reset wants
             self._lost = False  # nothing the caller wanted kept was lost
+            self._dirty = False
 
     def ping(self) -> float:
         """Round-trip a no-op frame; returns the seconds it took (starts the worker if needed)."""

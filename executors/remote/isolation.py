@@ -9,6 +9,7 @@ worker that sends nonsense gets "unknown", never an exception.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from ..access import LIBRARY_LAYER, Isolation
@@ -96,6 +97,15 @@ def subprocess_isolation(*, policy: str, report: dict[str, Any] | None, harden: 
     net, gaps = _network(report, network, audit_hook)
     missing += gaps
     kernel = bool(landlock.get("restricted"))
+    if not kernel:  # one line says what is missing, and what still holds
+        why = ("harden=False" if not harden else "Landlock is not available here" if sys.platform
+               == "linux" else f"no kernel layer on {sys.platform}")
+        holds = ("files and network are held by the audit-hook guard alone; the policy, the "
+                 "guard, process isolation, rlimits and the hard kill at the deadline still hold"
+                 if audit_hook else "process isolation, rlimits and the hard kill at the deadline "
+                 "hold, nothing else (the open policy)")
+        missing = [f"kernel: none ({why}): {holds} (Access(require='kernel') refuses to run like "
+                   "this)"] + ([] if audit_hook else [g for g in missing if g.startswith("files:")])
     layers = {"files": files, "network": net,
               "processes": (f"no execve (Landlock: nothing is executable) + {processes}" if kernel
                             else processes)}

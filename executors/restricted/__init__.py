@@ -10,7 +10,6 @@ importing only from those above it:
     output          the captured print() output
     watchdog        the thread that enforces deadlines (and the CPU-time backstop)
     caps            process-wide caps held during a run: address space, recursion limit
-    variables       the model's variables as plain-data copies for the host
     checker         the policy walk over the AST
     guards          run-time checks: sizes of `**` / `<<`, attribute names, format fields
     budget          the run state: operation budget, deadline, metered iteration, final answer

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..base import FinalAnswer
 from .errors import LimitExceeded, SandboxFinished
+from .generators import GeneratorTracker
 from .names import LIVE
 
 # Sized builtins whose length is known up front: charged to the operation budget at loop entry.
@@ -45,6 +46,7 @@ class RunState:
         self.ended = True
         self.fired = False
         self.generation = 0
+        self.generators = GeneratorTracker()  # closed at the end of every step
 
     # called by the watchdog thread, or by a guard
     def expire(self, reason: str) -> None:

@@ -31,7 +31,8 @@ class Violation:
 
 # Node kinds whose presence means the instrumenter has work to do (see instrument.py).
 _INSTRUMENTED = (
-    ast.For, ast.While, ast.FunctionDef, ast.Lambda, ast.comprehension, ast.ExceptHandler,
+    ast.For, ast.While, ast.FunctionDef, ast.Lambda, ast.comprehension, ast.ExceptHandler, ast.Try,
+    *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
 )
 
 

@@ -37,19 +37,23 @@ EVALUATORS: dict[str, str] = {
 def check_library_source(source: object) -> str | None:
     """Why the policy refuses `source` (a str, bytes or AST a library is compiling), or None."""
     if isinstance(source, ast.AST):
-        tree = source
-    else:
-        if isinstance(source, (bytes, bytearray, memoryview)):
-            try:
-                source = bytes(source).decode("utf-8")
-            except UnicodeDecodeError:
-                return "the source is not UTF-8 text"
-        if not isinstance(source, str):
-            return f"cannot check a {type(source).__name__}"
-        source = _LIBRARY_NAMES.sub(r"\1", source)
-        tree = _parse(source)
-        if tree is None:
-            return "the source does not parse as Python"
+        # An AST's strings may be str subclasses whose methods lie to the checker: check the
+        # source it stands for, as text (join and unparse copy their data in C), parsed anew.
+        try:
+            source = ast.unparse(source)
+        except Exception:  # noqa: BLE001 - not an AST the compiler would take either
+            return "the syntax tree cannot be checked"
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        try:
+            source = bytes(source).decode("utf-8")
+        except UnicodeDecodeError:
+            return "the source is not UTF-8 text"
+    if type(source) is not str:
+        return f"cannot check a {type(source).__name__}"
+    source = _LIBRARY_NAMES.sub(r"\1", source)
+    tree = _parse(source)
+    if tree is None:
+        return "the source does not parse as Python"
     violations, _needed = inspect_tree(tree)
     if violations:
         return violations[0].message

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import abc
 import builtins
+import itertools
+import operator
 import types
 import weakref
 from collections.abc import Callable
@@ -85,8 +87,30 @@ def sandbox_type_of(obj: Any) -> Any:
     return SandboxType if issubclass(kind, type) else kind
 
 
+def unchanged(container: Any, saved: Any) -> bool:
+    """`container` holds the very objects `saved` holds (exact builtin containers; C only: no
+    `__eq__` or `__hash__` of what they hold runs)."""
+    t = type(container)
+    if t is not dict and issubclass(t, dict) and type(saved) is dict:  # a registry (dict subclass)
+        return dict.__len__(container) == len(saved) and \
+            all(map(operator.is_, dict.keys(container), saved)) and \
+            all(map(operator.is_, dict.values(container), saved.values()))
+    if t is not type(saved) or len(container) != len(saved):
+        return False
+    if t is list:
+        return all(map(operator.is_, container, saved))
+    if t is dict:
+        return all(map(operator.is_, container, saved)) and \
+            all(map(operator.is_, container.values(), saved.values()))
+    if t is set:
+        return sorted(map(id, container)) == sorted(map(id, saved))
+    return t is bytearray and container == saved  # (bytes compare in C)
+
+
 class HostGuard:
-    def __init__(self) -> None:
+    def __init__(self, own_functions: Any = ()) -> None:
+        # host-made wrappers that stand for the model's functions (its generator functions)
+        self.own_functions = own_functions
         # Classes the model's code defined, by id (a WeakSet would compare with the classes' own
         # __eq__/__hash__, which model code controls).
         self.classes = _ClassRegistry()
@@ -95,6 +119,12 @@ class HostGuard:
         # model code can reach them, so after every step they are put back as they were.
         self._snapshots: list[tuple[Any, Any]] = []
         self._snapshot_ids: set[int] = set()
+        # For the check after every step, in one C-level pass: each container's live views (a
+        # list itself, a dict's keys and values views) and, flat, the objects they held.
+        self._live: list[Any] = []
+        self._held: list[Any] = []
+        self._lengths: list[int] = []
+        self._bytearrays: list[tuple[bytearray, bytearray]] = []
         self._build_class = builtins.__build_class__
 
     # -- what model code created ------------------------------------------------------------------
@@ -108,30 +138,75 @@ class HostGuard:
         return cls
 
     def share(self, value: Any) -> None:
-        if not isinstance(value, _IMMUTABLE):
+        # (exact types: an IntEnum member or a str subclass is an int/str with attributes)
+        if type(value) not in _IMMUTABLE:
             self.shared.add(id(value))
         if isinstance(value, type):
             for klass in value.__mro__:
                 if klass is object or klass.__module__ == "builtins":
                     continue
-                for item in vars(klass).values():
-                    if type(item) in _SNAPSHOT_TYPES and id(item) not in self._snapshot_ids:
-                        self._snapshot_ids.add(id(item))
-                        self._snapshots.append((item, type(item)(item)))
+                attributes = vars(klass)
+                # what the class holds is the host's too: its singletons and an enum's members
+                # (`HTTPStatus.OK.phrase = ...` would change every host use of it); the
+                # containers under public names are put back after each step (model code cannot
+                # name the others: `klass._x` is refused on host classes)
+                members = attributes.get("_member_map_")
+                for name, item in attributes.items():
+                    if type(item) not in _IMMUTABLE:
+                        self.shared.add(id(item))
+                    if type(name) is str and not name.startswith("_"):
+                        self.snapshot(item)
+                if type(members) is dict:
+                    for item in members.values():
+                        self.shared.add(id(item))
+
+    def snapshot(self, container: Any) -> None:
+        """Put `container` back after every step if it changed: a host's list, dict, set or
+        bytearray, or a dict subclass (a registry: matplotlib's colour table, an RcParams)."""
+        kind = type(container)
+        if not (kind in _SNAPSHOT_TYPES or issubclass(kind, dict)) or id(container) in self._snapshot_ids:
+            return
+        self._snapshot_ids.add(id(container))
+        saved = dict(dict.items(container)) if kind is not dict and issubclass(kind, dict) else kind(container)
+        self._snapshots.append((container, saved))
+        if kind is bytearray:
+            self._bytearrays.append((container, saved))  # (compared whole: bytes compare in C)
+            return
+        views = (dict.keys(container), dict.values(container)) if issubclass(kind, dict) else (container,)
+        for view in views:
+            self._live.append(view)
+            self._held.extend(view)
+            self._lengths.append(len(view))
+
+    def share_nested(self, container: Any) -> None:
+        """A module-level container is handed over as a read-only view, but what it holds may
+        be mutable (matplotlib's style library holds an RcParams per style): those are put back
+        after every step."""
+        items = dict.values(container) if type(container) is dict else container
+        for item in items:
+            self.snapshot(item)
 
     def restore(self) -> None:
-        """Undo changes the step made to host classes' containers (after the step)."""
+        """Undo changes the step made to host classes' containers (after the step). Compared by
+        identity, never `==`: a model object put in a host container must not run there. The
+        usual case, nothing changed, is one pass in C over every container's references."""
+        if list(map(len, self._live)) == self._lengths and \
+                all(map(operator.is_, itertools.chain.from_iterable(self._live), self._held)) and \
+                all(c == s for c, s in self._bytearrays):
+            return
         for container, saved in self._snapshots:
-            try:
-                if type(container) is type(saved) and container == saved:
-                    continue
-            except BaseException:  # noqa: BLE001 - model objects inside may raise in __eq__
-                pass
-            if isinstance(container, (dict, set)):
+            if unchanged(container, saved):
+                continue
+            kind = type(container)
+            if kind is dict or kind is set:
                 container.clear()
                 container.update(saved)
-            else:
+            elif kind in _SNAPSHOT_TYPES:
                 container[:] = saved
+            else:  # a dict subclass: emptied in C (no key of the model's is hashed), then refilled
+                dict.clear(container)  # through its own __setitem__ (host keys: its caches follow)
+                for key, value in saved.items():
+                    container[key] = value
 
     def writable(self, obj: Any) -> Any:
         """`obj.attr = v` → `_w(obj).attr = v`."""
@@ -140,7 +215,7 @@ class HostGuard:
                 return obj
             raise _refuse_write(obj)
         if isinstance(obj, types.FunctionType):
-            if self._own_function(obj):
+            if self._own_function(obj) or obj in self.own_functions:
                 return obj
             raise _refuse_write(obj)
         if id(obj) in self.shared or isinstance(obj, types.ModuleType):

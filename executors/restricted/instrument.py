@@ -112,11 +112,15 @@ class Instrumenter(ast.NodeTransformer):
         )
         rest = body[len(doc):]
         node.body = doc + _with_check(rest, node)
+        if _makes_generators(node):  # innermost decorator: every generator it makes is tracked
+            node.decorator_list.append(_located(_name(n.GEN), node))
         return node
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
         self.generic_visit(node)
         node.body = _located(ast.BoolOp(op=ast.And(), values=[_alive(), node.body]), node.body)
+        if _makes_generators(node):  # `lambda: (yield)`
+            return _located(_call(n.GEN, node), node)
         return node
 
     def visit_For(self, node: ast.For) -> ast.AST:
@@ -181,6 +185,16 @@ class Instrumenter(ast.NodeTransformer):
         node.body = _with_check(node.body, node)
         return node
 
+    def visit_Try(self, node: ast.AST) -> ast.AST:
+        # A finally block runs when a generator is closed or collected, at any time: it checks
+        # first, as handlers do.
+        self.generic_visit(node)
+        if node.finalbody:
+            node.finalbody = _with_check(node.finalbody, node)
+        return node
+
+    visit_TryStar = visit_Try
+
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         self.generic_visit(node)
         fn = _SIZE_GUARDS.get(type(node.op))
@@ -214,6 +228,22 @@ class Instrumenter(ast.NodeTransformer):
             fn = n.FMT_ATTR if attr in FORMAT_ATTRIBUTES else n.ATTR
             return _located(_call(fn, node.value, ast.Constant(attr)), node)
         return node
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.GeneratorExp,
+           ast.ListComp, ast.SetComp, ast.DictComp)
+
+
+def _makes_generators(fn: ast.FunctionDef | ast.Lambda) -> bool:
+    """A `yield` in the function's own scope (not in a nested function, class or comprehension)."""
+    stack = list(ast.iter_child_nodes(fn)) if isinstance(fn, ast.Lambda) else list(fn.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(node, _SCOPES):
+            stack.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _inplace_statements(node: ast.AugAssign, fn: str) -> tuple[list[ast.stmt], list[str]]:

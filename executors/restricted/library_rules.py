@@ -47,9 +47,11 @@ DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
     "codeop": {"*": "compiles code without the policy"},
     "site": {"*": _INTERP},
     "gc": {"*": "walks every object of the host"},
-    "inspect": {"currentframe": _INTERP, "stack": _INTERP, "trace": _INTERP,
-                "getouterframes": _INTERP, "getinnerframes": _INTERP, "getframeinfo": _INTERP,
-                "getclosurevars": _INTERP},
+    # Introspection reads what the policy keeps from model code (closures, globals, frames) with
+    # the host's own getattr: a tool's closure, a host function's globals -> os.environ.
+    "inspect": {"*": _INTERP + " (a closure's or a function's globals are the host's)"},
+    "dis": {"*": _INTERP + " (code objects)"},
+    "pydoc": {"*": _INTERP + " (it imports any module by name and reads closures)"},
     "traceback": {"walk_stack": _INTERP, "walk_tb": _INTERP, "print_stack": _INTERP,
                   "extract_stack": _INTERP, "format_stack": _INTERP},
     "atexit": {"*": "functions registered here would run model code when the host exits"},
@@ -97,6 +99,9 @@ DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
                                                "and font list are process-wide)"},
     "matplotlib.text": {"fontManager": "the host's font manager"},
     "matplotlib.animation": {"writers": _REGISTRY},
+    "matplotlib.dates": {"set_epoch": _GLOBAL + " (every host date plot would shift)"},
+    "matplotlib.backends": {"backend_registry": _REGISTRY},
+    "matplotlib.backends.registry": {"backend_registry": _REGISTRY},
     "numpy.polynomial": {"set_default_printstyle": _GLOBAL},
     "pandas": {"read_clipboard": _PROCESS},
     "pandas.api.extensions": {
@@ -109,6 +114,7 @@ DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
                         "plot_params": _GLOBAL},
     # Process-wide registries and hooks of the stdlib.
     "os.path": {"expandvars": _ENV},
+    "wsgiref.handlers": {"*": _ENV + " (its handlers keep a copy of it, made at import)"},
     "posixpath": {"expandvars": _ENV},
     "ntpath": {"expandvars": _ENV},
     "sqlite3": {"*": "SQL's ATTACH DATABASE creates and writes files with no audit event"},

@@ -13,6 +13,7 @@ RandomState, see module_patches.) Stdlib only; the libraries are reached through
 
 from __future__ import annotations
 
+import operator
 import sys
 import threading
 import warnings
@@ -36,6 +37,18 @@ def _np_set_printoptions(np: Any, saved: dict) -> None:
     opts = dict(saved)
     opts.pop("legacy", None) if opts.get("legacy") is False else None
     np.set_printoptions(**opts)
+
+
+def _np_ma_print(np: Any) -> tuple:
+    option = sys.modules["numpy.ma"].masked_print_option if "numpy.ma" in sys.modules else None
+    return (option.display(), option.enabled()) if option is not None else ()
+
+
+def _np_ma_set_print(np: Any, saved: tuple) -> None:
+    if saved:
+        option = sys.modules["numpy.ma"].masked_print_option
+        option.set_display(saved[0])
+        option.enable(saved[1])
 
 
 def _flatten(tree: dict, prefix: str = "") -> dict:
@@ -81,7 +94,7 @@ def _mpl_set_rcparams(mpl: Any, saved: dict) -> None:
         dict.__delitem__(current, key)
     for key, value in saved.items():
         now = dict.get(current, key, _MISSING)
-        if now is not value and not (type(value) is list and now == value):
+        if now is not value and not (type(value) is list and _same(now, value)):
             # bypass validation: these values were valid; lists are handed over as fresh copies
             dict.__setitem__(current, key, list(value) if type(value) is list else value)
 
@@ -110,7 +123,7 @@ def _mpl_backend(mpl: Any) -> str:
 
 
 def _mpl_set_backend(mpl: Any, saved: str) -> None:
-    if dict.get(mpl.rcParams, "backend") != saved:
+    if not _same(dict.get(mpl.rcParams, "backend"), saved):
         dict.__setitem__(mpl.rcParams, "backend", saved)
 
 
@@ -123,18 +136,6 @@ def _mpl_set_colormaps(mpl: Any, saved: frozenset) -> None:
         mpl.colormaps.unregister(name)
 
 
-def _pyplot_figures(mpl: Any) -> frozenset:
-    plt = sys.modules.get("matplotlib.pyplot")
-    return frozenset(plt.get_fignums()) if plt is not None else frozenset()
-
-
-def _close_new_figures(mpl: Any, saved: frozenset) -> None:
-    plt = sys.modules.get("matplotlib.pyplot")
-    if plt is not None:
-        for number in set(plt.get_fignums()) - saved:
-            plt.close(number)
-
-
 SETTINGS: tuple[Setting, ...] = (
     Setting("numpy", "print options (np.set_printoptions)", _np_printoptions, _np_set_printoptions),
     Setting("numpy", "floating-point error handling (np.seterr)",
@@ -143,6 +144,8 @@ SETTINGS: tuple[Setting, ...] = (
             lambda np: np.geterrcall(), lambda np, saved: np.seterrcall(saved)),
     Setting("numpy", "the ufunc buffer size (np.setbufsize)",
             lambda np: np.getbufsize(), lambda np, saved: np.setbufsize(saved)),
+    Setting("numpy", "how masked values print (np.ma.masked_print_option)",
+            _np_ma_print, _np_ma_set_print),
     Setting("pandas", "options (pd.set_option, pd.options.*)", _pd_options, _pd_set_options,
             lazy=True),
     Setting("matplotlib", "rcParams", _mpl_rcparams, _mpl_set_rcparams, lazy=True),
@@ -150,11 +153,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("matplotlib", "rcParams lists", _mpl_rcparams_lists, _mpl_set_rcparams_lists),
     Setting("matplotlib", "the default backend", _mpl_backend, _mpl_set_backend),
     Setting("matplotlib", "registered colormaps", _mpl_colormaps, _mpl_set_colormaps, lazy=True),
-    # Figures the step left open in pyplot's global state (the result carries them first).
-    Setting("matplotlib", "open pyplot figures", _pyplot_figures, _close_new_figures),
+    # (pyplot's figures: each step has its own registry, pyplot_state.py)
 )
 
 
+_WARNING_HOOKS = ("showwarning", "_showwarnmsg_impl", "_showwarnmsg", "formatwarning")
 _CURRENT = threading.local()  # the StepSettings of the step running on this thread
 
 
@@ -177,6 +180,8 @@ class StepSettings:
         self.saved: list[tuple[Setting, Any, Any]] = []
         self.lazy_saved: set[str] = set()
         self.warning_filters: list | None = None
+        self.warning_list: list | None = None
+        self.warning_hooks: dict[str, Any] = {}
 
     def _save(self, setting: Setting) -> None:
         module = sys.modules.get(setting.module)
@@ -193,7 +198,12 @@ class StepSettings:
         for setting in self.rows:
             self._save(setting)
         # Library code may change warning filters on the model's behalf.
+        self.warning_list = warnings.filters  # (catch_warnings puts a new list in its place)
         self.warning_filters = list(warnings.filters)
+        # catch_warnings().__enter__() swaps these for a recorder: the host's warnings would be
+        # swallowed, or shown by model code
+        self.warning_hooks = {name: getattr(warnings, name) for name in _WARNING_HOOKS
+                              if hasattr(warnings, name)}
         _CURRENT.step = self
 
     def save_lazy(self, module: str) -> None:
@@ -215,8 +225,16 @@ class StepSettings:
                     restored.append(f"{setting.module}: {setting.what}")
             except Exception:  # noqa: BLE001 - never fail a step on the way out
                 continue
-        if self.warning_filters is not None and warnings.filters != self.warning_filters:
-            warnings.filters[:] = self.warning_filters
+        for name, hook in self.warning_hooks.items():
+            if getattr(warnings, name, None) is not hook:
+                setattr(warnings, name, hook)
+                restored.append(f"warnings: {name}")
+        saved_filters = self.warning_filters
+        if saved_filters is not None and not (
+                warnings.filters is self.warning_list and len(self.warning_list) == len(saved_filters)
+                and all(map(operator.is_, self.warning_list, saved_filters))):
+            warnings.filters = self.warning_list
+            warnings.filters[:] = saved_filters
             warnings._filters_mutated()
             restored.append("warnings: filters")
         self.saved = []
@@ -227,26 +245,30 @@ def _differs(now: Any, saved: Any) -> bool:
     return not _same(now, saved)
 
 
+_PLAIN = frozenset({type(None), bool, int, float, complex, str, bytes})
+
+
 def _same(a: Any, b: Any) -> bool:
-    """Equal, looking into dicts and sequences when `==` cannot say (numpy arrays compare
-    element-wise)."""
+    """The same setting, judged without running code of what it holds: identical, or equal plain
+    data (exact types), or exact dicts/lists/tuples of such, or equal numpy arrays of a plain
+    dtype. A model object in a setting (a formatter, a callback) is never compared with `==`:
+    anything else counts as changed, and the saved value is put back."""
     if a is b:
         return True
-    try:
-        result = a == b
-        if type(result) is bool:
-            return result
-    except Exception:  # noqa: BLE001 - e.g. a dict holding arrays: look inside
-        pass
-    try:
-        if isinstance(a, dict) and isinstance(b, dict):
-            return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-            return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
-        result = a == b
-        return bool(result.all()) and getattr(a, "shape", None) == getattr(b, "shape", None)
-    except Exception:  # noqa: BLE001 - uncomparable: treat as changed, restore to be safe
+    t = type(a)
+    if t is not type(b):
         return False
+    if t in _PLAIN:
+        return a == b
+    if t is dict:
+        return len(a) == len(b) and all(type(k) in _PLAIN for k in a) and \
+            all(k in b and _same(v, b[k]) for k, v in a.items())
+    if t is list or t is tuple:
+        return len(a) == len(b) and all(map(_same, a, b))
+    np = sys.modules.get("numpy")
+    if np is not None and t is np.ndarray and not a.dtype.hasobject and not b.dtype.hasobject:
+        return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
+    return False
 
 
 # Authorized libraries whose import sets up caches or configuration (matplotlib's font list and

@@ -355,7 +355,55 @@ def _check_static_name(name: Any) -> None:
         raise PolicyError(f"attrgetter/methodcaller cannot use the attribute {name!r}")
 
 
+# -- what would run host callables or hand out process-wide objects later ------------------------
+def _patch_weakref(members: Members, ctx: PatchContext) -> None:
+    """A weak reference's callback runs when its object dies, perhaps on the host after the step,
+    with no guard: model code gets weak references without callbacks."""
+    import weakref
+
+    def _no_callback(callback: Any) -> None:
+        if callback is not None:
+            raise PolicyError("weak reference callbacks are not available in the sandbox: they "
+                              "would run when the object dies, after the step")
+
+    class ref(weakref.ref):  # noqa: N801 - the name model code knows
+        __slots__ = ()
+
+        def __new__(cls, obj: Any, callback: Any = None) -> Any:
+            _no_callback(callback)
+            return weakref.ref.__new__(cls, obj)
+
+        def __init__(self, obj: Any, callback: Any = None) -> None:
+            weakref.ref.__init__(self, obj)
+
+    def proxy(obj: Any, callback: Any = None) -> Any:
+        _no_callback(callback)
+        return weakref.proxy(obj)
+
+    members.update(ref=ref, proxy=proxy)
+    for name in ("finalize", "WeakMethod", "ReferenceType"):
+        members.pop(name, None)
+
+
+def _patch_codecs(members: Members, ctx: PatchContext) -> None:
+    """codecs.lookup hands out the process's cached CodecInfo, whose codec classes the host's
+    next open() uses: the model gets its own copy."""
+    real = members.get("lookup")
+    if real is None:
+        return
+    import codecs
+
+    def lookup(encoding: Any) -> Any:
+        info = real(str.__str__(encoding) if isinstance(encoding, str) else encoding)
+        return codecs.CodecInfo(info.encode, info.decode, info.streamreader, info.streamwriter,
+                                info.incrementalencoder, info.incrementaldecoder, name=info.name)
+
+    members["lookup"] = lookup
+
+
 PATCHES: dict[str, Callable[[Members, PatchContext], None]] = {
+    "weakref": _patch_weakref,
+    "codecs": _patch_codecs,
     "time": _patch_time,
     "itertools": _patch_itertools,
     "random": _patch_random,

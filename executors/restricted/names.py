@@ -22,13 +22,14 @@ PRIVATE_ATTR = "_pattr"  # `obj._x`: only on the model's own objects
 WRITABLE = "_w"  # `obj.attr = v` -> `_w(obj).attr = v`: no writes into host objects
 PRIVATE_WRITABLE = "_wp"  # `obj._x = v`: only on the model's own objects
 MATCH_CHECK = "_match_check"  # before a match statement: its classes' __match_args__
+GEN = "_gen"  # the innermost decorator of every generator function: its generators are tracked
 RESULT = "_result_"  # the value of the step's last expression statement
 AUG_TARGET = "_aug_target"  # `obj.a **= v` / `obj[k] **= v`: obj (and k), evaluated once
 AUG_KEY = "_aug_key"
 
 # Everything above that the runtime binds in the namespace (the rest are targets the code stores).
 BOUND = (LIVE, DEAD, FOR, FOREVER, TICK, POW, LSHIFT, IPOW, ILSHIFT, FMT_ATTR, ATTR, PRIVATE_ATTR,
-         WRITABLE, PRIVATE_WRITABLE, MATCH_CHECK, RESULT)
+         WRITABLE, PRIVATE_WRITABLE, MATCH_CHECK, GEN, RESULT)
 
 # The file name of each step's code starts so: tracebacks map back to the model's lines by it,
 # and the host guard recognises functions the model defined by it.

@@ -52,7 +52,7 @@ def build_namespace(
     """Fill `ns` with the sandbox's builtins and the instrumenter's names; returns the host
     guard of this namespace (its snapshots are restored after every step)."""
     print_fn = make_print(buffer_ref)
-    host = HostGuard()
+    host = HostGuard(own_functions=state.generators.functions)
     importer = SandboxImporter(authorized_imports, state, print_fn, host)
     getattr_ = make_getattr(host.attr, host.private_attr)
     safe_builtins: dict[str, Any] = {name: getattr(builtins, name) for name in PLAIN_BUILTINS}
@@ -85,6 +85,7 @@ def build_namespace(
         n.FMT_ATTR: fmt_attr,
         n.ATTR: host.attr,
         n.MATCH_CHECK: match_check,
+        n.GEN: state.generators.wrap,
         n.WRITABLE: host.writable,
         n.PRIVATE_ATTR: host.private_attr,
         n.PRIVATE_WRITABLE: host.private_writable,

@@ -29,8 +29,10 @@ from ..base import (
     normalize_tools,
     variable_names_asked,
 )
+from ..worker.codec import NotPlain, Repr, decode_value, encode_value, opaque_repr, plain_copy
+from ..worker.codec import safe_repr as codec_repr
 from ..worker.display import display_text
-from ..worker.figures import collect, is_pil_image, max_pixels, open_figures, pil_description
+from ..worker.figures import collect, is_pil_image, max_pixels, pil_description
 from .budget import RunState
 from .capabilities import GUARD, Grants
 from .caps import PROCESS_CAPS, frame_depth
@@ -43,16 +45,15 @@ from .library_state import StepSettings, warm_up
 from .names import LIVE, RESULT
 from .namespace import build_namespace, retire_namespace
 from .output import OutputBuffer
+from .pyplot_state import PyplotState
 from .report import describe_error, locate, safe_repr
 from .sandbox_modules import ModuleProxy
-from .variables import NotPlain, plain_copy
 from .watchdog import CPU_ALARM, WATCHDOG, Interrupt
 from .workdir import WORKDIRS
 
 __all__ = ["RestrictedRuntime", "PolicyError", "safe_repr"]
 
 _BUSY = "this executor is already running code in another thread; use one executor per thread"
-_UNRENDERED = object()
 
 
 class RestrictedRuntime:
@@ -85,6 +86,7 @@ class RestrictedRuntime:
         # is the host's business).
         self._figures = "matplotlib" in tops
         self._figures_before: set | None = None
+        self._pyplot = PyplotState()  # the step's own pyplot figures
         warn_dangerous(self.authorized_imports)
         GUARD.install()
         # Authorized libraries set themselves up (caches, config) as the host, not in a step.
@@ -92,7 +94,9 @@ class RestrictedRuntime:
         install_hooks({name.split(".")[0] for name in self.authorized_imports})
         self._tools: dict[str, Callable[..., Any]] = {}
         self._compiler = StepCompiler(lambda: self.reserved_names)
-        self._outcome: list[Any] = [None, None, None, [], []]
+        self._outcome: list[Any] = [None, None, None, [], [], None]
+        # The last step's output as the codec's tree (made inside the step): what a worker sends.
+        self.last_output_wire: Any = None
         self._buffer = OutputBuffer(self.limits.max_output_chars)
         self._lock = threading.Lock()
         self._new_namespace()
@@ -120,12 +124,20 @@ class RestrictedRuntime:
                 if state.ns[LIVE] is not True:
                     state.dead()
                 state.in_tool = True
+            # The arguments become plain data here, in the step (a model's __repr__ may run, under
+            # the guard): the tool never holds an object the model made.
+            try:
+                args, kwargs = _across(args, kwargs)
+            except BaseException:
+                state.in_tool = False
+                raise
             # A tool is host code: it runs with the host's capabilities, not the step's.
             step = current()
             if step is not None:
                 step.suspended += 1
             try:
-                result = fn(*args, **kwargs)
+                # ... and what it returns is a copy: the host's object is not the model's to change
+                result = decode_value(encode_value(fn(*args, **kwargs), binary=True))
             except (FinalAnswer, LimitExceeded, Interrupt):
                 raise
             except ToolError as exc:  # already worded for the model: say it once
@@ -152,8 +164,9 @@ class RestrictedRuntime:
         self._compiler.clear()
 
     def set_variables(self, values: Mapping[str, Any]) -> None:
+        """The host's values as copies (the codec's): the model never holds a host object."""
         check_variable_names(values, self._tools)
-        self.ns.update(values)
+        self.ns.update(decode_value(encode_value(dict(values), binary=True)))
 
     def get_variables(self, names: Iterable[str] | None = None) -> dict[str, Any]:
         """The model's variables (all, or those named): plain data as a copy, anything else as
@@ -170,12 +183,12 @@ class RestrictedRuntime:
                     raise KeyError(f"no such variables: {', '.join(map(repr, unknown))}")
                 variables = {name: variables[name] for name in wanted}
             values: dict[str, Any] = {}
+            to_render: dict[str, Any] = {}
             for name, value in variables.items():
                 try:
-                    values[name] = plain_copy(value)
+                    values[name] = plain_copy(value)  # builtin data: no code of the value runs
                 except NotPlain:
-                    values[name] = _UNRENDERED
-            to_render = {name: variables[name] for name, v in values.items() if v is _UNRENDERED}
+                    to_render[name] = value
             if to_render:
                 values.update(self._render_variables(to_render))
             return values
@@ -190,20 +203,24 @@ class RestrictedRuntime:
             and name != FINAL_ANSWER_NAME and type(value) is not ModuleProxy
         }
 
-    def _render_variables(self, values: dict[str, Any]) -> dict[str, str]:
-        """repr() of model objects runs model code: under the limits, like a step."""
+    def _render_variables(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Encoding a model's object may run its code (repr, a library reading a frame): under
+        the limits and the guard, like a step; the host decodes plain data afterwards."""
         limit = self.limits.max_output_chars
-        rendered: dict[str, str] = {}
+        encoded: dict[str, Any] = {}
+
+        def describe(value: Any) -> str:
+            return codec_repr(value, limit)
 
         def render(exc: BaseException | None) -> None:
             for name, value in values.items():
-                rendered[name] = safe_repr(value, limit)
+                encoded[name] = encode_value(value, binary=True, describe=describe)
 
         self._under_limits(None, render)
         self.state.reason = "finished"
-        # a repr an interrupt cut short (between two safe_repr calls) is the plain one
-        return {name: rendered[name] if name in rendered else object.__repr__(values[name])
-                for name in values}
+        # a value an interrupt cut short (between two encodings) is named by its type only
+        return {name: decode_value(encoded[name]) if name in encoded
+                else Repr(opaque_repr(values[name]), type(values[name]).__name__) for name in values}
 
     def reset(self) -> None:
         """Forget every variable. Functions and objects from before become inert."""
@@ -233,11 +250,17 @@ class RestrictedRuntime:
                 return ExecutionResult(error=error, duration_s=time.perf_counter() - started)
             state = self.state
             self._buffer = buffer = OutputBuffer(self.limits.max_output_chars)
-            # output, output_repr, error, pictures, notes
-            outcome = self._outcome = [None, None, None, [], []]
-            self._figures_before = open_figures() if self._figures else None
+            # output, output_repr, error, pictures, notes, the output as the codec's tree
+            outcome = self._outcome = [None, None, None, [], [], None]
+            # every step starts with a pyplot of its own, empty (pyplot_state.py)
+            self._figures_before = set() if self._figures else None
             exc = self._under_limits(compiled, self._render_output)
-            output, output_repr, error, pictures, notes = outcome
+            value, output_repr, error, pictures, notes, wire = outcome
+            self.last_output_wire = wire
+            # The host gets plain data decoded from the tree the step made, never the value.
+            output = None if value is None else decode_value(wire) if wire is not None else \
+                Repr(output_repr or opaque_repr(value), type(value).__name__)
+            value = outcome[0] = None
             if exc is not None and error is None and not state.final_called:
                 error = ExecutionError(type(exc).__name__, "the code failed")
             state.reason = "finished"
@@ -263,7 +286,10 @@ class RestrictedRuntime:
         try:
             value = outcome[0]
             if value is not None:
-                outcome[1] = _describe(value, self.limits.max_output_chars)
+                limit = self.limits.max_output_chars
+                outcome[1] = _describe(value, limit)
+                outcome[5] = encode_value(value, binary=True,
+                                          describe=lambda v: codec_repr(v, limit))
             if exc is not None and not self.state.final_called:
                 outcome[2] = describe_error(exc, self.limits, self.state.reason,
                                             locate(exc, self._compiler.sources))
@@ -320,6 +346,8 @@ class RestrictedRuntime:
             rendered = settled = released = False
             settings.save()
             WORKDIRS.enter(self.workdir)
+            WATCHDOG.ensure_running()  # (its thread is the host's: started outside the guard)
+            self._pyplot.enter()
             guard = GUARD.enter(self.grants, sys._getframe())
             try:
                 ns[LIVE] = True
@@ -346,17 +374,13 @@ class RestrictedRuntime:
                                     CPU_ALARM.disarm()
                                 if not rendered:
                                     rendered = True
-                                    if state.final_called:
-                                        self._outcome[0] = state.final_value
-                                    elif exc is None:
-                                        self._outcome[0] = ns[RESULT]
-                                        ns[RESULT] = None
-                                    if state.reason in (None, "final"):
-                                        state.reason = None
-                                        ns[LIVE] = True
+                                    self._capture_output(exc)
                                     # Render under the limits: model __repr__/__str__ run here.
                                     WATCHDOG.pause(state, False)
                                     render(exc)
+                                    # generators left suspended are closed in the step, their
+                                    # cleanup under the limits (see generators.py)
+                                    state.generators.close_all()
                                     state.settling = True
                                     continue  # pause again before leaving
                                 settled = True
@@ -379,6 +403,20 @@ class RestrictedRuntime:
                 self._leave_step(guard, released)
         return exc
 
+    def _capture_output(self, exc: BaseException | None) -> None:
+        """The step's output (its final answer, or its last expression's value) into the outcome;
+        the namespace live again for rendering, unless a limit stopped the step."""
+        state = self.state
+        ns = state.ns
+        if state.final_called:
+            self._outcome[0] = state.final_value
+        elif exc is None:
+            self._outcome[0] = ns[RESULT]
+            ns[RESULT] = None
+        if state.reason in (None, "final"):
+            state.reason = None
+            ns[LIVE] = True
+
     def _leave_step(self, guard: Any, released: bool) -> None:
         """Undo what the step entered, in order (no interrupt is pending any more)."""
         self.state.ns[LIVE] = False
@@ -386,7 +424,15 @@ class RestrictedRuntime:
         # used up (a MemoryError here escaped execute()).
         if not released:
             _lift_caps(guard)
-        GUARD.leave(guard)
+        try:
+            # the generators a cut-short step left suspended: closed while the guard still holds
+            # (the model's code is inert now: only what their `with` blocks hold runs)
+            self.state.generators.close_all(passes=100_000)
+        finally:
+            try:
+                self._pyplot.leave()  # the step's figures close under the guard (their callbacks)
+            finally:
+                GUARD.leave(guard)
         WORKDIRS.leave()
         _unwatch(self.state)
         self.host_guard.restore()
@@ -411,7 +457,17 @@ def _describe(value: Any, limit: int) -> str:
     if is_pil_image(value):
         return pil_description(value)
     text = display_text(value, limit)
-    return text if text is not None else safe_repr(value, limit)
+    if text is None:
+        return safe_repr(value, limit)
+    return text if type(text) is str else str.__str__(text)  # (a model's str subclass: its data)
+
+
+def _across(args: tuple, kwargs: dict) -> tuple[list, dict]:
+    """A tool call's arguments as fresh plain data (decoded from the codec's tree)."""
+    if not args and not kwargs:
+        return [], {}
+    plain = decode_value(encode_value([list(args), kwargs], binary=True))
+    return plain[0], plain[1]
 
 
 def _safe_text(exc: BaseException) -> str:

@@ -9,6 +9,7 @@ A few members are then replaced by sandbox-aware versions (module_patches.py).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import types
 import warnings
 from collections.abc import Callable, Iterable
@@ -57,8 +58,61 @@ class ModuleProxy:
         return f"<module '{self._label}'>"
 
 
+def public_child(parent: str, child: str) -> bool:
+    """Is `parent.child` part of `parent`'s public API? What `pkg.*` authorizes is the package's
+    public API, not every module in it: a package's internals (`pandas.core.accessor`,
+    `concurrent.futures.thread`) are reachable only where the public API hands them out.
+
+    The rule, from what the package itself says: a name with a leading underscore never; a
+    package with an `__all__` that names submodules exports exactly those (pandas, numpy, scipy,
+    scikit-learn, email, xml); one whose `__all__` names none exports none if it is in the
+    standard library (which lists or documents every public submodule: name one exactly to
+    authorize it) and, in a third-party package, every submodule without a leading underscore
+    (matplotlib's, statsmodels' convention); a package without `__all__`, every such submodule."""
+    if child.startswith("_"):
+        return False
+    key = (parent, child)
+    known = _PUBLIC.get(key)
+    if known is None:
+        known = _PUBLIC[key] = _public_child(parent, child)
+    return known
+
+
+_PUBLIC: dict[tuple[str, str], bool] = {}
+
+
+def _public_child(parent: str, child: str) -> bool:
+    import sys
+
+    try:
+        module = sys.modules.get(parent) or importlib.import_module(parent)
+    except Exception:  # noqa: BLE001 - the import will fail the same way and say why
+        return True
+    names = getattr(module, "__all__", None)
+    if not isinstance(names, (list, tuple)):
+        return True
+    names = [n for n in names if type(n) is str]
+    if child in names:
+        return True
+    if any(_is_submodule(module, parent, n) for n in names):
+        return False
+    return parent.split(".")[0] not in sys.stdlib_module_names
+
+
+def _is_submodule(module: types.ModuleType, parent: str, name: str) -> bool:
+    if isinstance(getattr(module, name, None), types.ModuleType):
+        return True
+    if not hasattr(module, "__path__"):
+        return False
+    try:
+        return importlib.util.find_spec(f"{parent}.{name}") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 class Authorization:
-    """Which module names may be imported: exact names and "pkg.*" patterns."""
+    """Which module names may be imported: exact names and "pkg.*" patterns (the package's
+    public API, see `public_child`)."""
 
     def __init__(self, names: Iterable[str]) -> None:
         self.exact: set[str] = set()
@@ -74,7 +128,17 @@ class Authorization:
                 self.exact.add(name)
 
     def allows(self, name: str) -> bool:
-        return name in self.exact or any(name.startswith(p) for p in self.prefixes)
+        if name in self.exact:
+            return True
+        for prefix in self.prefixes:
+            if name.startswith(prefix):
+                parent, *children = [prefix[:-1], *name[len(prefix):].split(".")]
+                for child in children:
+                    if not public_child(parent, child):
+                        return False
+                    parent = f"{parent}.{child}"
+                return True
+        return False
 
     def on_path(self, name: str) -> bool:
         """`name` is an authorized module or a package on the way to one."""
@@ -136,6 +200,10 @@ class SandboxImporter:
         return proxy
 
     def _refusal(self, name: str) -> str:
+        internal = next((p for p in self.auth.prefixes if name.startswith(p)), None)
+        if internal is not None:
+            return (f"'{name}' is internal to {internal[:-1]}: only its public modules can be "
+                    f"imported; use what {internal[:-1]} itself offers (its documented names)")
         allowed = ", ".join(sorted(self.auth.exact))
         return (
             f"import of '{name}' is not allowed. Authorized modules: {allowed}. "
@@ -189,6 +257,8 @@ class SandboxImporter:
             if isinstance(value, type) and issubclass(value, type):
                 continue  # metaclasses create classes with any dunder (ABCMeta, EnumType)
             if type(value) in _READ_ONLY:
+                if type(value) in (dict, list):
+                    self.host.share_nested(value)
                 value = _READ_ONLY[type(value)](value)  # module-level containers: read-only views
             elif type(value).__name__ == "Context" and name == "decimal":
                 value = value.copy()

@@ -66,6 +66,12 @@ class Watchdog:
         self._queued: set[int] = set()  # ids of runs with an entry in the heap
         self._thread: threading.Thread | None = None
 
+    def ensure_running(self) -> None:
+        """Start the thread now, from host code: a step may not start threads (the capability
+        guard refuses them), so the runtime calls this before it enters one."""
+        with self.lock:
+            self._ensure_thread()
+
     def _ensure_thread(self) -> None:
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._loop, name="codeagent-watchdog", daemon=True)

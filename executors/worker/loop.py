@@ -45,13 +45,15 @@ def reply(op: str, request_id, **fields) -> dict:
     return {"op": op, "id": request_id, **fields}
 
 
-def result_reply(request_id, step, logs: str, duration_s: float) -> dict:
+def result_reply(request_id, step, logs: str, duration_s: float, wire=None) -> dict:
     """The `result` of one step. `step` is what a runtime returned (an ExecutionResult from the
-    restricted runtime, a Step from the open one: the same fields)."""
+    restricted runtime, a Step from the open one: the same fields); `wire`, the output as the
+    codec's tree when the runtime made it inside the step (the restricted one does), is sent as
+    it is: the worker then never touches the model's value after the step."""
     err = step.error
     return reply(
         "result", request_id,
-        output=encode_value(step.output),
+        output=encode_value(step.output) if wire is None else wire,
         output_repr=step.output_repr,
         logs=logs,
         is_final_answer=bool(step.is_final_answer),
@@ -195,7 +197,7 @@ class Worker:
         self.send(reply("ok", msg.get("id")))
 
     def on_set_variables(self, msg: dict) -> None:
-        values = decode_value(msg.get("values") or {})
+        values = decode_value(msg.get("values") or {}, may_import=False)
         if type(values) is not dict:
             return self._error(msg, "ProtocolError", "set_variables needs a dict")
         try:
@@ -262,7 +264,7 @@ class Worker:
             clock.tool_call_returned()  # raises the deadline if it passed during the call
         if answer["op"] == "tool_error":
             raise self._tool_exception(name, str(answer.get("type") or "Exception"), str(answer.get("message") or ""))
-        return decode_value(answer.get("value"))
+        return decode_value(answer.get("value"), may_import=False)
 
     def _tool_exception(self, name: str, type_name: str, message: str) -> BaseException:
         if type_name == "ToolError":  # the host's tool worded its failure already: say it once
@@ -297,7 +299,8 @@ class Worker:
         raw = self._drain_capture()
         if raw:
             logs = truncate_text(logs + raw, self._output_limit())
-        self.send_result(result_reply(self.exec_id, step, logs, time.perf_counter() - start))
+        wire = getattr(self.runtime, "last_output_wire", None)
+        self.send_result(result_reply(self.exec_id, step, logs, time.perf_counter() - start, wire))
 
     def _run(self, code: str):
         if isinstance(self.runtime, OpenRuntime):
@@ -372,4 +375,10 @@ def _load_restricted(package_paths: list):
     for path in package_paths:
         if isinstance(path, str) and path not in sys.path:
             sys.path.insert(0, path)
-    return importlib.import_module(RESTRICTED_RUNTIME)
+    served = importlib.import_module(RESTRICTED_RUNTIME)
+    runtime_codec = sys.modules.get("executors.worker.codec")
+    if runtime_codec is not None:  # the runtime's copy of the codec: its Repr is ours too
+        from . import codec
+
+        codec.REPR_TYPES.add(runtime_codec.Repr)
+    return served

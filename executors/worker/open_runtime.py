@@ -21,11 +21,12 @@ import os
 import sys
 import time
 
+from .codec import NotPlain, decode_value, encode_value, plain_copy
 from .display import display_text
 from .errors import FinalAnswer
 from .figures import collect, is_pil_image, max_pixels, open_figures, pil_description
 from .harden import has_children
-from .wire import OutputBuffer, Repr, safe_repr, safe_str, truncate_text
+from .wire import OutputBuffer, safe_repr, safe_str, truncate_text
 
 __all__ = ["Deadline", "OpenRuntime", "Step", "StepError"]
 
@@ -112,28 +113,40 @@ class OpenRuntime:
         out = {}
         for name, value in variables.items():
             try:
-                out[name] = _plain_copy(value, 0)
-            except _NotPlain:
-                out[name] = Repr(self._repr_in_time(value), type(value).__name__)
+                out[name] = plain_copy(value)
+            except NotPlain:
+                # the codec, as every executor: data stays data, the rest its repr (each repr
+                # under the step's deadline)
+                out[name] = self._encoded_in_time(value)
         return out
 
-    def _repr_in_time(self, value) -> str:
-        """repr() runs model code: give it the step's deadline, else the default repr."""
+    def _encoded_in_time(self, value):
+        """The codec's copy of a value; its reprs run model code: they get the step's deadline
+        (one for the value), and past it the default repr."""
         limit = int(self.limits.get("max_output_chars") or 20_000)
         timeout = self.limits.get("timeout_s")
         self.fired = False
+
+        def describe(item) -> str:
+            if not self.fired:
+                try:
+                    text = repr(item)
+                    if type(text) is str:
+                        return truncate_text(text, limit)
+                except BaseException:  # noqa: BLE001 - Deadline or anything a hostile __repr__ raised
+                    pass
+            return object.__repr__(item)
+
         try:
             if timeout:
                 signal.setitimer(signal.ITIMER_REAL, float(timeout), RE_FIRE_S)
             try:
-                text = repr(value)
-                if type(text) is not str:
-                    raise TypeError
+                encoded = encode_value(value, binary=True, describe=describe)
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
-        except BaseException:  # noqa: BLE001 - Deadline or anything a hostile __repr__ raised
-            text = object.__repr__(value)
-        return truncate_text(text, limit)
+        except BaseException:  # noqa: BLE001 - the deadline landed outside a repr
+            encoded = {"$t": "repr", "v": object.__repr__(value), "type": type(value).__name__}
+        return decode_value(encoded, may_import=False)
 
     # -- model-facing ---------------------------------------------------------------------------
     def _final_answer(self, *args, **kwargs):
@@ -272,29 +285,6 @@ def _close_figures() -> None:
             plt.close("all")
         except Exception:  # noqa: BLE001 - a pyplot the model broke: nothing more to do
             pass
-
-
-class _NotPlain(Exception):
-    pass
-
-
-_SCALARS = (type(None), bool, int, float, complex, str, bytes)
-_MAX_PLAIN_DEPTH = 50
-
-
-def _plain_copy(value, depth: int):
-    """A copy made of exact built-in types only (subclasses may carry model code), else
-    _NotPlain."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if depth > _MAX_PLAIN_DEPTH:
-        raise _NotPlain
-    if kind in (list, tuple, set, frozenset):
-        return kind(_plain_copy(item, depth + 1) for item in value)
-    if kind is dict:
-        return {_plain_copy(k, depth + 1): _plain_copy(v, depth + 1) for k, v in value.items()}
-    raise _NotPlain
 
 
 def _step_error(exc: BaseException, code: str) -> StepError:

@@ -33,6 +33,7 @@ from .grants import (
     _resolve,
     python_roots,
 )
+from .primitives import install_primitives
 from .table import PREFIX_RULES, RULES
 
 __all__ = ["CapabilityError", "CapabilityGuard", "Grants", "GUARD", "python_roots"]
@@ -85,6 +86,7 @@ class CapabilityGuard:
             system = tuple(_resolve(p) for p in SYSTEM_READ_ROOTS if os.path.exists(p))
             self._roots = ((*full, *system), code_only)
             sys.addaudithook(audit)
+            install_primitives(self.in_step)
             self._installed = True
 
     def enter(self, grants: Grants, caller: Any = None) -> StepContext:
@@ -136,6 +138,13 @@ class CapabilityGuard:
 
     def current(self) -> StepContext | None:
         return self._local.step
+
+    def in_step(self) -> bool:
+        """This thread runs a step with its guard on (not suspended for host code)."""
+        if not self._active:
+            return False
+        step = self._local.step
+        return step is not None and not step.suspended
 
 
 def _host_frames(frame: Any) -> frozenset[int]:

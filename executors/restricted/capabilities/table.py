@@ -68,14 +68,57 @@ def network(what: str) -> Rule:
     return judge
 
 
+# The hook never calls a method of an argument: a str subclass's `__contains__`, `startswith` or
+# `__eq__`, a path-like's `__fspath__` (which could answer differently from the call CPython made),
+# a `__repr__` for the message. Text is read with str's and bytes' own C code, the few path types
+# of the standard library are asked for their path, and anything else is no path.
+
+def text_of(value: Any) -> str | bytes | None:
+    """`value` as an exact str or bytes, read by the builtin type's C code; None if neither."""
+    t = type(value)
+    if t is str or t is bytes:
+        return value
+    if issubclass(t, str):
+        return str.__str__(value)
+    if issubclass(t, (bytes, bytearray)):
+        return bytes(memoryview(value))
+    return None
+
+
+def _stdlib_path(value: Any) -> str | bytes | None:
+    """The path of an exact pathlib path or os.DirEntry (their own, host, code), else None."""
+    pathlib = sys.modules.get("pathlib")
+    kinds = (os.DirEntry,) + ((pathlib.PurePosixPath, pathlib.PosixPath, pathlib.Path,
+                               pathlib.PurePath) if pathlib is not None else ())
+    if type(value) in kinds:
+        return os.fspath(value)
+    return None
+
+
+def _fd_of(value: Any) -> int | None:
+    return int.__index__(value) if issubclass(type(value), int) else None
+
+
+def describe_arg(value: Any) -> str:
+    """An argument for a message, without running any of its code."""
+    text = text_of(value)
+    if text is not None:
+        return repr(text)
+    fd = _fd_of(value)
+    return repr(fd) if fd is not None else f"a {type(value).__name__} object"
+
+
 def _path_of(value: Any) -> str | None:
-    """An absolute, resolved path; None for what is not a path (an fd number)."""
-    if isinstance(value, int) or value is None:
+    """An absolute, resolved path; None for what is not a path (an fd number, an object)."""
+    if value is None or _fd_of(value) is not None:
         return None
-    try:
-        path = os.fsdecode(os.fspath(value))
-    except TypeError:
-        return None
+    path = text_of(value)
+    if path is None:
+        path = _stdlib_path(value)
+        if path is None:
+            return None
+    if type(path) is bytes:
+        path = os.fsdecode(path)
     if "\x00" in path:
         return None
     return os.path.realpath(os.path.join(os.getcwd(), path))
@@ -85,8 +128,9 @@ def check_path(step: StepContext, event: str, value: Any, write: bool, opening: 
     path = _path_of(value)
     grants = step.grants
     if path is None:
-        what = f"using file descriptor {value!r} directly" if isinstance(value, int) else \
-            f"this path ({value!r})"
+        fd = _fd_of(value)
+        what = f"using file descriptor {fd!r} directly" if fd is not None else \
+            f"this path ({describe_arg(value)}: only str, bytes and pathlib paths are judged)"
         step.refuse("files.write" if write else "files.read", event,
                     _refuse_message("files.write" if write else "files.read", what))
     if write:
@@ -113,8 +157,9 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND |
 
 def judge_open(step: StepContext, event: str, args: tuple) -> None:
     path, mode, flags = (tuple(args) + (None, None, None))[:3]
-    write = bool(isinstance(mode, str) and any(c in mode for c in "wax+")) or bool(
-        isinstance(flags, int) and flags & _WRITE_FLAGS)
+    mode, flags = text_of(mode), _fd_of(flags)
+    write = bool(type(mode) is str and any(c in mode for c in "wax+")) or bool(
+        flags is not None and flags & _WRITE_FLAGS)
     check_path(step, event, path, write, opening=True)
 
 
@@ -140,10 +185,9 @@ def path_entry(*indexes: int) -> Rule:
             value = args[i] if len(args) > i else None
             path = _path_of(value)
             if path is not None:
-                try:
-                    raw = os.path.join(os.getcwd(), os.fsdecode(os.fspath(value)))
-                except TypeError:
-                    raw = path
+                given = text_of(value)
+                given = _stdlib_path(value) if given is None else given
+                raw = os.path.join(os.getcwd(), os.fsdecode(given)) if given is not None else path
                 name = os.path.basename(raw.rstrip(os.sep))
                 if name not in ("", ".", ".."):
                     path = os.path.join(os.path.realpath(os.path.dirname(raw.rstrip(os.sep))), name)
@@ -168,13 +212,16 @@ def judge_symlink(step: StepContext, event: str, args: tuple) -> None:
 
 def judge_socket_address(step: StepContext, event: str, args: tuple) -> None:
     address = args[1] if len(args) > 1 else None
-    if isinstance(address, (str, bytes)) and address:
-        if isinstance(address, bytes) and address[:1] == b"\x00" or address[:1] == "\x00":
+    text = text_of(address)
+    if text:
+        if text[:1] in (b"\x00", "\x00"):
             step.refuse("network", event, _refuse_message("network", "an abstract Unix socket"))
-        check_path(step, event, address, write=True)  # a Unix socket: a file you can talk to
+        check_path(step, event, text, write=True)  # a Unix socket: a file you can talk to
         return
     if not step.grants.network:
-        step.refuse("network", event, _refuse_message("network", f"connecting to {address!r}"))
+        shown = repr(address) if type(address) is tuple and all(
+            type(part) in (str, int) for part in address) else describe_arg(address)
+        step.refuse("network", event, _refuse_message("network", f"connecting to {shown}"))
 
 
 def judge_socket_new(step: StepContext, event: str, args: tuple) -> None:
@@ -189,7 +236,7 @@ def judge_socket_new(step: StepContext, event: str, args: tuple) -> None:
 
 def judge_sqlite(step: StepContext, event: str, args: tuple) -> None:
     database = args[0] if args else None
-    if database in (":memory:", b":memory:", ""):
+    if text_of(database) in (":memory:", b":memory:", ""):
         return
     check_path(step, event, database, write=True)
 
@@ -220,6 +267,8 @@ def judge_compile(step: StepContext, event: str, args: tuple) -> None:
             return
     check = step.grants.check_source
     source = args[0] if args else None
+    text = text_of(source)
+    source = text if text is not None else source  # (an AST: the check reads it as text)
     problem = "no policy to check it with" if check is None else check(source)
     if problem:
         step.refuse("evaluator", event,

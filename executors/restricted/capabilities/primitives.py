@@ -1,0 +1,118 @@
+"""Two process-wide primitives judged on the step's thread: starting a thread, reading the environment.
+
+CPython raises no audit event for either, so the guard holds them where every module ends up:
+- **threads**: `_thread.start_new_thread` (and `threading`'s reference to it) refuses on a thread
+  running a step. Whatever module starts it (`concurrent.futures.thread`, `socketserver`'s
+  ThreadingMixIn, a library's helper), a thread would run outside the step's guard and limits,
+  after execute() returned. Host code called from a step (a tool) may start threads.
+- **the environment**: `os.environ` (and `os.environb`, `os.getenv`, everything reading them:
+  `wsgiref.handlers.read_environ`, a host function's globals reached by introspection) shows a step
+  only a few harmless variables (`VISIBLE`); the host's API keys and tokens are not there. Writes
+  are refused by the audit table (`os.putenv`).
+Other threads, and the step's own thread outside a step, see and do everything as before.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from .grants import CapabilityError
+
+__all__ = ["VISIBLE", "install_primitives"]
+
+# What a step sees of the environment: the locale, the time zone, the home and temp directories
+# (tempfile, expanduser and locale-aware libraries read them at call time).
+VISIBLE = frozenset({"HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP"})
+_VISIBLE_PREFIXES = ("LC_",)
+
+_THREADS = ("starting a thread is not allowed in the sandbox (threads): a thread would run "
+            "outside the step's limits and guard, after it ended; compute in this thread "
+            "(n_jobs=1, a plain loop)")
+
+
+def _visible(key: Any) -> bool:
+    name = key.decode("utf-8", "replace") if type(key) is bytes else key
+    return type(name) is str and (name in VISIBLE or name.startswith(_VISIBLE_PREFIXES))
+
+
+def install_primitives(in_step: Callable[[], bool]) -> None:
+    """Wrap the thread primitive and the environment's store, once per process. `in_step()` is
+    True on a thread that runs a step with its guard on (not suspended for host code)."""
+    import _thread
+
+    if getattr(_thread.start_new_thread, "_codeagent_guarded", False):
+        return
+    real_start = _thread.start_new_thread
+
+    def start_new_thread(function: Any, args: Any, *kwargs: Any) -> Any:
+        if in_step():
+            raise CapabilityError("process", "_thread.start_new_thread", _THREADS)
+        return real_start(function, args, *kwargs)
+
+    start_new_thread._codeagent_guarded = True  # type: ignore[attr-defined]
+    _thread.start_new_thread = start_new_thread
+    if getattr(threading, "_start_new_thread", None) is real_start:
+        threading._start_new_thread = start_new_thread  # type: ignore[attr-defined]
+    _guard_environment(in_step)
+
+
+def _guard_environment(in_step: Callable[[], bool]) -> None:
+    environ = os.environ
+    data = getattr(environ, "_data", None)
+    if type(data) is not dict:  # another Python's os module: leave it
+        return
+
+    class StepEnvironment(dict):
+        """os.environ's store: everything for the host, the visible few for a step."""
+
+        __slots__ = ()
+
+        def __getitem__(self, key: Any) -> Any:
+            if in_step() and not _visible(key):
+                raise KeyError(key)
+            return dict.__getitem__(self, key)
+
+        def __contains__(self, key: Any) -> bool:
+            if in_step() and not _visible(key):
+                return False
+            return dict.__contains__(self, key)
+
+        def get(self, key: Any, default: Any = None) -> Any:
+            return self[key] if key in self else default
+
+        def _shown(self) -> list:
+            return [k for k in dict.keys(self) if _visible(k)]
+
+        def __iter__(self) -> Any:
+            return iter(self._shown()) if in_step() else dict.__iter__(self)
+
+        def keys(self) -> Any:
+            return self._shown() if in_step() else dict.keys(self)
+
+        def items(self) -> Any:
+            if in_step():
+                return [(k, dict.__getitem__(self, k)) for k in self._shown()]
+            return dict.items(self)
+
+        def values(self) -> Any:
+            if in_step():
+                return [dict.__getitem__(self, k) for k in self._shown()]
+            return dict.values(self)
+
+        def __len__(self) -> int:
+            return len(self._shown()) if in_step() else dict.__len__(self)
+
+        def copy(self) -> dict:
+            return dict(self.items())
+
+        def __repr__(self) -> str:
+            return repr(dict(self.items()))
+
+    guarded = StepEnvironment(data)
+    environ._data = guarded  # type: ignore[attr-defined]
+    environb = getattr(os, "environb", None)
+    if environb is not None and getattr(environb, "_data", None) is data:
+        environb._data = guarded  # type: ignore[attr-defined]
