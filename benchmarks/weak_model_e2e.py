@@ -111,9 +111,10 @@ def free_port() -> int:
 
 
 # `python -m llama_cpp.server` with llama.cpp's extra buffer types off (weights repacked at load for
-# AMX / AVX-512 kernels): on a VM whose CPU reports AMX, a native build's repacked kernels segfault
-# on any batch of more than one token (measured: every chat request killed the server). The server
-# has no setting for it, so the model's default parameters are patched before the server starts.
+# the AMX and other CPU kernels: "AMX model buffer" in the log): on a VM whose CPU reports AMX, a
+# native build's repacked weights segfault the server (measured: killed by SIGSEGV on its first chat
+# request; without repacking it answers). The server has no setting for it, so the model's default
+# parameters are patched before the server starts.
 _SERVER_NO_REPACK = """
 import runpy, sys, llama_cpp.llama_cpp as C
 default = C.llama_model_default_params
@@ -288,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument("--repack", action="store_true",
-                        help="let llama.cpp repack the weights for AMX / AVX-512 kernels (off: they crash on some VMs)")
+                        help="let llama.cpp repack the weights for its AMX / CPU kernels (off: they crash on some VMs)")
     parser.add_argument("--json", dest="json_path")
     parser.add_argument("--no-auto-probe", action="store_true", help="skip the auto_agent line")
     parser.add_argument("--log", default=str(Path(os.environ.get("TMPDIR", "/tmp")) / "weak-model-server.log"))
