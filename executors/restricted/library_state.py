@@ -271,34 +271,54 @@ def _same(a: Any, b: Any) -> bool:
     return False
 
 
-# Authorized libraries whose import sets up caches or configuration (matplotlib's font list and
-# config directory): imported when the executor is built, as the host, so that their set-up does
-# not run inside a step, where the capability guard would refuse it.
+# Authorized libraries are imported when the executor is built, as the host (a worker: once it
+# is confined), so that their set-up (caches, configuration, native runtimes, helper threads)
+# does not land in a step: each third-party name authorized exactly ("scipy.stats"), the package
+# of each "pkg.*" and, for "pkg.*", the modules below, which data code imports first and which
+# take seconds to import (statsmodels.api: ~1.5 s on an idle core). Submodules the code imports
+# later load in the step, as trusted imports (trusted_imports.py), on the step's clock.
 WARM_UP: dict[str, tuple[str, ...]] = {
-    "numpy": ("numpy",),
-    "pandas": ("pandas",),
-    "matplotlib": ("matplotlib", "matplotlib.pyplot"),
+    "matplotlib": ("matplotlib.pyplot",),  # (also for an exact "matplotlib": figures need it)
+    "scipy": ("scipy.stats",),  # (and with it optimize, linalg, special, sparse, integrate)
+    "sklearn": ("sklearn.base", "sklearn.linear_model", "sklearn.model_selection",
+                "sklearn.metrics", "sklearn.preprocessing"),
+    "statsmodels": ("statsmodels.api", "statsmodels.formula.api"),
 }
 
 
+def warm_up_modules(authorized: Iterable[str]) -> list[str]:
+    """The modules `warm_up` imports for this authorization, in order."""
+    modules: list[str] = []
+    for name in authorized:
+        if type(name) is not str:
+            continue
+        module = name[:-2] if name.endswith(".*") else name
+        top = module.split(".")[0]
+        if top in sys.stdlib_module_names or not module or "*" in module:
+            continue
+        extras = WARM_UP.get(top, ()) if name.endswith(".*") or top == "matplotlib" else ()
+        for each in (module, *extras):
+            if each not in modules:
+                modules.append(each)
+    return modules
+
+
 def warm_up(authorized: Iterable[str]) -> list[str]:
-    """Import the set-up-heavy authorized libraries now; returns the ones that failed (missing:
-    the executor reports that at construction or first import)."""
+    """Import the authorized libraries now; returns the ones that failed (missing: the executor
+    reports that at construction or first import)."""
     import importlib
 
     failed = []
-    tops = {name.split(".")[0] for name in authorized}
-    for top in sorted(tops & WARM_UP.keys()):
-        for module in WARM_UP[top]:
-            if module in sys.modules:
-                continue
-            if module == "matplotlib.pyplot":
-                # no display in a sandbox: a headless backend unless the host chose one
-                import os
+    for module in warm_up_modules(authorized):
+        if module in sys.modules:
+            continue
+        if module == "matplotlib.pyplot":
+            # no display in a sandbox: a headless backend unless the host chose one
+            import os
 
-                os.environ.setdefault("MPLBACKEND", "Agg")
-            try:
-                importlib.import_module(module)
-            except Exception:  # noqa: BLE001 - reported where it matters (the import in a step)
-                failed.append(module)
+            os.environ.setdefault("MPLBACKEND", "Agg")
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001 - reported where it matters (the import in a step)
+            failed.append(module)
     return failed
