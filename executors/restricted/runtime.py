@@ -33,6 +33,7 @@ from ..worker.codec import NotPlain, Repr, decode_value, encode_value, opaque_re
 from ..worker.codec import safe_repr as codec_repr
 from ..worker.display import display_text
 from ..worker.figures import collect, is_pil_image, max_pixels, pil_description
+from ..worker.warm import warm_up
 from . import trusted_imports
 from .budget import RunState
 from .capabilities import GUARD, Grants
@@ -43,7 +44,7 @@ from .evaluators import check_library_source
 from .library_hooks import install_hooks
 from .library_packages import LibraryPackages
 from .library_rules import warn_dangerous
-from .library_state import StepSettings, warm_up
+from .library_state import StepSettings
 from .names import LIVE, RESULT
 from .namespace import build_namespace, retire_namespace
 from .output import OutputBuffer

@@ -80,6 +80,7 @@ class Worker:
         self.limits: dict = dict(_DEFAULT_LIMITS)
         self.runtime = None  # OpenRuntime or RestrictedRuntime, after configure
         self.tool_names: set[str] = set()
+        self.authorized: list[str] = []
         self.exec_id = None
         self.call_seq = 0
         self.cpu = CpuBackstop()
@@ -145,6 +146,7 @@ class Worker:
             return self._error(msg, "ConfigurationError", f"unknown policy {policy!r}")
         self.policy = policy
         self.tool_names = {name for name in msg.get("tools") or [] if isinstance(name, str)}
+        self.authorized = [n for n in msg.get("authorized_imports") or [] if isinstance(n, str)]
         tools = {name: self._tool_stub(name) for name in sorted(self.tool_names)}
         if policy == "open":
             self.runtime = OpenRuntime(self.limits, tools)
@@ -197,7 +199,11 @@ class Worker:
         warm_up = getattr(self.runtime, "warm_up", None)
         if warm_up is not None:
             warm_up()
-            self._drain_capture()  # what the libraries printed as they loaded is not a step's
+        else:  # the open runtime: the same packages, imported here
+            from .warm import warm_up as import_authorized
+
+            import_authorized(self.authorized)
+        self._drain_capture()  # what the libraries printed as they loaded is not a step's
         cap_memory(self.memory, statm)
 
     def on_reset(self, msg: dict) -> None:
