@@ -256,7 +256,7 @@ class SubprocessExecutor(RemoteExecutor):
             # confines itself (Landlock needs a single thread), and would use CPU past the
             # step's share: one thread each.
             "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-            "NUMEXPR_NUM_THREADS": "1",
+            "NUMEXPR_NUM_THREADS": "1", "POLARS_MAX_THREADS": "1",
             # joblib (scikit-learn's n_jobs) runs in serial mode: no process from a step
             "JOBLIB_MULTIPROCESSING": "0",
         }

@@ -17,7 +17,9 @@ applies only on a thread that is running a step (the host's own use of the libra
 - threadpoolctl (scikit-learn's BLAS/OpenMP thread limits) finds no native thread pool in a step:
   finding them reads /proc/self/maps and calls them through ctypes, and their thread counts are
   the executor's (one per pool in a worker or container). Its limits change nothing there.
-These two are installed whenever the library is loaded, whichever authorized package brought it.
+- polars' and pyarrow's readers and writers open files in native code: native_files.py judges
+  their paths.
+Each is installed once the library is loaded, whichever authorized package brought it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from .capabilities import GUARD
 from .errors import PolicyError
 from .guards import check_format_template
 from .library_state import touch
+from .native_files import install_native_file_checks
 
 _INSTALLED: set[str] = set()
 
@@ -201,15 +204,14 @@ def _hook_threadpoolctl() -> None:
 
 HOOKS: dict[str, Callable[[], None]] = {"matplotlib": _hook_matplotlib, "pandas": _hook_pandas,
                                         "joblib": _hook_joblib, "threadpoolctl": _hook_threadpoolctl}
-# Libraries hooked whenever they are loaded: others' dependencies, not authorized themselves.
-_ALWAYS = frozenset({"joblib", "threadpoolctl"})
 
 
-def install_hooks(authorized_tops: Any) -> None:
-    """Put the checks into the authorized libraries that are imported (once per process)."""
+def install_hooks() -> None:
+    """Put the checks into the hooked libraries that are loaded (once per process; they act only
+    on a step's thread, so a library another authorized package brought is hooked too)."""
+    install_native_file_checks()
     for library, install in HOOKS.items():
-        if (library in authorized_tops or library in _ALWAYS) and library not in _INSTALLED \
-                and library in sys.modules:
+        if library not in _INSTALLED and library in sys.modules:
             try:
                 install()
             except Exception:  # noqa: BLE001 - another version of the library: table rows still hold

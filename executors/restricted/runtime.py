@@ -115,7 +115,7 @@ class RestrictedRuntime:
         runtimes, helper threads) happens here rather than in the first step. Returns the ones
         that failed to import (the model's import then says why)."""
         failed = warm_up(self.authorized_imports)
-        install_hooks({name.split(".")[0] for name in self.authorized_imports})
+        install_hooks()
         return failed
 
     # -- namespace ----------------------------------------------------------------------------

@@ -219,7 +219,7 @@ def library_import() -> Iterator[None]:
                     errstate.__exit__(None, None, None)
                 _wake(run, inert)
                 _restore_environment(environment)
-                _after_import(step)
+                _after_import()
             finally:
                 _restore_caps(step, caps, before)
 
@@ -299,8 +299,8 @@ def _numpy_callbacks_aside() -> Any:
         return None
 
 
-def _after_import(step: StepContext) -> None:
+def _after_import() -> None:
     # The checks placed inside libraries (library_hooks.py) go in as soon as the library exists.
     from .library_hooks import install_hooks
 
-    install_hooks(step.grants.libraries)
+    install_hooks()

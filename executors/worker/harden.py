@@ -5,10 +5,10 @@ The host passes process settings as a JSON object in argv[1] (`harden(spec)`):
   parent   the host's pid: die with it (PR_SET_PDEATHSIG), and exit at once if it is already gone
   rlimits  {"RLIMIT_NOFILE": n, ...}: applied with soft = hard, so model code cannot raise them
            (unless it runs as root)
-  memory   bytes of address space (RLIMIT_AS, RLIMIT_DATA) the worker may add once it is ready:
-           applied by `cap_memory` after `configure`, when the runtime and the authorized
-           libraries are loaded (what they reserve is not the model's: polars and pyarrow
-           reserve hundreds of MB of address space as they load)
+  memory   bytes of memory (RLIMIT_DATA) the worker may add once it is ready: applied by
+           `cap_memory` after `configure`, when the runtime and the authorized libraries are
+           loaded (what they hold is not the model's), with a loose RLIMIT_AS on top (the
+           address space polars and pyarrow reserve is not memory they use)
 Each setting is one small function so that more can be added without touching the others.
 
 The kernel confinement (Landlock, namespaces, root dropped: the `hardening` package next to this
@@ -69,23 +69,29 @@ def open_statm() -> int | None:
         return None
 
 
+# Address space that allocators reserve without using it (polars' and pyarrow's jemalloc reserve
+# ~500 MB at their first use): the loose cap on top of the tight one on data.
+RESERVED_ADDRESS_SPACE = 2 << 30
+
+
 def cap_memory(extra, statm) -> None:
-    """RLIMIT_AS and RLIMIT_DATA at what the process holds now plus `extra` bytes (soft = hard);
-    `statm`: a descriptor from `open_statm`, closed here."""
+    """The memory cap, applied once the worker is ready: RLIMIT_DATA (the private writable
+    memory: what allocations use) at what the process holds now plus `extra` bytes, and
+    RLIMIT_AS as loosely again plus RESERVED_ADDRESS_SPACE (soft = hard). `statm`: a
+    descriptor from `open_statm`, closed here."""
     if type(extra) is not int or statm is None:
         if statm is not None:
             os.close(statm)
         return
     try:
-
         fields = os.pread(statm, 256, 0).split()
         page = os.sysconf("SC_PAGE_SIZE")
-        held = {"RLIMIT_AS": int(fields[0]) * page, "RLIMIT_DATA": int(fields[5]) * page}
+        size, data = int(fields[0]) * page, int(fields[5]) * page
     except (OSError, ValueError, IndexError):
         return
     finally:
         os.close(statm)
-    _apply_rlimits({name: value + extra for name, value in held.items()})
+    _apply_rlimits({"RLIMIT_DATA": data + extra, "RLIMIT_AS": size + extra + RESERVED_ADDRESS_SPACE})
 
 
 def protect_channel() -> tuple[int, int, int | None]:
