@@ -2,8 +2,8 @@
 the data-file tools, and runs over HTTP.
 
 Local and subprocess executors run the whole scripted grid always. Docker runs a documented subset
-(DOCKER_TASKS: one shop task, and data-file tasks covering a join, numpy and a matplotlib figure)
-in code and single-call modes, when an engine answers; under CI=true a missing engine fails.
+(DOCKER_TASKS: one shop task, and data-file tasks covering a join, numpy, a matplotlib figure and
+a statsmodels ANOVA) in code and single-call modes, when an engine answers; under CI=true a missing engine fails.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from openai_stub import OpenAIStub
 from unavailable import unavailable
 
 SUITE_DIR = Path(__file__).resolve().parents[1] / "benchmarks" / "data_tasks"
-DOCKER_TASKS = {"order_city", "total_revenue", "sensor_a_std", "idle_customers", "revenue_chart"}
+DOCKER_TASKS = {"order_city", "total_revenue", "sensor_a_std", "idle_customers", "revenue_chart", "region_anova"}
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +58,7 @@ def test_the_scripted_suites_succeed_in_every_mode_local_and_subprocess(bench, t
 @pytest.mark.docker
 def test_the_scripted_suites_succeed_in_docker(bench):
     """A subset (DOCKER_TASKS), in the two modes whose actions run in the executor: pandas, numpy
-    and matplotlib come from the data image (image.py), the files through the grants."""
+    and matplotlib come from `DockerExecutor(packages=PACKAGES)`, the files through the grants."""
     problem = bench.places.docker_problem()
     if problem:
         unavailable(f"the docker data tasks need a Docker engine: {problem}")

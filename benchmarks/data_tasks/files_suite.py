@@ -31,6 +31,8 @@ FILES = ("sales.csv", "products.json", "customers.json", "sensors.csv")
 # what the code may import in the restricted executors (the statistics tasks need scipy,
 # scikit-learn and statsmodels)
 IMPORTS = ["pandas", "numpy", "matplotlib.*", "scipy.*", "sklearn.*", "statsmodels.*"]
+# the distributions a Docker image needs for them
+PACKAGES = ["numpy", "pandas", "matplotlib", "scipy", "scikit-learn", "statsmodels"]
 
 
 @cache
