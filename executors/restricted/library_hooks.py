@@ -18,7 +18,7 @@ applies only on a thread that is running a step (the host's own use of the libra
   finding them reads /proc/self/maps and calls them through ctypes, and their thread counts are
   the executor's (one per pool in a worker or container). Its limits change nothing there.
 - polars' and pyarrow's readers and writers open files in native code: native_files.py judges
-  their paths.
+  their paths. polars' thread pools start as it loads (see _start_polars_pools).
 Each is installed once the library is loaded, whichever authorized package brought it.
 """
 
@@ -202,8 +202,23 @@ def _hook_threadpoolctl() -> None:
     controller.__init__, controller.limit = __init__, limit
 
 
+def _start_polars_pools() -> None:
+    """polars' Rust core aborts the whole process when an allocation fails, and its thread pools
+    reserve tens of MB of address space per thread when first used (~0.7 GB on 2 CPUs): under an
+    in-process address-space cap, a step's first `df.sum()` would kill the host. So its pools
+    start as it loads (a trusted import: the cap is lifted and what it reserves is not charged),
+    not in the model's first computation."""
+    import io
+
+    import polars
+
+    polars.DataFrame({"a": [1]}).sum()
+    polars.read_csv(io.BytesIO(b"a\n1\n"))
+
+
 HOOKS: dict[str, Callable[[], None]] = {"matplotlib": _hook_matplotlib, "pandas": _hook_pandas,
-                                        "joblib": _hook_joblib, "threadpoolctl": _hook_threadpoolctl}
+                                        "joblib": _hook_joblib, "threadpoolctl": _hook_threadpoolctl,
+                                        "polars": _start_polars_pools}
 
 
 def install_hooks() -> None:
