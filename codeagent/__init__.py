@@ -12,6 +12,7 @@ _LAZY = {
     "CodeAgent": ".agent",
     "RunResult": ".run",
     "RunFailed": ".run",
+    "RunInterrupted": ".run",
     "OpenAIModel": ".models",
     "ScriptedModel": ".scripted",
     "Model": ".models",
@@ -28,7 +29,20 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml is its one source)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("codeagent")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = value = _version()
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'codeagent' has no attribute {name!r}")

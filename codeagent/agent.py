@@ -36,7 +36,16 @@ from .models import Model, check_model
 from .parsing import CodeParseError
 from .prompts import PROMPTS_DIR, load_prompt
 from .replies import ModelReply
-from .run import ActionRefused, ErrorKind, Recorder, RunResult, RunStatus, Step, StepRecord
+from .run import (
+    ActionRefused,
+    ErrorKind,
+    Recorder,
+    RunResult,
+    RunStatus,
+    Step,
+    StepRecord,
+    interruptible,
+)
 from .tools import Tool, collecting_attachments, tools_by_name
 
 __all__ = [
@@ -226,7 +235,8 @@ class CodeAgent:
         self, task: str, *, variables: Mapping[str, Any] | None = None, reset: bool = True
     ) -> Iterator[Event]:
         """Run the task, yielding typed events as they happen; the last one is `RunEnd`."""
-        return _CodeRun(self, task, variables, reset).events()
+        run = _CodeRun(self, task, variables, reset)
+        return run.rec.traced(interruptible(run.events(), run.rec))
 
 
 class _CodeRun:
@@ -246,7 +256,7 @@ class _CodeRun:
         agent, rec = self.agent, self.rec
         executor_name = type(agent._executor).__name__ if agent._executor else "SubprocessExecutor"
         yield rec.start(max_steps=agent.max_steps, tools=list(agent.tools), executor=executor_name,
-                        mode=self.format.mode)
+                        mode=self.format.mode, agent=type(agent).__name__, action_format=self.format)
         self.format.use_constraint(agent.constraint_kind())
         yield from self.notes.new(rec)
         try:
@@ -332,9 +342,12 @@ class _CodeRun:
 
     def execute(self, step: Step, code: str) -> Generator[Event, None, ExecutionResult | None]:
         t = time.perf_counter()
+        executor = self.agent.executor
         try:
-            with collecting_attachments() as attached:  # images the tools handed over (MCP image blocks)
-                result = self.agent.executor.execute(code)
+            with self.rec.trace.execution(step.span, executor, code) as span, \
+                    collecting_attachments() as attached:  # images the tools handed over (MCP image blocks)
+                result = executor.execute(code)
+                span.result(result)
         except ExecutorError as exc:
             step.exec_time = time.perf_counter() - t
             yield self.rec.fail_step(step, ErrorKind.EXECUTOR, f"executor failed: {exc}", ends_run=True)

@@ -13,74 +13,60 @@ import contextlib
 import importlib
 import json
 import os
+import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from executors.base import ExecutorError, Limits
 
-from .cli_access import GrantError, access_from_args, add_access_options, grant_error
+from .cli_access import access_from_args  # noqa: F401 - the command line's grants, as before
+from .cli_options import (
+    Parser,
+    add_executor_options,
+    count,
+    executor_options,
+    number,
+    seconds,
+    task_after_tools,
+)
 from .cli_render import HumanPrinter, drive, save_run, show_answer, show_saved
+from .cli_wait import show_waiting
 from .constrain.request import SPELLINGS
 from .events import NOT_JSON, plain_json
+from .executor_options import EXECUTORS as _PLACES
+from .executor_options import SetupError
+from .executor_options import make_executor as build_executor
 from .mcp.cli import add_client_options, add_serve_options
+from .models import DEFAULT_MAX_RETRIES as DEFAULT_MODEL_RETRIES
+from .models import DEFAULT_TIMEOUT_S as DEFAULT_MODEL_TIMEOUT_S
 from .run import ErrorKind
+from .tracing.cli import TracingUnavailable, add_trace_option, trace_session
 
 __all__ = ["main", "build_parser", "make_executor", "make_model", "load_tools", "UsageError",
            "HumanPrinter", "drive", "show_answer"]
 
-EXECUTORS = ("local", "subprocess", "docker")
+EXECUTORS = tuple(_PLACES)
 
 
 class UsageError(Exception):
     """A setup problem the user fixes with a flag or an environment variable (exit status 2)."""
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse, with a usage mistake reported in one line that says where the options are."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (options: {self.prog} --help)\n")
-
-
-def seconds(text: str) -> float:
-    """A time limit in seconds: a number > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
-    return value
-
-
-def count(minimum: int) -> Callable[[str], int]:
-    """An integer >= minimum."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a whole number >= {minimum}, got {text!r}")
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-
-    parse.__name__ = f"count >= {minimum}"
-    return parse
-
-
 def out_dir(text: str) -> str:
-    """--out DIR: a directory, or a path where one can be made (checked before anything runs, so a
-    finished run is never lost to a bad path)."""
+    """--out DIR: a directory, made now if need be (so a path that cannot be made fails before
+    anything runs, and a finished run is never lost to it)."""
     path = Path(text)
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} exists and is not a directory")
-    parent = next((p for p in path.absolute().parents if p.exists()), None)
-    if not path.exists() and parent is not None and not (parent.is_dir() and os.access(parent, os.W_OK)):
-        raise argparse.ArgumentTypeError(f"cannot create {text}: {parent} is not a writable directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot create {text}: {exc.strerror or exc}")
+    if not os.access(path, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text} is not a writable directory")
     return text
 
 
@@ -88,39 +74,34 @@ def out_dir(text: str) -> str:
 
 
 def make_executor(name: str, *, tools: Any = None, authorized_imports: Sequence[str] | None = None,
-                  limits: Limits | None = None, access: Any = None) -> Any:
+                  limits: Limits | None = None, access: Any = None, packages: Sequence[str] = ()) -> Any:
     """Create the executor named on the command line; the non-local ones are imported lazily.
     access: an `executors.Access` (the --read/--write/--workdir/--network flags), or None."""
-    targets = {"local": ("executors.local", "LocalExecutor"),
-               "subprocess": ("executors.process", "SubprocessExecutor"),
-               "docker": ("executors.docker", "DockerExecutor")}
-    if name not in targets:
-        raise UsageError(f"unknown executor {name!r}: choose one of {', '.join(EXECUTORS)}")
-    module_name, cls_name = targets[name]
-    check_imports(name, authorized_imports)
-    try:
-        cls = getattr(importlib.import_module(module_name), cls_name)
-    except (ImportError, AttributeError) as exc:
-        raise UsageError(f"the {name} executor is not available in this installation: {exc}")
-    from executors.access import AccessError
+    options: dict[str, Any] = {"authorized_imports": authorized_imports, "packages": list(packages),
+                               "access": access}
+    if limits is not None and limits.timeout_s is not None:
+        options["timeout_s"] = limits.timeout_s
+    return _built(name, options, tools)
 
-    options = {"access": access} if access is not None else {}
+
+def _built(name: str, options: dict[str, Any], tools: Any = None) -> Any:
+    notes: list[str] = []
     try:
-        return cls(tools=tools, authorized_imports=authorized_imports, limits=limits, **options)
-    except AccessError as exc:  # a grant the executor refuses: name the flag
-        raise UsageError(grant_error(exc))
-    except Exception as exc:
-        raise UsageError(f"cannot start the {name} executor: {type(exc).__name__}: {exc}")
+        executor = build_executor(name, options, tools=tools, notes=notes)
+    except SetupError as exc:
+        raise UsageError(str(exc))
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    return executor
 
 
 def executor_from_args(args: argparse.Namespace, **options: Any) -> Any:
-    """The executor the flags ask for: --executor, --import, --timeout and the grants."""
-    try:
-        access = access_from_args(args)
-    except GrantError as exc:
-        raise UsageError(str(exc))
-    executor = make_executor(args.executor, authorized_imports=args.imports, limits=_limits(args),
-                             access=access, **options)
+    """The executor the flags ask for: --executor, --import, --packages, --timeout and the grants."""
+    chosen = executor_options(args)
+    timeout = chosen.get("timeout_s")
+    executor = make_executor(args.executor, authorized_imports=chosen.get("authorized_imports"),
+                             limits=None if timeout is None else Limits(timeout_s=timeout),
+                             access=chosen.get("access"), packages=chosen.get("packages", ()), **options)
     show_isolation(args, executor)
     return executor
 
@@ -131,50 +112,15 @@ def show_isolation(args: argparse.Namespace, executor: Any) -> None:
         print(f"isolation: {executor.isolation}", file=sys.stderr)
 
 
-def check_imports(executor: str, imports: Sequence[str] | None) -> None:
-    """--import of a module that is not installed where the code runs: a usage error, now."""
-    if not imports or executor == "docker":  # the docker executor checks its image itself
-        return
-    from executors.importable import NotImportable, ensure_importable
-
-    # local: this process; subprocess: a worker started from this same interpreter
-    try:
-        ensure_importable(imports, python=None if executor == "local" else sys.executable, setting="--import")
-    except NotImportable as exc:
-        names = " ".join(exc.missing)
-        raise UsageError(f"--import {names}: not installed for {exc.python or sys.executable} "
-                         f"(install it there, or drop that --import)")
-
-
 def load_tools(specs: Iterable[str]) -> list[Any]:
-    """`module:attr` → the tools it names: a Tool or function, or a list/tuple/dict of them."""
-    tools: list[Any] = []
-    for spec in specs:
-        module_name, _, attr = spec.partition(":")
-        if not module_name or not attr:
-            raise UsageError(f"--tools expects module:attr (e.g. mytools:search), got {spec!r}")
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise UsageError(f"--tools {spec}: cannot import {module_name!r}: {exc} (is it on PYTHONPATH?)")
-        except Exception as exc:  # the user's module is broken: say where, without a traceback
-            raise UsageError(f"--tools {spec}: importing {module_name!r} raised {type(exc).__name__}: {exc}")
-        obj: Any = module
-        for part in attr.split("."):
-            if not hasattr(obj, part):
-                raise UsageError(f"--tools {spec}: {module_name} has no attribute {attr!r}")
-            obj = getattr(obj, part)
-        if isinstance(obj, dict):
-            from .tools import Tool
+    """`module:attr` → the tools it names (`codeagent.tools.load_tools`); a bad one is a UsageError."""
+    from .tools import ToolSpecError
+    from .tools import load_tools as load
 
-            tools.extend(v if isinstance(v, Tool) and v.name == k else Tool(v, name=k) for k, v in obj.items())
-        elif isinstance(obj, (list, tuple)):
-            tools.extend(obj)
-        elif callable(obj):
-            tools.append(obj)
-        else:
-            raise UsageError(f"--tools {spec}: {type(obj).__name__} is neither a tool nor a list of tools")
-    return tools
+    try:
+        return load(specs)
+    except ToolSpecError as exc:
+        raise UsageError(str(exc))
 
 
 def make_model(args: argparse.Namespace, *, default_model: str | None = None) -> Any:
@@ -197,18 +143,17 @@ def make_model(args: argparse.Namespace, *, default_model: str | None = None) ->
     if getattr(args, "temperature", None) is not None:
         options["temperature"] = args.temperature
     try:
-        return OpenAIModel(
+        model = OpenAIModel(
             model_id, base_url=args.base_url, api_key=api_key, system_role=not args.no_system_role,
             supports_stop=not args.no_stop, request_options=options,
+            timeout=getattr(args, "model_timeout", DEFAULT_MODEL_TIMEOUT_S),
+            max_retries=getattr(args, "model_retries", DEFAULT_MODEL_RETRIES),
             constrain=None if getattr(args, "constrain", "none") in (None, "none") else args.constrain,
         )
     except Exception as exc:
         raise UsageError(str(exc))
-
-
-def _limits(args: argparse.Namespace) -> Limits | None:
-    timeout = getattr(args, "timeout", None)
-    return None if timeout is None else Limits(timeout_s=timeout)
+    show_waiting(model, sys.stderr)
+    return model
 
 
 # -- commands --------------------------------------------------------------------------------
@@ -226,7 +171,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         executor.close()
         raise
     tools += toolset.tools if toolset is not None else []
-    with executor, toolset or contextlib.nullcontext():
+    with trace_session(args.trace), executor, toolset or contextlib.nullcontext():
         try:
             agent = CodeAgent(model, tools=tools, executor=executor, max_steps=args.max_steps,
                               max_context_tokens=args.context_tokens, output_dir=args.out)
@@ -235,15 +180,33 @@ def cmd_run(args: argparse.Namespace) -> int:
         with agent:
             result = drive(agent, args.task, as_json=args.json, out=sys.stdout)
     _report_adaptations(model)
-    saved: list[Path] = []
-    if args.out:
-        saved = save_run(result, args.out)
-    if args.save:
-        saved += [p for p in [result.save(args.save), *result.saved_files()] if p not in saved]
+    saved = _save(result, args)
     show_saved(saved, sys.stderr if args.json else sys.stdout)  # NDJSON on stdout stays NDJSON
+    if result.status == "interrupted":
+        return 130
     return 0 if result.success else 1
 
 
+def _save(result: Any, args: argparse.Namespace) -> list[Path]:
+    """--out and --save; a place that cannot be written is said, and the run goes to the current
+    directory instead (a finished run is never lost)."""
+    saved: list[Path] = []
+    for flag, place in (("--out", args.out), ("--save", args.save)):
+        if not place:
+            continue
+        try:
+            paths = save_run(result, place) if flag == "--out" else [result.save(place), *result.saved_files()]
+        except OSError as exc:
+            fallback = Path(f"{result.run_id}.json").absolute()
+            print(f"codeagent run: cannot save to {flag} {place}: {exc.strerror or exc}; saving the run as "
+                  f"{fallback} instead", file=sys.stderr)
+            try:
+                paths = [result.save(fallback)]
+            except OSError as again:
+                print(f"codeagent run: cannot save {fallback} either: {again.strerror or again}", file=sys.stderr)
+                paths = []
+        saved += [p for p in paths if p not in saved]
+    return saved
 def _mcp_toolset(args: argparse.Namespace) -> Any:
     from .mcp.cli import open_toolset, server_specs
 
@@ -292,13 +255,18 @@ def save_attachments(attachments: Sequence[Any], out_dir: str | None) -> list[di
     from .attachments import AttachmentRecord
 
     records = []
-    for i, attachment in enumerate(attachments, 1):
+    first = 1
+    if out_dir:  # never overwrite the figures of an earlier exec: number on from them
+        taken = [int(m.group(1)) for p in Path(out_dir).glob("exec.figure-*")
+                 if (m := re.fullmatch(r"exec\.figure-(\d+)\.\w+", p.name))]
+        first = max(taken, default=0) + 1
+    for i, attachment in enumerate(attachments, first):
         record = AttachmentRecord.of(attachment, step=1, index=i)
         if out_dir:
             target = Path(out_dir) / record.file_name("exec")
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(attachment.data)
-            record.file = str(target)
+            record.file = str(target.absolute())
         records.append(record)
     return [r.metadata() | {"description": r.describe()} for r in records]
 
@@ -328,9 +296,20 @@ def cmd_exec(args: argparse.Namespace) -> int:
             where = f"saved as {figure['file']}" if figure["file"] else "not saved: pass --out DIR to keep it"
             print(f"{figure['description']} ({where})")
         if result.error:
-            print(f"error: {result.error}", file=sys.stderr)
+            print(f"error: {result.error}{_flag_hint(result.error)}", file=sys.stderr)
         print(f"({args.executor} executor, {result.duration_s * 1000:.1f} ms)", file=sys.stderr)
     return 1 if result.error else 0
+
+
+_REFUSED_IMPORT = re.compile(r"import of '([\w.]+)' is not allowed")
+
+
+def _flag_hint(error: Any) -> str:
+    """The refusal is written for a model; on the command line the fix is a flag."""
+    m = _REFUSED_IMPORT.search(error.message or "")
+    if error.type in ("ImportError", "PolicyError") and m:
+        return f"\nhint: to allow it, pass --import {m.group(1).split('.')[0]}"
+    return ""
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -376,7 +355,7 @@ def cmd_fuzz(args: argparse.Namespace, extra: list[str]) -> int:
     except ImportError as exc:
         print(f"codeagent fuzz: the fuzzing module is not available ({exc})", file=sys.stderr)
         return 2
-    parser = argparse.ArgumentParser(prog="codeagent fuzz", description="Fuzz the executors.")
+    parser = Parser(prog="codeagent fuzz", description="Fuzz the executors.")
     fuzz.add_fuzz_arguments(parser)
     return int(fuzz.run_fuzz(parser.parse_args(extra)) or 0)
 
@@ -393,36 +372,27 @@ def _model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-system-role", action="store_true", help="endpoint has no system role: merge the "
                                                                  "system prompt into the first user message")
     p.add_argument("--no-stop", action="store_true", help="endpoint rejects `stop`: cut replies client-side")
-    p.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the server's)")
-
-
-def _executor_options(p: argparse.ArgumentParser, *, imports: bool = True) -> None:
-    p.add_argument("--executor", choices=EXECUTORS, default="subprocess",
-                   help="where the code runs: local (in this process, restricted), subprocess (a child "
-                        "process, restricted, confined by the kernel where it can) or docker (a "
-                        "container) (default: subprocess)")
-    p.add_argument("--verbose", "-v", action="store_true",
-                   help="show what the executor enforces and by what (its isolation table) on stderr")
-    if imports:
-        p.add_argument("--import", dest="imports", action="append", metavar="MODULE",
-                       help="a module the code may import besides the safe defaults; 'pkg.*' for its "
-                            "submodules (repeatable)")
-        p.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
-                       help=f"time limit per code action, in seconds (default: {Limits().timeout_s:g})")
-        add_access_options(p)
+    p.add_argument("--temperature", type=number(0), default=None, help="sampling temperature (default: the server's)")
+    p.add_argument("--model-timeout", type=seconds, default=DEFAULT_MODEL_TIMEOUT_S, metavar="SECONDS",
+                   help=f"how long one model request may take (default: {DEFAULT_MODEL_TIMEOUT_S:g})")
+    p.add_argument("--retries", "--model-retries", dest="model_retries", type=count(0, 20),
+                   default=DEFAULT_MODEL_RETRIES, metavar="N",
+                   help="tries again after a timeout, a dropped connection, HTTP 429 or 5xx "
+                        f"(default: {DEFAULT_MODEL_RETRIES})")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="codeagent", description="Agents that act by writing Python, and executors that run it safely.")
+    parser.add_argument("--version", action="version", version=f"codeagent {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="solve a task with a model", description="Solve TASK with a CodeAgent.")
-    run.add_argument("task", metavar="TASK", help="what to do, in words (quote it)")
+    run.add_argument("task", metavar="TASK", nargs="?", help="what to do, in words (quote it)")
     _model_options(run)
     run.add_argument("--tools", nargs="+", metavar="MODULE:ATTR", default=[],
                      help="tools to give the agent: a tool, a function, or a list/dict of them")
-    _executor_options(run)
+    add_executor_options(run)
     add_client_options(run)
     run.add_argument("--max-steps", type=count(1), default=10, metavar="N", help="steps before giving up (default: 10)")
     run.add_argument("--context-tokens", type=count(1), default=16_000, metavar="N",
@@ -431,6 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--save", metavar="PATH", help="save the RunResult as JSON (its figures beside it)")
     run.add_argument("--out", metavar="DIR", type=out_dir, help="save the run as DIR/<run_id>.json and the figures its code "
                                                   "makes as DIR/<run_id>.figure-<n>.png, as they come")
+    add_trace_option(run)
     run.add_argument("--constrain", choices=("none", "auto", *SPELLINGS), default="none",
                      help="constrained decoding: auto probes what the endpoint honours; json_schema, "
                           "json_object, grammar, guided_json, guided_grammar force a spelling (default: none)")
@@ -439,7 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Run FILE ('-' for stdin) in an executor and print what it printed, "
                                     "its last value and its error. Exit status 1 when the code failed.")
     ex.add_argument("file", metavar="FILE", help="a UTF-8 Python file, or '-' to read the code from stdin")
-    _executor_options(ex)
+    add_executor_options(ex)
     ex.add_argument("--json", action="store_true",
                     help="print the result as one JSON object (output, logs, error, ...)")
     ex.add_argument("--out", metavar="DIR", type=out_dir, help="save the figures the code makes as DIR/exec.figure-<n>.png")
@@ -448,18 +419,14 @@ def build_parser() -> argparse.ArgumentParser:
                           description="Sales/inventory analysis over three tools. Uses a real model when "
                                       "--base-url or OPENAI_BASE_URL is set, else a bundled scripted reply.")
     _model_options(demo)
-    _executor_options(demo, imports=False)
+    add_executor_options(demo, imports=False)
     demo.add_argument("--max-steps", type=count(1), default=6, metavar="N", help="steps before giving up (default: 6)")
     demo.add_argument("--json", action="store_true", help="print NDJSON events instead of the human view")
 
     serve = sub.add_parser("mcp-serve", help="serve the sandbox to MCP clients (run_python, reset, list_variables)",
                            description="Serve run_python(code), reset() and list_variables() over MCP, one "
                                        "executor per client session.")
-    _executor_options(serve)
-    serve.set_defaults(executor="subprocess")  # a client's model is as untrusted as ours: the worker
-    for action in serve._actions:
-        if action.dest == "executor":
-            action.help = (action.help or "").replace("(default: local)", "(default: subprocess)")
+    add_executor_options(serve)  # (its default is the worker: a client's model is as untrusted as ours)
     add_serve_options(serve)
 
     sub.add_parser("fuzz", help="fuzz the executors (options: codeagent fuzz --help)", add_help=False)
@@ -468,6 +435,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("view", help="a run or a batch as a page, written or served live (options: codeagent view --help)",
                    add_help=False)
     return parser
+
+
+def _version() -> str:
+    from . import __version__
+
+    return str(__version__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -487,6 +460,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return view_main(argv[1:])
     args = parser.parse_args(argv)
+    if args.command == "run":
+        task_after_tools(args, "task")
+        if not (args.task or "").strip():
+            print("codeagent run: TASK is required and cannot be empty: say what to do, in quotes "
+                  "(options: codeagent run --help)", file=sys.stderr)
+            return 2
     try:
         if args.command == "run":
             return cmd_run(args)
@@ -496,7 +475,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_demo(args)
         if args.command == "mcp-serve":
             return cmd_mcp_serve(args)
-    except UsageError as exc:
+    except (UsageError, TracingUnavailable) as exc:
         print(f"codeagent {args.command}: {exc}", file=sys.stderr)
         return 2
     except ExecutorError as exc:

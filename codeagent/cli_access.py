@@ -12,7 +12,7 @@ import os
 import re
 from typing import Any
 
-__all__ = ["add_access_options", "access_from_args", "grant_error"]
+__all__ = ["add_access_options", "access_from_args", "access_options", "checked_access", "grant_error"]
 
 
 class GrantError(Exception):
@@ -20,8 +20,9 @@ class GrantError(Exception):
 
 
 def add_access_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("files and network (what the code may touch; default: nothing but a "
-                             "private scratch directory)")
+    # (inside a group already, as batch's "running" group: its flags join it; nesting is deprecated)
+    g = p if isinstance(p, argparse._ArgumentGroup) else p.add_argument_group(
+        "files and network (what the code may touch; default: nothing but a private scratch directory)")
     g.add_argument("--read", action="append", default=[], metavar="PATH",
                    help="a directory or file the code may read (repeatable)")
     g.add_argument("--write", action="append", default=[], metavar="DIR",
@@ -32,12 +33,25 @@ def add_access_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--network", action="store_true", help="let the code open network connections")
 
 
-def access_from_args(args: argparse.Namespace) -> Any:
-    """The `executors.Access` the flags ask for; None when none was given (the executor's default)."""
+def access_options(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The grant flags as plain JSON (what `executor_options` and a batch's workers take); None
+    when none was given."""
     read, write = list(getattr(args, "read", None) or ()), list(getattr(args, "write", None) or ())
     workdir, network = getattr(args, "workdir", None), bool(getattr(args, "network", False))
     if not (read or write or workdir or network):
         return None
+    return {"read": read, "write": write, "workdir": workdir, "network": network}
+
+
+def access_from_args(args: argparse.Namespace) -> Any:
+    """The `executors.Access` the flags ask for; None when none was given (the executor's default)."""
+    grants = access_options(args)
+    return None if grants is None else checked_access(**grants)
+
+
+def checked_access(*, read: list[str], write: list[str], workdir: str | None, network: bool) -> Any:
+    """An `executors.Access` of these grants; a path that does not exist, or a grant the executors
+    refuse, is a GrantError naming the flag."""
     for flag, paths in (("--read", read), ("--write", write), ("--workdir", [workdir] if workdir else [])):
         for path in paths:
             full = os.path.realpath(os.path.expanduser(path))

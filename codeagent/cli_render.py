@@ -4,6 +4,7 @@ and where the run and its figures were saved."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -20,7 +21,7 @@ from .events import (
     RunStart,
     plain_json,
 )
-from .run import ErrorKind
+from .run import ErrorKind, RunInterrupted
 
 __all__ = ["HumanPrinter", "drive", "show_answer", "save_run", "show_saved"]
 
@@ -64,7 +65,8 @@ class HumanPrinter:
               f"{event.usage.total_tokens} tokens\n")
             if event.reasoning:
                 w(f"  (reasoning: {len(event.reasoning)} characters, kept out of the code)\n")
-            thought = event.text.split("<code>", 1)[0].strip()
+            # the words before the action: its code is shown once, below, as "code:"
+            thought = re.split(r"<code>|^[ \t]*```", event.text, maxsplit=1, flags=re.M)[0].strip()
             if thought:
                 w(_indent(thought[:600], "  ") + "\n")
         elif isinstance(event, CodeAction):
@@ -91,14 +93,17 @@ def drive(agent: Any, task: str, *, as_json: bool, out: TextIO, scripted_note: s
     """Stream the run to `out` (NDJSON or human) and return the RunResult."""
     printer = HumanPrinter(out, scripted_note=scripted_note)
     end: RunEnd | None = None
-    for event in agent.stream(task):
-        if as_json:
-            out.write(event.to_json() + "\n")
-            out.flush()
-        else:
-            printer(event)
-        if isinstance(event, RunEnd):
-            end = event
+    try:
+        for event in agent.stream(task):
+            if as_json:
+                out.write(event.to_json() + "\n")
+                out.flush()
+            else:
+                printer(event)
+            if isinstance(event, RunEnd):
+                end = event
+    except RunInterrupted as exc:  # Ctrl-C: its RunEnd was shown; the run so far is the result
+        return exc.result
     assert end is not None
     return end.result
 
@@ -113,5 +118,5 @@ def save_run(result: Any, out_dir: str | Path) -> list[Path]:
 
 def show_saved(paths: Sequence[Path], out: TextIO) -> None:
     for path in paths:
-        out.write(f"saved: {path}\n")
+        out.write(f"saved: {Path(path).absolute()}\n")
     out.flush()

@@ -28,13 +28,15 @@ __all__ = ["add_fuzz_arguments", "run_fuzz", "main"]
 
 
 def add_fuzz_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare the options of `codeagent fuzz` on `parser`."""
+    """Declare the options of `codeagent fuzz` on `parser` (every number range-checked here)."""
+    from .cli_options import count, number, seconds
+
     parser.add_argument("--executor", choices=("local", "subprocess", "docker"), default="local",
                         help="which executor to fuzz (default: local)")
     parser.add_argument("--policy", choices=("restricted", "open"), default=None,
                         help="policy of the subprocess/docker executor (default: the executor's own)")
-    parser.add_argument("--examples", type=int, default=1000, help="number of generated examples (default: 1000)")
-    parser.add_argument("--seconds", type=float, default=None, help="time budget; stops at whichever comes first")
+    parser.add_argument("--examples", type=count(1), default=1000, help="number of generated examples (default: 1000)")
+    parser.add_argument("--seconds", type=seconds, default=None, help="time budget; stops at whichever comes first")
     parser.add_argument("--authorized-imports", nargs="*", default=None, metavar="MODULE",
                         help="modules to authorize on top of the safe defaults")
     parser.add_argument("--tools", nargs="*", default=None, metavar="MODULE:ATTR",
@@ -46,12 +48,14 @@ def add_fuzz_arguments(parser: argparse.ArgumentParser) -> None:
                         default=["cpython", "escapes", "bombs"], help="which properties to run")
     parser.add_argument("--escape-families", nargs="+", default=None, metavar="FAMILY",
                         help="only these families of escape attempts, e.g. 'library' for the attempts "
-                             "through the authorized libraries (default: all; a wrong name lists them)")
-    parser.add_argument("--timeout", type=float, default=2.0, help="Limits.timeout_s for the campaign (default: 2)")
-    parser.add_argument("--margin", type=float, default=1.0,
+                             "through the authorized libraries, 'deferred' for model-made objects with "
+                             "hostile methods handed to your tools or left for the host (default: all; "
+                             "a wrong name lists them)")
+    parser.add_argument("--timeout", type=seconds, default=2.0, help="Limits.timeout_s for the campaign (default: 2)")
+    parser.add_argument("--margin", type=number(0), default=1.0,
                         help="seconds a bomb may overrun its timeout (default: 1)")
     parser.add_argument("--save-dir", default="fuzz-failures", help="where failing examples are saved")
-    parser.add_argument("--seed", type=int, default=None, help="hypothesis seed, for a reproducible campaign")
+    parser.add_argument("--seed", type=count(0), default=None, help="hypothesis seed, for a reproducible campaign")
     parser.add_argument("--strict", action="store_true",
                         help="also fail on CPython mismatches and divergent errors")
     parser.add_argument("--no-isolate", action="store_true",
@@ -62,10 +66,10 @@ def add_fuzz_arguments(parser: argparse.ArgumentParser) -> None:
     dist = parser.add_argument_group("distributed campaigns")
     dist.add_argument("--backend", choices=("local", "ray"), default=None,
                       help="run the shards on a local process pool or on Ray (default: all in this process)")
-    dist.add_argument("--workers", type=int, default=2, help="worker processes or Ray actors (default: 2)")
+    dist.add_argument("--workers", type=count(1, 1024), default=2, help="worker processes or Ray actors (default: 2)")
     dist.add_argument("--address", default=None,
                       help="Ray cluster: 'auto', host:port or ray://host:port (default: a new local instance)")
-    dist.add_argument("--shard-size", type=int, default=1000,
+    dist.add_argument("--shard-size", type=count(1), default=1000,
                       help="examples per shard (one hypothesis run); part of what the seed reproduces")
     dist.add_argument("--shard-dir", default=None, metavar="DIR",
                       help="keep shard results here; rerunning with the same DIR skips finished shards")
@@ -94,8 +98,20 @@ def make_distribute(options: Any) -> Callable[[Any], Any] | None:
     return distribute
 
 
+def _usage(message: str) -> SystemExit:
+    """A usage mistake: one line, exit 2 (1 means the campaign found something)."""
+    print(f"codeagent fuzz: {message}", file=sys.stderr)
+    return SystemExit(2)
+
+
 def run_fuzz(args: argparse.Namespace) -> int:
     """Run the campaign described by `args` (from add_fuzz_arguments); returns the exit code."""
+    import importlib.util
+
+    # looked up, not imported: importing hypothesis makes .hypothesis/ in the current directory
+    missing = [name for name in ("hypothesis", "hypothesmith") if importlib.util.find_spec(name) is None]
+    if missing:  # a plain install: they come with the fuzz extra
+        raise _usage(f"fuzzing needs {' and '.join(missing)}: pip install 'codeagent[fuzz]'")
     from executors.fuzzing import CommandOptions, check_options, load_tools, run_command
 
     options = CommandOptions.from_mapping(vars(args))
@@ -103,21 +119,41 @@ def run_fuzz(args: argparse.Namespace) -> int:
         tools = load_tools(args.tools)
         distribute = make_distribute(options)
         check_options(options, distribute)
-    except ValueError as exc:  # a usage mistake: exit 2 (1 means the campaign found something)
-        print(f"codeagent fuzz: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+    except ValueError as exc:
+        raise _usage(str(exc)) from None
+    except Exception as exc:  # the user's tools module failed to import, or lacks the name
+        raise _usage(f"--tools {' '.join(args.tools or ())}: {type(exc).__name__}: {exc}") from None
+    factory = make_factory(args)
+    _check_executor(factory, args)
     if distribute is None:
-        return run_command(options, make_factory(args), tools)
+        return run_command(options, factory, tools)
     from codeagent.batch import BatchError
 
     try:
-        return run_command(options, make_factory(args), tools, distribute=distribute)
+        return run_command(options, factory, tools, distribute=distribute)
     except BatchError as exc:  # no Ray, workers that cannot start
         raise SystemExit(f"codeagent fuzz: {exc}") from None
 
 
+def _check_executor(factory: Callable[..., Any], args: argparse.Namespace) -> None:
+    """Start the executor once before the campaign: a module that is not installed (or an engine
+    that is not there) is a usage error now, not a failure on every example."""
+    from executors.importable import NotImportable
+
+    try:
+        executor = factory()
+    except NotImportable as exc:
+        raise _usage(f"--authorized-imports {' '.join(exc.missing)}: not installed where the {args.executor} "
+                     "executor runs (install it, or drop it)") from None
+    except Exception as exc:
+        raise _usage(f"cannot start the {args.executor} executor: {type(exc).__name__}: {exc}") from None
+    executor.close()
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="codeagent fuzz", description=__doc__.splitlines()[0])
+    from .cli import Parser
+
+    parser = Parser(prog="codeagent fuzz", description=__doc__.splitlines()[0])
     add_fuzz_arguments(parser)
     return run_fuzz(parser.parse_args(argv))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -20,6 +21,9 @@ from .constrain.probe import server_error_text
 from .constrain.request import Constraint, check_constrain
 from .parsing.reasoning import split_reasoning
 from .replies import ModelReply, ToolCall, Usage
+
+DEFAULT_TIMEOUT_S = 120.0  # one request; the SDK's retries each get as long again
+DEFAULT_MAX_RETRIES = 3
 
 __all__ = [
     "Usage",
@@ -155,6 +159,7 @@ class OpenAIModel:
     """
 
     scripted = False
+    provider_name = "openai"  # gen_ai.provider.name in traces: the API it speaks (codeagent.tracing)
 
     def __init__(
         self,
@@ -165,8 +170,8 @@ class OpenAIModel:
         system_role: bool = True,
         supports_stop: bool = True,
         request_options: Mapping[str, Any] | None = None,
-        max_retries: int = 3,
-        timeout: float = 120.0,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout: float = DEFAULT_TIMEOUT_S,
         adapt: bool = True,
         client: Any = None,
         vision: bool | str = "auto",
@@ -179,7 +184,14 @@ class OpenAIModel:
             raise ValueError(f"vision must be True, False or 'auto' (known vision model names), got {vision!r}")
         self.model_id = model_id
         self.vision: bool = vision_capable(model_id) if vision == "auto" else bool(vision)
+        if isinstance(timeout, (int, float)):  # (an httpx.Timeout passes as it is)
+            from executors.base import timeout_seconds
+
+            timeout = timeout_seconds(timeout, "timeout")
+        if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
+            raise ValueError(f"max_retries must be a whole number >= 0, got {max_retries!r}")
         self.timeout = timeout
+        self.max_retries = max_retries
         self.adapt = adapt
         self.adaptations: list[str] = []
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
@@ -321,10 +333,8 @@ class OpenAIModel:
                 status=exc.status_code,
             ) from exc
         except openai.APITimeoutError as exc:
-            after = f" after {self.timeout:g} s" if isinstance(self.timeout, (int, float)) else ""
-            raise ModelError(
-                f"model endpoint {where} timed out{after}: raise OpenAIModel(timeout=...) or check the server"
-            ) from exc
+            raise ModelError(f"model endpoint {where} timed out{self.waited()}: raise OpenAIModel(timeout=...) "
+                             "(--model-timeout) or check the server") from exc
         except openai.APIConnectionError as exc:
             raise ModelError(
                 f"cannot reach the model endpoint {where}: {_sentence(exc)}. "
@@ -346,6 +356,16 @@ class OpenAIModel:
             finish_reason=getattr(choice, "finish_reason", None),
             tool_calls=_tool_calls_from(getattr(message, "tool_calls", None) if message is not None else None),
         )
+
+    def waited(self) -> str:
+        """How long a request that timed out waited in all: every try gets the whole timeout."""
+        if not isinstance(self.timeout, (int, float)):
+            return ""
+        tries = self.max_retries + 1
+        if tries == 1:
+            return f" after {self.timeout:g} s"
+        return (f" after {tries} tries of {self.timeout:g} s each ({tries * self.timeout:g} s in all; "
+                "fewer tries: max_retries=, --retries)")
 
     def _adapted_to(self, exc: Any, request: Mapping[str, Any]) -> bool:
         """Switch off what a weak endpoint rejected (`stop`, the system role); True to retry."""
@@ -428,7 +448,7 @@ def _create_parameters(client: Any) -> frozenset[str]:
 
 
 def _short(text: Any, limit: int = 300) -> str:
-    text = str(text)
+    text = re.sub(r"^Error code: \d+ - ", "", str(text))  # the SDK's prefix repeats the status
     return text if len(text) <= limit else text[:limit] + "..."
 
 

@@ -32,10 +32,13 @@ from .events import (
     plain_json,
 )
 from .replies import ModelReply, Usage
+from .tracing.spans import NO_TRACE, start_run
 
-__all__ = ["RunStatus", "ErrorKind", "ActionRefused", "StepRecord", "RunResult", "RunFailed", "Recorder", "Step"]
+__all__ = ["RunStatus", "ErrorKind", "ActionRefused", "StepRecord", "RunResult", "RunFailed", "RunInterrupted",
+           "Recorder", "Step", "interruptible"]
 
-RunStatus = Literal["success", "max_steps", "failed"]
+# interrupted: Ctrl-C (KeyboardInterrupt) ended the run; what it did so far is in the result
+RunStatus = Literal["success", "max_steps", "failed", "interrupted"]
 NO_USAGE = Usage()
 
 
@@ -80,6 +83,26 @@ class RunFailed(RuntimeError):
         else:
             why = result.error or "the run failed"
         super().__init__(f"the run ended with status {result.status!r}: {why}")
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C ended a run: a KeyboardInterrupt (a script stops as it would anyway) that carries
+    the run so far as `.result` (status "interrupted"), to save or inspect."""
+
+    def __init__(self, result: RunResult) -> None:
+        super().__init__(result.error)
+        self.result = result
+
+
+def interruptible(events: Iterator[Event], rec: Recorder) -> Iterator[Event]:
+    """A run's events; on KeyboardInterrupt the run ends "interrupted": its RunEnd is the last
+    event, then RunInterrupted (with that result) is raised to the consumer."""
+    try:
+        yield from events
+    except KeyboardInterrupt:
+        end = rec.interrupted()
+        yield end
+        raise RunInterrupted(end.result) from None
 
 
 class _Rendered:
@@ -224,6 +247,7 @@ class Step:
     model_time: float = 0.0
     exec_time: float = 0.0
     usage: Usage = NO_USAGE  # Usage is frozen: one shared zero (building one costs ~2 µs a step)
+    span: Any = None  # the step's span when the run is traced (codeagent.tracing)
 
 
 def model_name(model: Any) -> str:
@@ -257,6 +281,7 @@ class Recorder:
         self.output: Any = None
         self.output_repr: str | None = None
         self.error: str | None = None
+        self.trace: Any = NO_TRACE  # the run's spans (codeagent.tracing.spans), set by start()
         self.setup: dict[str, Any] = {}  # mode, executor, tools, max_steps, isolation: kept in the result
 
     def elapsed(self) -> float:
@@ -265,10 +290,13 @@ class Recorder:
     def event(self, cls: type[Event], step: int | None = None, **fields: Any) -> Any:
         return cls(run_id=self.run_id, step=step, elapsed_s=round(self.elapsed(), 6), **fields)
 
-    def start(self, *, max_steps: int, tools: Sequence[str], executor: str, mode: str = "code") -> RunStart:
-        """The run starts when iteration does: the clock restarts here."""
+    def start(self, *, max_steps: int, tools: Sequence[str], executor: str, mode: str = "code",
+              agent: str = "agent", action_format: Any = None) -> RunStart:
+        """The run starts when iteration does: the clock restarts here (and its trace, if any)."""
         self.t0 = time.perf_counter()
         self.setup.update(mode=mode, executor=executor, tools=list(tools), max_steps=max_steps)
+        self.trace = start_run(agent=agent, model=self.model, mode=mode, action_format=action_format,
+                               max_steps=max_steps, executor=executor, run_id=self.run_id, task=self.task)
         return self.event(
             RunStart, task=self.task, model=model_name(self.model), scripted=bool(getattr(self.model, "scripted", False)),
             max_steps=max_steps, tools=list(tools), executor=executor,
@@ -281,7 +309,7 @@ class Recorder:
     def begin_step(self, number: int) -> Step:
         record = StepRecord(step=number)
         self.steps.append(record)
-        return Step(number, record, time.perf_counter())
+        return Step(number, record, time.perf_counter(), span=self.trace.step(number))
 
     def finish(self, step: Step) -> None:
         record = step.record
@@ -290,6 +318,7 @@ class Recorder:
         record.execution_duration_s = step.exec_time
         record.duration_s = time.perf_counter() - step.started
         self.usage = self.usage + step.usage
+        self.trace.end_step(step.span, record)
 
     def fail_step(
         self, step: Step | None, kind: ErrorKind, message: str, *, ends_run: bool = False,
@@ -377,7 +406,9 @@ class Recorder:
             messages = build(join_notes(note, empty_note) if attempt else note)
             t = time.perf_counter()
             try:
-                reply = send(messages)
+                with self.trace.chat(step.span, messages, attempt + 1) as chat:
+                    reply = send(messages)
+                    chat.reply(reply, has_content(reply))
             except Exception as exc:  # any model failure ends the run cleanly
                 step.model_time += time.perf_counter() - t
                 yield self.fail_step(step, ErrorKind.MODEL, f"model error: {exc}", ends_run=True)
@@ -394,8 +425,27 @@ class Recorder:
         yield self.fail_step(step, ErrorKind.EMPTY_REPLY, message, ends_run=True)
         return None
 
+    def interrupted(self) -> RunEnd:
+        """Ctrl-C: the run ends here, its step so far recorded; the RunEnd to yield."""
+        step = self.steps[-1] if self.steps else None
+        where = f" during step {step.step}" if step is not None else ""
+        self.status, self.error = "interrupted", f"interrupted by the user (Ctrl-C){where}"
+        if step is not None and not step.error and not step.is_final_answer and not step.observation:
+            step.error = "interrupted"
+        return self.end()
+
     def give_up(self, max_steps: int) -> None:
         self.error = f"no final answer after {max_steps} steps"
+
+    def traced(self, events: Iterator[Event]) -> Iterator[Event]:
+        """`events`, with the run's spans ended however the run stops (a dropped stream, an error)."""
+        try:
+            yield from events
+        except BaseException as exc:
+            self.trace.close(exc)
+            raise
+        finally:
+            self.trace.close()
 
     def end(self) -> RunEnd:
         duration = self.elapsed()
@@ -405,6 +455,7 @@ class Recorder:
             duration_s=duration, model=model_name(self.model), scripted=bool(getattr(self.model, "scripted", False)),
             **self.setup,
         )
+        self.trace.end(self)
         return self.event(
             RunEnd, status=self.status, output=public_output(self.output), output_repr=self.output_repr,
             error=self.error, steps=len(self.steps), usage=self.usage, duration_s=round(duration, 6), result=result,

@@ -31,6 +31,7 @@ class ScriptedModel:
     """
 
     scripted = True
+    provider_name = "codeagent.scripted"  # gen_ai.provider.name in traces
 
     def __init__(self, replies: Iterable[str | ModelReply], *, model_id: str = "scripted",
                  vision: bool = False, constrain: str | None = None) -> None:

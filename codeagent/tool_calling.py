@@ -12,6 +12,7 @@ or a list of them) is observed as in CodeAgent: an image for a model that can se
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import json
 import time
@@ -47,8 +48,9 @@ from .memory import (
 from .models import Model, ModelError, check_model
 from .prompts import load_prompt
 from .replies import ModelReply
-from .run import ActionRefused, ErrorKind, Recorder, RunResult, Step
+from .run import ActionRefused, ErrorKind, Recorder, RunResult, Step, interruptible
 from .tools import Tool, collecting_attachments, tools_by_name
+from .tracing.tools import tool_call_id
 
 __all__ = ["ToolCallingAgent", "tool_schema", "FINAL_ANSWER_SCHEMA"]
 
@@ -201,7 +203,8 @@ class ToolCallingAgent:
         return end.result
 
     def stream(self, task: str) -> Iterator[Event]:
-        return _ToolRun(self, task).events()
+        run = _ToolRun(self, task)
+        return run.rec.traced(interruptible(run.events(), run.rec))
 
 
 class _ToolRun:
@@ -219,7 +222,7 @@ class _ToolRun:
     def events(self) -> Iterator[Event]:
         agent, rec = self.agent, self.rec
         yield rec.start(max_steps=agent.max_steps, tools=list(agent.tools), executor="host threads (tool calling)",
-                        mode="tool_calling")
+                        mode="tool_calling", agent=type(agent).__name__)
         for number in range(1, agent.max_steps + 1):
             yield from self.step(number, last=number == agent.max_steps)
             if not rec.running:
@@ -239,7 +242,8 @@ class _ToolRun:
             return
         work = [c for c in calls if c.name != FINAL_ANSWER_NAME]
         t = time.perf_counter()
-        results = self._run_calls(work)  # tools concurrently; final_answer after them
+        with self.rec.trace.current(step.span):  # the tools' spans nest under the step
+            results = self._run_calls(work)  # tools concurrently; final_answer after them
         step.exec_time = time.perf_counter() - t
         done, shown = self._attach(step, list(zip(work, results, strict=True)))
         yield from self.observe(step, reply, native, calls, done, shown)
@@ -451,8 +455,10 @@ class _ToolRun:
             return []
         if len(calls) == 1:
             return [self._run_one(calls[0])]
+        # each call runs in a copy of this context: the step's span stays its parent on any thread
+        contexts = [contextvars.copy_context() for _ in calls]
         with ThreadPoolExecutor(max_workers=min(len(calls), self.agent.max_parallel), thread_name_prefix="tool-call") as pool:
-            return list(pool.map(self._run_one, calls))
+            return list(pool.map(lambda call, context: context.run(self._run_one, call), calls, contexts))
 
     def _run_one(self, call: _Call) -> tuple[bool, Any]:
         agent = self.agent
@@ -463,7 +469,7 @@ class _ToolRun:
         if not isinstance(call.arguments, Mapping):
             return False, f"Error: the arguments of {call.name} were not a JSON object: {truncate_middle(str(call.arguments), 200)}"
         try:
-            with collecting_attachments() as attached:  # images the tool handed over (MCP image blocks)
+            with tool_call_id(call.id), collecting_attachments() as attached:  # (MCP image blocks)
                 value = tool(**call.arguments)
         except Exception as exc:  # ToolError and friends: written for the model already
             return False, truncate_middle(f"Error: {exc}", budget)

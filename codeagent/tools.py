@@ -13,6 +13,7 @@ The value the tool returns stays plain data for the sandbox.
 from __future__ import annotations
 
 import contextvars
+import importlib
 import inspect
 import threading
 import typing
@@ -24,8 +25,11 @@ from pydantic import TypeAdapter, ValidationError
 
 from executors.base import FINAL_ANSWER_NAME, ToolError
 
+from .tracing.otel import tracer
+from .tracing.tools import traced_call
+
 __all__ = ["Tool", "tool", "ToolArgumentError", "ToolTimeoutError", "safe_repr", "tools_by_name", "attach",
-           "collecting_attachments"]
+           "collecting_attachments", "load_tools", "ToolSpecError"]
 
 
 class ToolArgumentError(ToolError, TypeError):
@@ -175,6 +179,12 @@ class Tool:
     # -- calling -----------------------------------------------------------------------------
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        found = tracer()  # None unless a tracer provider is configured (codeagent.tracing)
+        if found is not None:
+            return traced_call(self, found, self._validated_call, args, kwargs)
+        return self._validated_call(*args, **kwargs)
+
+    def _validated_call(self, *args: Any, **kwargs: Any) -> Any:
         bound = self._bind(args, kwargs)
         if self.timeout_s is None:
             return self._invoke(bound)
@@ -311,3 +321,38 @@ def _list_fix(obj: Any) -> str:
     if callable(obj) and isinstance(name, str) and name.isidentifier():
         return f"pass tools=[{name}]"
     return "pass tools=[tool_a, tool_b] with the tool objects or functions themselves"
+
+
+class ToolSpecError(ValueError):
+    """A `module:attr` tool reference that does not name tools (the message says which and why)."""
+
+
+def load_tools(specs: Iterable[str]) -> list[Any]:
+    """`module:attr` → the tools it names: a Tool or function, or a list/tuple/dict of them (the
+    command line's --tools, a batch's "tools" option). A bad reference is a ToolSpecError (a
+    ValueError) that names it, never a traceback of the user's module."""
+    tools: list[Any] = []
+    for spec in specs:
+        module_name, _, attr = spec.partition(":")
+        if not module_name or not attr:
+            raise ToolSpecError(f"--tools expects module:attr (e.g. mytools:search), got {spec!r}")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ToolSpecError(f"--tools {spec}: cannot import {module_name!r}: {exc} (is it on PYTHONPATH?)")
+        except Exception as exc:  # the user's module is broken: say where, without a traceback
+            raise ToolSpecError(f"--tools {spec}: importing {module_name!r} raised {type(exc).__name__}: {exc}")
+        obj: Any = module
+        for part in attr.split("."):
+            if not hasattr(obj, part):
+                raise ToolSpecError(f"--tools {spec}: {module_name} has no attribute {attr!r}")
+            obj = getattr(obj, part)
+        if isinstance(obj, dict):
+            tools.extend(v if isinstance(v, Tool) and v.name == k else Tool(v, name=k) for k, v in obj.items())
+        elif isinstance(obj, (list, tuple)):
+            tools.extend(obj)
+        elif callable(obj):
+            tools.append(obj)
+        else:
+            raise ToolSpecError(f"--tools {spec}: {type(obj).__name__} is neither a tool nor a list of tools")
+    return tools

@@ -20,9 +20,9 @@ from .base import (
     Limits,
     ToolError,
 )
-from .worker.wire import Repr  # what a value that is not data crosses as: its repr, marked
 
 _LAZY = {
+    "Repr": ".worker.wire",  # what a value that is not data crosses as: its repr, marked
     "LocalExecutor": ".local",
     "SubprocessExecutor": ".process",
     "DockerExecutor": ".docker",
@@ -55,6 +55,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .docker import DockerExecutor
     from .local import LocalExecutor
     from .process import SubprocessExecutor
+    from .worker.wire import Repr
 
 
 def __getattr__(name: str) -> Any:

@@ -25,7 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Access", "AccessError", "Isolation", "ResolvedAccess"]
+__all__ = ["Access", "AccessError", "Isolation", "ResolvedAccess", "owned_tempdir", "sweep_dead_owners",
+           "sweep_workdirs"]
 
 # Markers of a project root or of a user's configuration: a write grant there could plant code.
 _HOST_CODE_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg", ".ssh", ".bashrc",
@@ -86,7 +87,7 @@ class Access:
         read = tuple(_existing(p, base, "read") for p in self.read)
         write = tuple(_existing(p, base, "write") for p in self.write)
         private = self.workdir is None
-        workdir = tempfile.mkdtemp(prefix="codeagent-work-", dir=reachable_tmp() if shared else None) \
+        workdir = owned_tempdir("codeagent-work-", reachable_tmp() if shared else None) \
             if private else _existing(self.workdir, base, "workdir")
         if not private and not os.path.isdir(workdir):
             raise AccessError(f"Access(workdir={self.workdir!r}) is not a directory")
@@ -157,6 +158,57 @@ def _walk(root: str, limit: int) -> Iterable[str]:
             count += 1
             if count >= limit:
                 return
+
+
+def owned_tempdir(prefix: str, parent: str | None = None) -> str:
+    """A new temporary directory `<prefix><pid>-<random>`, named after this process, which owns
+    it: when the owner dies without removing it (SIGKILL, a cut batch task), the next one made
+    with the same prefix sweeps it (`sweep_dead_owners`)."""
+    parent = parent or tempfile.gettempdir()
+    sweep_dead_owners(prefix, parent)
+    return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists, as another user
+        return True
+    return True
+
+
+def sweep_dead_owners(prefix: str, parent: str | None = None) -> list[str]:
+    """Remove the `owned_tempdir` folders under `parent` whose owner process is gone (only ours,
+    or any when we are root); the paths removed."""
+    parent = parent or tempfile.gettempdir()
+    removed: list[str] = []
+    try:
+        entries = os.scandir(parent)
+    except OSError:
+        return removed
+    uid = os.getuid()
+    with entries:
+        for entry in entries:
+            pid_text = entry.name[len(prefix):].partition("-")[0]
+            if not (entry.name.startswith(prefix) and pid_text.isdigit()) or _alive(int(pid_text)):
+                continue
+            try:
+                if not entry.is_dir(follow_symlinks=False) or (uid and entry.stat(follow_symlinks=False).st_uid != uid):
+                    continue
+            except OSError:
+                continue
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.path)
+    return removed
+
+
+def sweep_workdirs() -> list[str]:
+    """Sweep the private workdirs (`codeagent-work-<pid>-*`) of dead owners, wherever they are made."""
+    return [*sweep_dead_owners("codeagent-work-"),
+            *(sweep_dead_owners("codeagent-work-", reachable_tmp())
+              if os.path.realpath(reachable_tmp()) != os.path.realpath(tempfile.gettempdir()) else ())]
 
 
 def reachable_tmp() -> str:

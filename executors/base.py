@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -28,6 +29,8 @@ __all__ = [
     "FINAL_ANSWER_NAME",
     "MAX_SOURCE_CHARS",
     "check_code",
+    "MAX_TIMEOUT_S",
+    "timeout_seconds",
 ]
 
 FINAL_ANSWER_NAME = "final_answer"
@@ -41,6 +44,21 @@ DEFAULT_AUTHORIZED_IMPORTS: tuple[str, ...] = (
     "io", "numbers", "array", "calendar", "zoneinfo", "difflib", "pprint", "base64", "hashlib",
     "uuid",
 )
+
+
+# The longest timeout any place can wait for: poll() takes 2**31 - 1 ms (24.8 days), and a host
+# deadline is the timeout plus a grace period. A longer one is clamped to this, not refused: the
+# user asked for "very long", and this is as long as the operating system can wait.
+MAX_TIMEOUT_S = 2_000_000.0
+
+
+def timeout_seconds(value: Any, setting: str = "timeout_s") -> float:
+    """The one rule for every timeout a user sets (Limits, the model's, a batch task's, the CLI's):
+    a finite number of seconds > 0, clamped to MAX_TIMEOUT_S. `setting` names it in the error."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not ok or not math.isfinite(value) or not value > 0:
+        raise ValueError(f"{setting} must be a finite number of seconds > 0, got {value!r}")
+    return min(float(value), MAX_TIMEOUT_S)
 
 
 # Compiling happens before any clock starts: every executor bounds the code by its size instead.
@@ -65,8 +83,8 @@ class Limits:
     max_attachment_bytes: int = 5_000_000
 
     def __post_init__(self) -> None:
-        if self.timeout_s is not None and not self.timeout_s > 0:
-            raise ValueError(f"Limits.timeout_s must be > 0, got {self.timeout_s!r}")
+        if self.timeout_s is not None:  # None: no time limit
+            object.__setattr__(self, "timeout_s", timeout_seconds(self.timeout_s, "Limits.timeout_s"))
         for name in ("max_operations", "max_memory_mb"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value <= 0):
@@ -147,6 +165,8 @@ class ExecutionResult:
     state_lost: the executor had to restart (timeout kill, crash): variables are gone.
     attachments: figures and images the step produced (see `Attachment`), at most
         `Limits.max_attachment_bytes` in all.
+    operations: what the step charged to `Limits.max_operations` (the restricted policy's
+        operation budget), None where nothing counts them (the open policy).
     """
 
     output: Any = None
@@ -157,6 +177,7 @@ class ExecutionResult:
     output_repr: str | None = None
     state_lost: bool = False
     attachments: tuple[Attachment, ...] = ()
+    operations: int | None = None
 
     @property
     def ok(self) -> bool:

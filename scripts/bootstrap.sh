@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create .venv and install the project with its dev, docker, data, ray and mcp extras; fast no-op when nothing changed.
+# Create .venv and install the project with its dev, docker, data, ray, mcp and otel extras; fast no-op when nothing changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -11,6 +11,6 @@ fi
 t0=$(date +%s)
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev,docker,data,ray,mcp]'
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev,docker,data,ray,mcp,otel]'
 echo "$want" > "$stamp"
 echo "bootstrap: .venv ready in $(( $(date +%s) - t0 )) s" >&2

@@ -19,6 +19,7 @@ import functools
 import importlib.util
 import os
 import secrets
+import signal
 import typing
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,6 +29,11 @@ import pytest
 from unavailable import IN_CI, docker_skip_reason, is_docker_skip, unavailable
 
 from executors import ExecutionResult, Limits
+
+# pytest-xdist's workers ignore SIGINT, and every process a test starts would inherit that: the
+# tests of Ctrl-C (the CLI, the in-process runtime, batch) need Python's default handler back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 CANARY_ENV = "CODEAGENT_CANARY"
 # Planted once per test session; subprocess/container executors must not hand it to model code.

@@ -273,16 +273,21 @@ def _attempt_job(executor: str, attempt: Any, c: Canaries) -> dict:
     }
 
 
-def _run_runner(specs: list[dict], tmp_path: Path, env_token: str, jobs: int, *, preimport: bool = True) -> list[dict]:
+def _run_runner(specs: list[dict], tmp_path: Path, env_token: str, jobs: int, *, preimport: bool = True,
+                script: Path | None = None, env: dict[str, str] | None = None) -> list[dict]:
+    """Run `specs` in a runner process (`script --runner JOBFILE`, default this file) that forks a
+    child per job; returns each job's result (a placeholder with `runner_error` when it has none).
+    `env`: more variables for the runner's environment."""
     jobfile = tmp_path / f"jobs-{secrets.token_hex(4)}.json"
     jobfile.write_text(json.dumps({"jobs": specs, "parallel": jobs, "preimport": preimport}))
-    env = dict(os.environ)
-    env.update({ENV_VAR: env_token, "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1",
-                "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"})
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    environ = dict(os.environ)
+    environ.update({ENV_VAR: env_token, "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1",
+                    "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1", **(env or {})})
+    environ["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p])
     budget = 60 + ATTEMPT_TIMEOUT_S * len(specs) / max(1, jobs)
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--runner", str(jobfile)],
-                          env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=budget)
+    proc = subprocess.run([sys.executable, str(script or Path(__file__).resolve()), "--runner", str(jobfile)],
+                          env=environ, cwd=str(tmp_path), capture_output=True, text=True, timeout=budget)
+    jobfile.unlink()
     results = []
     for spec in specs:
         path = Path(spec["result"])
@@ -418,16 +423,18 @@ def _audit_hook(event: str, args: tuple) -> None:
 
 
 # Everything below runs in the runner process (python library_escape_harness.py --runner JOBS).
-def _plain_exec(code: str, logs: io.StringIO, audit: bool = False) -> tuple[Any, dict | None]:
+def plain_exec(code: str, logs: io.StringIO, audit: bool = False, ns: dict | None = None) -> tuple[Any, dict | None]:
     """CPython with no sandbox, shaped like a step: `print` goes to the logs, the value of a
-    last expression statement is the output."""
+    last expression statement is the output. `ns`: the namespace to run in (kept across steps)."""
     import ast
     import builtins
 
     def step_print(*args: Any, sep: str | None = " ", end: str | None = "\n", file: Any = None, flush: bool = False) -> None:
         builtins.print(*args, sep=sep, end=end, file=logs if file is None else file, flush=flush)
 
-    ns: dict[str, Any] = {"__name__": "__main__", "print": step_print}
+    if ns is None:
+        ns = {"__name__": "__main__"}
+    ns["print"] = step_print
     try:
         tree = ast.parse(code)
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
@@ -445,7 +452,7 @@ def _plain_exec(code: str, logs: io.StringIO, audit: bool = False) -> tuple[Any,
 
 
 def _plain_probe(probe: str) -> str:
-    value, err = _plain_exec(probe, io.StringIO())
+    value, err = plain_exec(probe, io.StringIO())
     return repr(value) if err is None else f"<probe error {err['type']}: {err['message'][:200]}>"
 
 
@@ -483,7 +490,7 @@ def _run_job(job: dict) -> dict:
         if probe:
             result["probe_before"] = _plain_probe(probe)
         logs = io.StringIO()
-        value, err = _plain_exec(job["code"], logs, audit=mode == "audit")
+        value, err = plain_exec(job["code"], logs, audit=mode == "audit")
         result.update(logs=logs.getvalue(), output_repr="" if value is None else repr(value)[:20_000], error=err)
         if probe:
             result["probe_after"] = _plain_probe(probe)
@@ -588,6 +595,14 @@ def _runner(jobfile: str) -> int:
     if any(j["mode"] != "plain" and j["mode"] != "audit" for j in jobs):
         import executors.local  # noqa: F401
         import executors.process  # noqa: F401
+    fork_each(jobs, parallel, _child)
+    return 0
+
+
+def fork_each(jobs: list[dict], parallel: int, child: Callable[[dict], None],
+              timeout_s: float = ATTEMPT_TIMEOUT_S) -> None:
+    """Run `child(job)` in a forked process per job, `parallel` at a time. A child still running
+    after `timeout_s` is killed, and its result file (job["result"]) says so."""
     pending = list(reversed(jobs))
     running: dict[int, tuple[dict, float]] = {}
     while pending or running:
@@ -596,10 +611,10 @@ def _runner(jobfile: str) -> int:
             pid = os.fork()
             if pid == 0:
                 try:
-                    _child(job)
+                    child(job)
                 finally:
                     os._exit(0)
-            running[pid] = (job, time.monotonic() + ATTEMPT_TIMEOUT_S)
+            running[pid] = (job, time.monotonic() + timeout_s)
         pid, _status = os.waitpid(-1, os.WNOHANG)
         if pid == 0:
             time.sleep(0.01)
@@ -609,10 +624,9 @@ def _runner(jobfile: str) -> int:
                         os.kill(pid, 9)
                     Path(job["result"]).write_text(_dump({"id": job["id"], "mode": job["mode"], "error": None,
                                                           "stdout_path": job["stdout"],
-                                                          "runner_error": f"timed out after {ATTEMPT_TIMEOUT_S} s"}))
+                                                          "runner_error": f"timed out after {timeout_s} s"}))
             continue
         running.pop(pid, None)
-    return 0
 
 
 def audit_events(attempts: Iterable[Any], tmp_path: Path) -> dict[str, list]:

@@ -173,7 +173,7 @@ def test_rendering_runs_under_the_steps_time_limit(make):
             "fig, ax = plt.subplots()\nax.plot([1, 2])\nax.xaxis.set_major_formatter(ticker.FuncFormatter(slow))\n"
             "print('drawn later')")
     result = ex.execute(code)
-    assert result.duration_s < 3 + 2
+    assert result.duration_s < 3 + 3  # the step's 3 s, and time to report on a loaded machine
     assert result.attachments == () and "drawn later" in result.logs
     assert "not returned" in result.logs or (result.error is not None and result.error.type == "TimeoutError")
     again = ex.execute("print(len(plt.get_fignums()))")

@@ -180,7 +180,7 @@ def test_a_hung_agent_is_cut_at_timeout_and_the_batch_goes_on(tmp_path):
     t0 = time.perf_counter()
     summary = run_batch(SCRIPTED, tasks, out=tmp_path, workers=2, timeout_s=1.5, retries=1, progress=None)
     rows = rows_by_id(tmp_path)
-    assert rows["hang"]["status"] == "timeout" and "timeout_s=1.5" in rows["hang"]["error"]
+    assert rows["hang"]["status"] == "timeout" and "time limit of 1.5 s" in rows["hang"]["error"]
     assert rows["hang"]["attempts"] == 1  # a timeout is not retried: it would hang again
     assert 1.4 <= rows["hang"]["wall_s"] < 5
     assert [rows[f"t{i:03d}"]["status"] for i in range(3)] == ["success"] * 3

@@ -136,3 +136,49 @@ def test_the_codec_rejects_a_hostile_array_payload() -> None:
                 {**good, "shape": [-1]}, {**good, "dtype": "<f8; import os"}):
         with pytest.raises(ProtocolError):
             decode_value(bad)
+
+
+def test_builtin_subclasses_cross_as_their_own_data() -> None:
+    """A list of Counters (or of any dict/set subclass) comes back value for value: each is read by
+    its base type's C code, and the in-process memo is keyed by the value, not by a temporary copy
+    (keyed by the copy, 999 of 1000 Counters came back as the first one's data)."""
+    from collections import Counter, OrderedDict
+
+    values = [Counter({str(i): i}) for i in range(1000)] + [OrderedDict(a=1), frozenset({1, 2})]
+    for binary in (True, False):
+        assert decode_value(encode_value(values, binary=binary)) == \
+            [{str(i): i} for i in range(1000)] + [{"a": 1}, frozenset({1, 2})]
+
+
+def test_reading_a_subclass_runs_none_of_its_methods() -> None:
+    """dict.copy() calls a subclass's keys() and __getitem__ when it overrides __iter__, and a new
+    set hashes each element again: the codec does neither (this was a write on the host through
+    `get_variables()`, found by the deferred fuzz family)."""
+    ran: list[str] = []
+
+    class Hostile(dict):
+        def __iter__(self):
+            ran.append("__iter__")
+            return iter(())
+
+        def keys(self):
+            ran.append("keys")
+            return ()
+
+        def __getitem__(self, key):
+            ran.append("__getitem__")
+
+    class Key(str):
+        def __hash__(self):
+            ran.append("__hash__")
+            return 1
+
+    class Elements(frozenset):
+        def __iter__(self):
+            ran.append("frozenset.__iter__")
+            return iter(())
+
+    values = [Hostile(a=1), Elements({Key("x")})]
+    ran.clear()  # (building the set hashed its element)
+    got = decode_value(encode_value(values, binary=True))
+    assert ran == [] and got == [{"a": 1}, frozenset({"x"})]

@@ -11,6 +11,7 @@ import json
 import os
 import pkgutil
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,6 +26,7 @@ from hypothesis import seed as hseed
 
 from codeagent import fuzz as fuzz_cli
 from executors import ExecutionError, ExecutionResult, FinalAnswer, Limits
+from executors.access import owned_tempdir, sweep_dead_owners
 from executors.fuzzing.library_escapes import library_plan
 from executors.fuzzing.library_routes import CARRIERS as LIBRARY_CARRIERS
 from executors.fuzzing.library_routes import KIND_EFFECT, TAMPERS
@@ -224,9 +226,15 @@ class PlainLibraryExecutor(UnsafeExecutor):
     authorized_imports = (*LIBRARIES, "os", "pathlib", "shutil", "time", "io")
 
     def execute(self, code: str) -> ExecutionResult:
-        # a fresh cwd per attempt, in the forked child: an attempt may move its cwd away
-        os.chdir(tempfile.mkdtemp(prefix="codeagent-fuzz-plain-"))
-        return super().execute(code)
+        # a fresh cwd per attempt, in the forked child: an attempt may move its cwd away. Removed
+        # after it; a child killed mid-attempt leaves one that the next attempt sweeps (its pid).
+        scratch = owned_tempdir("codeagent-fuzz-plain-")
+        os.chdir(scratch)
+        try:
+            return super().execute(code)
+        finally:
+            os.chdir("/")
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _known_open(outcome: Any) -> bool:
@@ -294,7 +302,19 @@ def test_library_attempts_are_deterministic_for_a_seed() -> None:
 def test_library_carriers_escape_plain_cpython() -> None:
     """Not vacuous: where nothing stops them, the library attempts read the secret, write beside
     the marker, unpickle, load native code, evaluate strings, start processes, tamper."""
-    outcomes = _library_outcomes(PlainLibraryExecutor, list(PlainLibraryExecutor.authorized_imports), 1000, 11)
+    # a temp dir of its own (the forked children inherit it): other runs on this machine share /tmp
+    private, before = tempfile.mkdtemp(prefix="carriers-tmp-"), tempfile.tempdir
+    tempfile.tempdir = private
+    try:
+        outcomes = _library_outcomes(PlainLibraryExecutor, list(PlainLibraryExecutor.authorized_imports), 1000, 11)
+    finally:
+        tempfile.tempdir = before
+    # nothing left: each attempt removes its folder, a child killed mid-attempt leaves it to the
+    # next one (or to this sweep: its owner's pid is dead)
+    sweep_dead_owners("codeagent-fuzz-plain-", private)
+    left = [name for name in os.listdir(private) if name.startswith("codeagent-fuzz-plain-")]
+    shutil.rmtree(private, ignore_errors=True)
+    assert left == []
     # hooks only the sandbox's host calls (repr of the last value, == on final_answer, str of an
     # exception) never run under plain exec; tampering shows once per setting (one process)
     ran = [o for o in outcomes if o.label.split("/")[-2] not in ("repr_hook", "eq_hook", "exception_str")

@@ -112,8 +112,8 @@ def test_a_shard_that_never_reports_back_fails_the_campaign(tmp_path, capsys):
 
 @pytest.mark.parametrize(("flags", "message"), [
     (["--backend", "local", "--seconds", "10"], "--seconds cannot be used with --backend"),
-    (["--backend", "local", "--workers", "0"], "--workers must be >= 1"),
-    (["--shard-size", "0"], "--shard-size must be >= 1"),
+    (["--backend", "local", "--workers", "0"], "argument --workers: must be between 1 and 1024, got 0"),
+    (["--shard-size", "0"], "argument --shard-size: must be >= 1, got 0"),
     (["--escape-families", "nope"], "--escape-families: escape families must be among dunder_walk"),
 ])
 def test_options_that_cannot_work_are_refused_before_anything_runs(flags, message, capsys):

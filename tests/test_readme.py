@@ -37,6 +37,7 @@ for name, value in list(namespace.items()):
 EXPECTED_OUTPUT = {
     'final_answer(add(2, 40))': "42 success 1 ",
     'agent.run("What is 17 * 23?")': "success 391",
+    'exporter.get_finished_spans()': "['chat scripted', 'execute_code', 'execute_tool add', 'invoke_agent CodeAgent', 'step 1']",
     'agent.stream("Sum 0..9.")': '"type":"run_end"',
     "def test_my_sandbox_holds": "test_my_sandbox_holds: passed",
     'args=["-m", "mcp_server_time"]': "get_current_time(timezone: str) -> dict[str, Any]\nASIA/TOKYO",

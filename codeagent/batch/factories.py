@@ -10,39 +10,17 @@ environment variable each worker reads it from (OPENAI_API_KEY when unset).
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Sequence
 from typing import Any
+
+from codeagent.tools import load_tools
 
 __all__ = ["cli_agent", "load_tools", "AGENT_MODES"]
 
 AGENT_MODES = ("code", "single_call", "tool_calling", "auto")
 # mode picked by auto_agent's probes, once per worker for each endpoint (not once per task)
 _AUTO_CHOICE: dict[tuple[str, str | None], str] = {}
-
-
-def load_tools(specs: Sequence[str]) -> list[Any]:
-    """"module:attr" references -> tools: each names a tool or function, or a list/tuple/dict of them."""
-    from codeagent import Tool
-
-    tools: list[Any] = []
-    for spec in specs:
-        module_name, sep, attr = spec.partition(":")
-        if not sep or not module_name or not attr:
-            raise ValueError(f"tools are given as module:attr (e.g. mytools:search), got {spec!r}")
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-        if isinstance(obj, dict):
-            tools.extend(v if isinstance(v, Tool) and v.name == k else Tool(v, name=k) for k, v in obj.items())
-        elif isinstance(obj, (list, tuple)):
-            tools.extend(obj)
-        elif callable(obj):
-            tools.append(obj)
-        else:
-            raise TypeError(f"tools {spec}: a {type(obj).__name__} is neither a tool nor a list of tools")
-    return tools
 
 
 def cli_agent(
@@ -57,6 +35,8 @@ def cli_agent(
     supports_stop: bool = True,
     temperature: float | None = None,
     max_tokens: int | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
     authorized_imports: Sequence[str] | None = None,
     executor: Any = None,
     mcp: Sequence[dict[str, Any]] = (),
@@ -78,8 +58,14 @@ def cli_agent(
         request_options["temperature"] = temperature
     if max_tokens is not None:
         request_options["max_tokens"] = max_tokens
+    endpoint: dict[str, Any] = {}  # the request timeout and the SDK's retries, when set
+    if timeout is not None:
+        endpoint["timeout"] = timeout
+    if max_retries is not None:
+        endpoint["max_retries"] = max_retries
     llm = OpenAIModel(model, base_url=base_url, api_key=os.environ.get(api_key_env or "OPENAI_API_KEY"),
-                      system_role=system_role, supports_stop=supports_stop, request_options=request_options)
+                      system_role=system_role, supports_stop=supports_stop, request_options=request_options,
+                      **endpoint)
     agent_tools = load_tools(tools)
     if mcp:
         from codeagent.mcp.cli import process_toolset

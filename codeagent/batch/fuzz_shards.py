@@ -17,11 +17,12 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
+
+from executors.access import owned_tempdir
 
 from .scheduler import run_batch
 from .store import read_results
@@ -91,7 +92,7 @@ def run_fuzz_shards(tasks: Sequence[dict[str, Any]], *, backend: str = "local", 
     report as JSON data, or why it failed}. `out` keeps the batch directory (a rerun with the same
     `out` skips the shards already done); by default a temporary one is removed afterwards.
     Raises codeagent.batch.BatchError when the batch cannot run (no Ray, workers that cannot start)."""
-    directory = out or tempfile.mkdtemp(prefix="codeagent-fuzz-shards-")
+    directory = out or owned_tempdir("codeagent-fuzz-shards-")
     records = [{"id": t["id"], "task": json.dumps({"options": t["options"], "shard": t["shard"]})} for t in tasks]
     try:
         run_batch(SHARD_FACTORY, records, out=directory, backend=backend, workers=workers,

@@ -27,6 +27,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_any
 from typing import Any
 
+from executors.access import sweep_workdirs
+
 from .pool import Event, Slot
 
 __all__ = ["LocalPool"]
@@ -84,9 +86,9 @@ class LocalPool:
     name = "local"
 
     def __init__(self, runner_args: tuple[Any, ...]) -> None:
-        factory, options, executor, executor_options = runner_args
+        factory, options, executor, executor_options, trace = runner_args
         self.config = {"factory": factory, "options": options, "executor": executor,
-                       "executor_options": executor_options}
+                       "executor_options": executor_options, "trace": trace}
         self.env = _child_env()
         self.slots: list[ProcessSlot] = []
 
@@ -124,6 +126,7 @@ class LocalPool:
         assert isinstance(slot, ProcessSlot)
         self.slots.remove(slot)
         slot.kill()
+        sweep_workdirs()  # a killed worker could not remove its executor's folder
         return self.start_slot()
 
     def close(self) -> None:
@@ -137,3 +140,4 @@ class LocalPool:
                     pass
             slot.kill()
         self.slots.clear()
+        sweep_workdirs()

@@ -37,7 +37,7 @@ def main(fd: int) -> int:
     from .worker import TaskRunner
 
     runner = TaskRunner(config["factory"], config.get("options"), config.get("executor"),
-                        config.get("executor_options"))
+                        config.get("executor_options"), config.get("trace"))
     runner.warm_up()
     try:
         conn.send_bytes(json.dumps({"ready": os.getpid()}).encode())
@@ -48,6 +48,8 @@ def main(fd: int) -> int:
                 return 0  # the driver closed the pool or is gone
             row = runner.run(json.loads(data))
             conn.send_bytes(json.dumps(row).encode())
+    except OSError:  # BrokenPipe: the driver closed the pool (or is gone) before it read this
+        return 0
     finally:
         runner.close()
 

@@ -17,6 +17,11 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from executors.base import timeout_seconds
+
+from ..tracing.batch import TRACE_KEY, batch_span, worker_config
+from ..tracing.export import TracingUnavailable
+from ..tracing.export import setup as setup_tracing
 from .pool import Event, Pool, Slot
 from .progress import make_progress
 from .store import ResultStore
@@ -24,12 +29,26 @@ from .summary import BatchSummary, answers_match
 from .tasks import BatchTask, load_tasks
 from .worker import EXECUTOR_KINDS, reference_of, resolve
 
-__all__ = ["run_batch", "BatchError", "BACKENDS", "DEFAULT_TIMEOUT_S"]
+__all__ = ["run_batch", "BatchError", "BACKENDS", "DEFAULT_TIMEOUT_S", "RETRY_CHOICES", "retry_statuses"]
 
 BACKENDS = ("local", "ray")
 DEFAULT_TIMEOUT_S = 600.0
 RETRIED = ("crashed", "error")  # a timeout is the task's own doing: running it again would hang again
+# --retry: which recorded tasks a resumed batch runs again (the others are skipped)
+RETRY_CHOICES = ("failed", "timeout", "all")
+_RETRY_STATUSES = {"failed": ("failed", "max_steps", "error", "crashed", "interrupted"), "timeout": ("timeout",)}
 MAX_START_FAILURES = 3  # workers dying before they ever got ready, in a row: the setup is broken
+
+
+def retry_statuses(choices: Iterable[str]) -> frozenset[str]:
+    """The recorded statuses that --retry CHOICE... runs again ("all": every one but success)."""
+    out: set[str] = set()
+    for choice in choices:
+        if choice not in RETRY_CHOICES:
+            raise BatchError(f"retry must be one of {', '.join(RETRY_CHOICES)}, got {choice!r}")
+        for name in (("failed", "timeout") if choice == "all" else (choice,)):
+            out.update(_RETRY_STATUSES[name])
+    return frozenset(out)
 
 
 class BatchError(RuntimeError):
@@ -97,10 +116,12 @@ class _Batch:
     """The driver's loop over one pool."""
 
     def __init__(self, pool: Pool, store: ResultStore, tasks: list[BatchTask], progress: Any,
-                 timeout_s: float | None, retries: int) -> None:
+                 timeout_s: float | None, retries: int, todo: set[str],
+                 trace: dict[str, str] | None = None) -> None:
         self.pool, self.store, self.progress = pool, store, progress
+        self.trace = {TRACE_KEY: trace} if trace else {}  # the batch span's context, for every task
         self.by_id = {t.id: t for t in tasks}
-        self.pending = deque(t.id for t in tasks if t.id not in store.done)
+        self.pending = deque(t.id for t in tasks if t.id in todo)
         self.timeout_s, self.retries = timeout_s, retries
         self.attempts: dict[str, int] = {}
         self.started: dict[str, float] = {}
@@ -130,7 +151,7 @@ class _Batch:
             self.started[task_id] = time.perf_counter()
             slot.state, slot.task_id = "busy", task_id
             slot.deadline = None if self.timeout_s is None else time.perf_counter() + self.timeout_s
-            self.pool.submit(slot, self.by_id[task_id].to_record())
+            self.pool.submit(slot, {**self.by_id[task_id].to_record(), **self.trace})
 
     def _wait_time(self) -> float | None:
         deadlines = [s.deadline for s in self.pool.slots if s.state == "busy" and s.deadline]
@@ -170,7 +191,8 @@ class _Batch:
                 task_id = slot.task_id
                 assert task_id is not None
                 self.pool.replace(slot)
-                error = f"no result after timeout_s={self.timeout_s:g} s: the run was cut (its worker was killed and replaced)"
+                error = (f"the task did not finish within its time limit of {self.timeout_s:g} s (--task-timeout, "
+                         "run_batch(timeout_s=...)): it was cut, its worker killed and replaced")
                 self._settle(task_id, _failure_row("timeout", error, self._elapsed(task_id)), None)
 
     def _elapsed(self, task_id: str) -> float:
@@ -221,30 +243,56 @@ def run_batch(
     ray_options: Mapping[str, Any] | None = None,
     ray_init: Mapping[str, Any] | None = None,
     progress: str | Callable[[dict[str, Any]], None] | None = "auto",
+    retry: Iterable[str] = (),
+    trace: str | None = None,
 ) -> BatchSummary:
-    """Run every task with an agent from `make_agent`, `workers` at a time; see codeagent.batch."""
+    """Run every task with an agent from `make_agent`, `workers` at a time; see codeagent.batch.
+
+    trace: "otlp" or "console" to trace the batch (codeagent.tracing.batch): one trace per task."""
     if backend not in BACKENDS:
         raise BatchError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     if workers < 1:
         raise BatchError(f"workers must be >= 1, got {workers}")
     if retries < 0:
         raise BatchError(f"retries must be >= 0, got {retries}")
-    if timeout_s is not None and timeout_s <= 0:
-        raise BatchError(f"timeout_s must be > 0 (or None for no limit), got {timeout_s}")
+    if timeout_s is not None:
+        try:
+            timeout_s = timeout_seconds(timeout_s, "timeout_s (--task-timeout)")
+        except ValueError as exc:
+            raise BatchError(f"{exc} (or None for no limit)")
+    rerun = frozenset(retry)
+    if not rerun <= {*_RETRY_STATUSES["failed"], *_RETRY_STATUSES["timeout"]}:
+        raise BatchError(f"retry names statuses to run again ({', '.join(sorted(rerun))}): use retry_statuses()")
     if executor is not None and executor not in EXECUTOR_KINDS:
         raise BatchError(f"unknown executor {executor!r}: choose one of {', '.join(EXECUTOR_KINDS)}")
     factory = _factory_spec(make_agent)
     todo = load_tasks(tasks)
-    runner_args = (factory, dict(options or {}), executor, dict(executor_options or {}))
+    try:
+        trace_config = worker_config(trace)
+        if trace is not None:
+            setup_tracing(trace)  # the driver's batch span goes to the same place
+    except (ValueError, TracingUnavailable) as exc:
+        raise BatchError(f"trace={trace!r}: {exc}")
+    runner_args = (factory, dict(options or {}), executor, dict(executor_options or {}), trace_config)
     reporter = make_progress(progress)
     t0 = time.perf_counter()
+    if not todo:
+        raise BatchError(f"no tasks in {tasks}: one JSON object a line, with 'id' and 'task'"
+                         if isinstance(tasks, (str, os.PathLike)) else "no tasks were given")
     with ResultStore(out) as store:
-        skipped = sum(t.id in store.done for t in todo)
+        kept = [t.id for t in todo if t.id in store.done and store.done[t.id].get("status") not in rerun]
+        skipped_by: dict[str, int] = {}
+        for task_id in kept:
+            status = str(store.done[task_id].get("status"))
+            skipped_by[status] = skipped_by.get(status, 0) + 1
+        skipped = len(kept)
         reporter.start(len(todo), skipped, backend, workers)
         if skipped < len(todo):
             pool = _make_pool(backend, runner_args, address, ray_options, ray_init)
             try:
-                _Batch(pool, store, todo, reporter, timeout_s, retries).run(workers)
+                with batch_span(backend, workers, len(todo) - skipped) as carrier:
+                    _Batch(pool, store, todo, reporter, timeout_s, retries, {t.id for t in todo} - set(kept),
+                           carrier).run(workers)
             finally:
                 pool.close()
         wall = time.perf_counter() - t0
@@ -252,7 +300,7 @@ def run_batch(
         store.write_meta({"backend": backend, "workers": workers, "factory": factory, "options": _redacted(options or {}), "executor": executor,
                           "timeout_s": timeout_s, "retries": retries, "ran": ran, "wall_s": round(wall, 3)})
     summary = BatchSummary.from_dir(out, [t.id for t in todo], wall_s=wall, ran=ran, skipped=skipped,
-                                    backend=backend, workers=workers)
+                                    skipped_by=skipped_by, backend=backend, workers=workers)
     reporter.end(summary.total, summary.succeeded)
     return summary
 

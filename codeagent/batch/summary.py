@@ -6,17 +6,23 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .store import read_results
 
-__all__ = ["TaskRow", "BatchSummary", "answers_match", "compare", "RUN_STATUSES", "BATCH_STATUSES"]
+__all__ = ["TaskRow", "BatchSummary", "answers_match", "compare", "natural_key", "RUN_STATUSES", "BATCH_STATUSES"]
 
-RUN_STATUSES = ("success", "max_steps", "failed")  # a RunResult's own statuses
+RUN_STATUSES = ("success", "max_steps", "failed", "interrupted")  # a RunResult's own statuses
 # the batch's, for runs that did not end with a RunResult
 BATCH_STATUSES = ("timeout", "crashed", "error")
+
+
+def natural_key(task_id: str) -> list[Any]:
+    """q2 before q10: ids ordered as a person reads them."""
+    return [(0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", task_id)]
 
 
 def _norm(value: Any) -> Any:
@@ -88,6 +94,7 @@ class BatchSummary:
     wall_s: float = 0.0
     ran: int = 0
     skipped: int = 0
+    skipped_by: Mapping[str, int] = field(default_factory=dict)  # skipped tasks by recorded status
     backend: str = ""
     workers: int = 0
     out: str = ""
@@ -135,7 +142,8 @@ class BatchSummary:
             "checked": self.checked, "correct": self.correct, "by_status": self.by_status(),
             "steps": sum(r.steps for r in self.rows), "model_calls": sum(r.model_calls for r in self.rows),
             "tokens": sum(r.tokens for r in self.rows), "task_wall_s": round(sum(r.wall_s for r in self.rows), 3),
-            "ran": self.ran, "skipped": self.skipped, "wall_s": round(self.wall_s, 3),
+            "ran": self.ran, "skipped": self.skipped, "skipped_by_status": dict(self.skipped_by),
+            "wall_s": round(self.wall_s, 3),
             "tasks_per_s": round(self.tasks_per_s, 3),
         }
 
@@ -170,9 +178,18 @@ class BatchSummary:
             parts.append(others)
         parts.append(f"{t['model_calls']} model calls, {t['tokens']} tokens")
         if self.ran:
-            parts.append(f"this session: {self.ran} run in {self.wall_s:.1f} s ({self.tasks_per_s:.2f} tasks/s"
-                         + (f", {self.skipped} already done" if self.skipped else "") + ")")
+            parts.append(f"this session: {self.ran} run in {self.wall_s:.1f} s ({self.tasks_per_s:.2f} tasks/s)")
+        if self.skipped:
+            parts.append(self.skipped_line())
         return " · ".join(parts)
+
+    def skipped_line(self) -> str:
+        """What a resumed batch did not run, and why: those tasks' results are from before."""
+        counts = ", ".join(f"{n} {s}" for s, n in sorted(self.skipped_by.items()))
+        unfinished = sum(n for s, n in self.skipped_by.items() if s != "success")
+        again = (" (run them again: --retry failed|timeout|all)" if unfinished else "")
+        return (f"{self.skipped} skipped: already recorded in {self.out or 'the batch directory'}"
+                + (f" ({counts})" if counts else "") + again)
 
 
 def _state(row: TaskRow | None) -> str:
@@ -187,7 +204,7 @@ def compare(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> tuple[str, 
     rows_a = {r.id: r for r in BatchSummary.from_dir(a).rows}
     rows_b = {r.id: r for r in BatchSummary.from_dir(b).rows}
     changes: list[dict[str, Any]] = []
-    for task_id in list(rows_a) + [i for i in rows_b if i not in rows_a]:
+    for task_id in sorted({*rows_a, *rows_b}, key=natural_key):
         ra, rb = rows_a.get(task_id), rows_b.get(task_id)
         if ra is None or rb is None:
             kind = "only in a" if rb is None else "only in b"

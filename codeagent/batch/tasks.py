@@ -81,14 +81,20 @@ class BatchTask:
 
 
 def _records_from_file(path: Path) -> Iterator[tuple[str, Any]]:
-    with path.open(encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip() or line.lstrip().startswith("#"):
-                continue
-            try:
-                yield f"{path}:{number}", json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TaskError(f"{path}:{number}: not a JSON object: {exc}")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise TaskError(f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x}): a tasks file is JSON "
+                        "lines, saved as UTF-8")
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            yield f"{path}:{number}", json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TaskError(f"{path}:{number}: not a JSON object: {exc}")
 
 
 def load_tasks(tasks: str | Path | Iterable[Any]) -> list[BatchTask]:

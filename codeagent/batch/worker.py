@@ -16,13 +16,13 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from codeagent.executor_options import EXECUTORS as EXECUTOR_KINDS
+
+from ..tracing.batch import TRACE_KEY, end_task, start_worker, task_span
 from .tasks import BatchTask
 
 __all__ = ["TaskRunner", "resolve", "reference_of", "model_calls", "EXECUTOR_KINDS"]
 
-EXECUTOR_KINDS = {"local": ("executors.local", "LocalExecutor"),
-                  "subprocess": ("executors.process", "SubprocessExecutor"),
-                  "docker": ("executors.docker", "DockerExecutor")}
 
 
 def resolve(ref: str) -> Any:
@@ -80,13 +80,15 @@ class TaskRunner:
     warm executor (made on first use, handed to every agent, replaced after it fails)."""
 
     def __init__(self, factory: str | Callable[..., Any], options: Mapping[str, Any] | None = None,
-                 executor: str | None = None, executor_options: Mapping[str, Any] | None = None) -> None:
+                 executor: str | None = None, executor_options: Mapping[str, Any] | None = None,
+                 trace: Mapping[str, Any] | None = None) -> None:
         self.factory_ref = factory
         self.options = dict(options or {})
         self.executor_kind = executor
         self.executor_options = dict(executor_options or {})
         self._factory: Callable[..., Any] | None = None
         self._executor: Any = None
+        start_worker(trace)  # the driver's exporter and OTEL_* settings (codeagent.tracing.batch)
 
     # -- pieces ----------------------------------------------------------------------------
 
@@ -100,17 +102,11 @@ class TaskRunner:
 
     def executor(self) -> Any:
         if self._executor is None:
+            from codeagent.executor_options import make_executor
+
             if self.executor_kind not in EXECUTOR_KINDS:
                 raise ValueError(f"unknown executor {self.executor_kind!r}: choose one of {', '.join(EXECUTOR_KINDS)}")
-            module_name, cls_name = EXECUTOR_KINDS[self.executor_kind]
-            cls = getattr(importlib.import_module(module_name), cls_name)
-            options = dict(self.executor_options)
-            timeout = options.pop("timeout_s", None)
-            if timeout is not None:
-                from executors.base import Limits
-
-                options["limits"] = Limits(timeout_s=float(timeout))
-            self._executor = cls(**options)
+            self._executor = make_executor(self.executor_kind, self.executor_options)
         return self._executor
 
     def warm_up(self) -> None:
@@ -145,7 +141,16 @@ class TaskRunner:
     # -- one task --------------------------------------------------------------------------
 
     def run(self, record: Mapping[str, Any]) -> dict[str, Any]:
-        """The task's result row, with the RunResult as `run` (JSON); never raises."""
+        """The task's result row, with the RunResult as `run` (JSON); never raises. When tracing,
+        the task is a trace of its own (codeagent.tracing.batch)."""
+        record = dict(record)
+        carrier = record.pop(TRACE_KEY, None)
+        with task_span(carrier, str(record.get("id", "?"))) as span:
+            row = self._run(record)
+            end_task(span, row)
+        return row
+
+    def _run(self, record: Mapping[str, Any]) -> dict[str, Any]:
         t0 = time.perf_counter()
         task_id = str(record.get("id", "?"))
         try:

@@ -28,8 +28,8 @@ own) has no such network, and the executor then refuses to start rather than pic
 `network="host"` (the host's network namespace, its loopback included) or the name of a Docker
 network picks one explicitly.
 
-The engine is `docker_url`, else DOCKER_HOST (`source <(scripts/docker-engine.sh --env)` starts
-the project's own). `image=` takes any image with Python >= 3.10 on its PATH as `python3`; the
+The engine is `docker_url`, else DOCKER_HOST, else the project's own engine when its socket
+(/run/codeagent-docker.sock, which `scripts/docker-engine.sh` starts) exists, else the platform's. `image=` takes any image with Python >= 3.10 on its PATH as `python3`; the
 default image is built offline from the host's Python on first use (`build_image()`), and
 `packages=["numpy", "pandas", "matplotlib"]` adds those distributions (and what they require)
 from the host's environment, built once per set of versions. Authorizing a module the image
@@ -63,6 +63,7 @@ from .image import (
     build_image,
     connect,
     default_image,
+    engine_url,
     ensure_image,
     image_modules,
     plan_image,
@@ -81,7 +82,7 @@ _lock = threading.Lock()
 def _client(docker_url: str | None) -> Any:
     """One SDK client per engine, shared by the executors of this process."""
     with _lock:
-        key = docker_url or os.environ.get("DOCKER_HOST")
+        key = engine_url(docker_url)
         client = _clients.get(key)
         if client is None:
             try:
@@ -90,7 +91,7 @@ def _client(docker_url: str | None) -> Any:
             except ExecutorError:
                 raise
             except Exception as e:
-                where = docker_url or os.environ.get("DOCKER_HOST") or "the default Docker socket"
+                where = engine_url(docker_url) or "the default Docker socket"
                 raise ExecutorError(
                     f"cannot reach a Docker engine at {where}: {e}. Start one (the project's "
                     "scripts/docker-engine.sh does) and set DOCKER_HOST or pass docker_url=."
@@ -109,7 +110,7 @@ def engine_problem(docker_url: str | None = None) -> str | None:
         finally:
             client.close()
     except Exception as e:  # no SDK, no engine, no permission
-        where = docker_url or os.environ.get("DOCKER_HOST")
+        where = engine_url(docker_url)
         return f"no Docker engine reachable via DOCKER_HOST={where!r}: {e}"
     return None
 
@@ -168,7 +169,7 @@ class DockerExecutor(RemoteExecutor):
     """The executor contract with the worker in a hardened container (see the module docstring).
 
     image: any image with `python3` >= 3.10; default: the offline-built `codeagent-python` image.
-    docker_url: the engine (default: DOCKER_HOST). policy: "open" (full Python, the container is
+    docker_url: the engine (default: `image.engine_url()`: DOCKER_HOST, else the project's engine). policy: "open" (full Python, the container is
     the boundary) or "restricted" (the in-process policy inside the container too; our package is mounted
     read-only for it). access: the grants (`executors.access.Access`),
     bind-mounted at their own paths. network: None (from `access`), False (none), True (the
@@ -295,7 +296,7 @@ class DockerExecutor(RemoteExecutor):
     # -- the RemoteExecutor interface ----------------------------------------------------------
     def _start_worker(self) -> WorkerContainer:
         client = _client(self.docker_url)
-        _sweep_once(client, self.docker_url or os.environ.get("DOCKER_HOST"))
+        _sweep_once(client, engine_url(self.docker_url))
         if self.image is None:
             try:
                 self.image = ensure_image(client=client, plan=self._plan)

@@ -64,16 +64,34 @@ _GROUP = "root:x:0:\nnogroup:x:65534:\n"
 _HOSTS = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 
 
+# The engine scripts/docker-engine.sh starts: found without DOCKER_HOST when it is running.
+PROJECT_ENGINE_SOCKET = "/run/codeagent-docker.sock"
+
+
+def engine_url(docker_url: str | None = None) -> str | None:
+    """The engine to use: `docker_url`, else DOCKER_HOST, else the project's own engine when its
+    socket exists (it is the one the project's scripts start), else None (the platform default,
+    /var/run/docker.sock)."""
+    if docker_url:
+        return docker_url
+    if os.environ.get("DOCKER_HOST"):
+        return os.environ["DOCKER_HOST"]
+    if os.path.exists(PROJECT_ENGINE_SOCKET):
+        return f"unix://{PROJECT_ENGINE_SOCKET}"
+    return None
+
+
 def connect(docker_url: str | None = None, *, timeout: float = 60):
-    """A docker SDK client for `docker_url`, else DOCKER_HOST, else the platform default."""
+    """A docker SDK client for `engine_url(docker_url)` (see there)."""
     try:
         import docker
     except ImportError as e:  # pragma: no cover - depends on the install
         from ..base import ExecutorError
 
         raise ExecutorError("the docker SDK is missing: pip install 'codeagent[docker]'") from e
-    if docker_url:
-        return docker.DockerClient(base_url=docker_url, timeout=timeout)
+    url = engine_url(docker_url)
+    if url:
+        return docker.DockerClient(base_url=url, timeout=timeout)
     return docker.from_env(timeout=timeout)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 
 try:
@@ -17,7 +16,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the user's environment
     raise ImportError(
         "executors.fuzzing (and executors.strategies) needs hypothesis: pip install hypothesis "
-        "hypothesmith (or the project's 'dev' extra)"
+        "hypothesmith (or the project's 'fuzz' extra)"
     ) from exc
 
 __all__ = ["st", "private_storage"]
@@ -39,7 +38,8 @@ def private_storage() -> Iterator[None]:
 
     # The module keeps the chosen home in a private global; None means "not chosen yet".
     previous = getattr(configuration, "__hypothesis_home_directory", None)
-    folder = tempfile.mkdtemp(prefix="codeagent-hypothesis-")
+    from ..access import owned_tempdir  # lazily: fuzzing loads no place
+    folder = owned_tempdir("codeagent-hypothesis-")
     configuration.set_hypothesis_home_dir(folder)
     try:
         yield

@@ -78,14 +78,14 @@ def _campaign(n: int, strategy: Any, prop: str, mode: str, phase_deadline: float
 def _strategy(prop: str, session: Session, mode: str, imports: Iterable[str] | None,
               bomb_kinds: Iterable[str] | None, families: Iterable[str] | None = None) -> Any:
     from .bombs import BOMB_KINDS, resource_bombs
-    from .escapes import FAMILIES, escape_attempts
+    from .escapes import DEFAULT_FAMILIES, escape_attempts
     from .program_strategy import programs
 
     if prop == "cpython":
         return programs(session.tools, mode, authorized_imports=imports)
     if prop == "escapes":
         return escape_attempts(session.marker, CANARY_ENV, tools=session.tools, authorized_imports=imports,
-                               families=tuple(families or FAMILIES))
+                               families=tuple(families or DEFAULT_FAMILIES))
     return resource_bombs(tuple(bomb_kinds or BOMB_KINDS), limits=session.limits)
 
 
@@ -201,8 +201,9 @@ def fuzz(
     open_policy: whether reaching `os` is allowed (default: read from the executor's `policy`).
     batch_size: examples per hypothesis run (the k-th run of a phase is seeded `seed + k`); the
     same campaign sharded over workers (executors.fuzzing.shards) uses it as its shard size.
-    escape_families: only these families of escape attempts (default: all; e.g. ["library"] for
-    the attempts through the authorized libraries).
+    escape_families: only these families of escape attempts (default: all but "deferred"; e.g.
+    ["library"] for the attempts through the authorized libraries, ["deferred"] for model-made
+    objects with hostile methods handed to the tools or left for the host).
 
         report = fuzz(LocalExecutor, examples=1000, seconds=60)
         print(report.total("program", "equal"), report.failures)

@@ -13,15 +13,19 @@ from typing import Any
 
 from ._hypothesis import st
 from .attempt import EscapeAttempt
+from .deferred import DeferredPlan, deferred_attempts, deferred_plan
 from .escape_preamble import EFFECTS, PREAMBLE, REACH_TOKEN
 from .escape_primitives import SOURCES, TOOL_CHAINS, direct, format_attempt, tamper, tool_chains
 from .escape_rendering import ATTR_STYLES, CARRIERS, STRING_STYLES, Renderer, carry
 from .library_escapes import LibraryPlan, Targets, format_pairs, library_attempts, library_plan
 
-__all__ = ["EscapeAttempt", "escape_attempts", "FAMILIES", "REACH_TOKEN"]
+__all__ = ["EscapeAttempt", "escape_attempts", "FAMILIES", "DEFAULT_FAMILIES", "REACH_TOKEN"]
 
 FAMILIES = ("dunder_walk", "module_pivot", "frames", "builtins", "tool_internals",
-            "refused_import", "format_string", "direct", "stdlib_eval", "library")
+            "refused_import", "format_string", "direct", "stdlib_eval", "library", "deferred")
+# Drawn when no families are named: all of them ("deferred": model-made objects with hostile
+# methods handed to the user's tools or left for the host to touch, issue 21).
+DEFAULT_FAMILIES = FAMILIES
 EFFECT_NAMES = ("marker", "canary", "reach", "tamper", "read")
 
 
@@ -47,9 +51,12 @@ def _statement(draw: Any, r: Renderer, effect: str, family: str, tools: list[str
 
 
 def _family_weights(families: tuple[str, ...], plan: LibraryPlan | None,
-                    effects: tuple[str, ...]) -> tuple[str, ...]:
+                    effects: tuple[str, ...], deferred: DeferredPlan | None = None) -> tuple[str, ...]:
     """The families to sample from: "library" only when an authorized library has rows for these
-    effects, repeated (up to a third of the draws) when the libraries offer many carriers."""
+    effects, repeated (up to a third of the draws) when the libraries offer many carriers;
+    "deferred" only when an authorized module writes files and the effects include "marker"."""
+    if "deferred" in families and (deferred is None or not deferred.usable or "marker" not in effects):
+        families = tuple(f for f in families if f != "deferred") or ("dunder_walk",)
     # rows that need no module (the builtin map over str.format) alone do not make a family
     rows = len([r for r in plan.rows(effects) if r.needs]) if plan is not None else 0
     if not rows:
@@ -63,9 +70,15 @@ def _family_weights(families: tuple[str, ...], plan: LibraryPlan | None,
 def _escape_attempt(draw: Any, marker_path: str, canary_env: str, tools: list[str],
                     authorized: tuple[str, ...], effects: tuple[str, ...],
                     families: tuple[str, ...], plan: LibraryPlan | None,
-                    pairs: tuple[tuple[str, str], ...]) -> EscapeAttempt:
+                    pairs: tuple[tuple[str, str], ...], deferred: DeferredPlan | None = None) -> EscapeAttempt:
     effect = draw(st.sampled_from(effects))
     family = draw(st.sampled_from(families))
+    if family == "deferred" and deferred is not None:
+        from .canaries import CanaryFiles
+
+        canaries = CanaryFiles(marker_path, "")
+        targets = Targets(marker_path, canaries.secret_file, canaries.secret_dir, canaries.root, canary_env)
+        return draw(deferred_attempts(targets, deferred))
     if family == "library" and plan is not None:
         from .canaries import CanaryFiles
 
@@ -98,7 +111,7 @@ def escape_attempts(
     tools: Iterable[str] | Mapping[str, Any] = (),
     authorized_imports: Iterable[str] | None = None,
     effects: Iterable[str] = EFFECT_NAMES,
-    families: Iterable[str] = FAMILIES,
+    families: Iterable[str] = DEFAULT_FAMILIES,
 ) -> st.SearchStrategy[EscapeAttempt]:
     """Strategy for `EscapeAttempt`s: a known escape primitive, rendered with generated glue.
 
@@ -112,6 +125,11 @@ def escape_attempts(
     `__init_subclass__`, metaclass, `__del__` (now or at garbage collection), decorator,
     generator, coroutine, `__repr__`/`__str__`/`__eq__`/`__format__`/`__getattr__` hooks the host
     might call, default arguments, exception `__str__`. Identifiers may be full-width (NFKC).
+
+    The "deferred" family (deferred.py; asked for by name) hands model-made objects with hostile
+    methods, host callables as methods, suspended generators and lazy iterators over host writers
+    to each of `tools` or leaves them as the value, final answer or a variable; the evaluator
+    then touches them as a host would (host_touches.py).
 
     The "library" family goes through the authorized libraries (library_routes.py): readers and
     writers aimed outside the grants (absolute, `..`, /proc/self/root, file:// URLs, symlinks
@@ -144,7 +162,8 @@ def escape_attempts(
     if isinstance(tools, Mapping):
         TOOL_CHAINS.update({name: tool_chains(obj) for name, obj in tools.items()})
     plan = library_plan(tuple(authorized)) if "library" in families else None
-    families = _family_weights(families, plan, effects)
+    deferred = deferred_plan(tuple(authorized), tuple(sorted(tools))) if "deferred" in families else None
+    families = _family_weights(families, plan, effects, deferred)
     pairs = format_pairs(tools)
     return _escape_attempt(str(marker_path), canary_env, sorted(tools), authorized, effects, families,
-                           plan, pairs)
+                           plan, pairs, deferred)

@@ -24,6 +24,7 @@ from .canaries import CanaryFiles
 from .compare import compare_with_reference, is_plain
 from .escape_preamble import REACH_TOKEN
 from .host_state import fingerprint_changes, host_fingerprint
+from .host_touches import touch_result
 from .library_routes import probe_for
 from .oracle import run_cpython
 from .outcome import Outcome
@@ -186,6 +187,8 @@ def evaluate_escape(ex: Any, code: str, label: str, marker: str, secret: str,
     tree = canaries.snapshot() if canaries is not None else None
     before = fingerprint() if fingerprint else None
     r, dt, problem = _execute(ex, code)
+    if label.startswith("deferred/") and problem is None:
+        touch_result(ex, r)  # what a host does with the value: print it, compare it, copy it...
     reset_problem = _reset(ex)
     gc.collect()  # finalizers of model objects run now, if at all: their effects count too
     changed = fingerprint_changes(before, fingerprint()) if fingerprint and before is not None else []

@@ -15,7 +15,6 @@ import secrets
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -137,7 +136,8 @@ class ForkRunner:
     def __init__(self, factory: Callable[[], Any], ctx: RunContext) -> None:
         self.factory, self.ctx = factory, ctx
         self.mp = multiprocessing.get_context("fork")
-        self.log_dir = tempfile.mkdtemp(prefix="codeagent-fuzz-")
+        from ..access import owned_tempdir  # lazily: fuzzing loads no place
+        self.log_dir = owned_tempdir("codeagent-fuzz-log-")
         self.proc = None
         self.conn = None
         self.limits = Limits()

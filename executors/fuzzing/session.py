@@ -6,7 +6,6 @@ import contextlib
 import os
 import secrets
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -49,7 +48,8 @@ class Session:
         os.environ[CANARY_ENV] = self.secret  # before any executor exists: workers inherit it
         self._marker_dir = None
         if marker is None:
-            self._marker_dir = tempfile.mkdtemp(prefix="codeagent-fuzz-marker-")
+            from ..access import owned_tempdir  # lazily: fuzzing loads no place
+            self._marker_dir = owned_tempdir("codeagent-fuzz-marker-")
             marker = os.path.join(self._marker_dir, "ESCAPED")
         else:
             # A replayed example names the marker path of the campaign that saved it, whose folder

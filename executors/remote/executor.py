@@ -403,6 +403,7 @@ class RemoteExecutor(ExecutorBase):
             duration_s=time.perf_counter() - started,
             output_repr=None if msg.output_repr is None else truncate_text(msg.output_repr, limit),
             attachments=checked_attachments(msg, self.limits.max_attachment_bytes),
+            operations=msg.operations,
         )
 
     def _answer_tool_call(self, msg: ToolCall, deadline: float | None) -> None:

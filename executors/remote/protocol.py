@@ -211,6 +211,7 @@ class Result(_Strict):
     duration_s: float = 0.0
     restart: bool = False  # the worker asks to be replaced (e.g. threads it could not stop)
     attachments: Annotated[list[AttachmentInfo], Field(max_length=100)] = []
+    operations: Annotated[int, Field(ge=0, le=2**63 - 1)] | None = None  # the restricted policy's budget used
 
 
 class Variables(_Strict):

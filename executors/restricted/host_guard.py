@@ -204,9 +204,10 @@ class HostGuard:
             elif kind in _SNAPSHOT_TYPES:
                 container[:] = saved
             else:  # a dict subclass: emptied in C (no key of the model's is hashed), then refilled
-                dict.clear(container)  # through its own __setitem__ (host keys: its caches follow)
-                for key, value in saved.items():
+                dict.clear(container)  # through its own __setitem__ (host keys: its caches follow),
+                for key, value in saved.items():  # then with the very objects it held
                     container[key] = value
+                    dict.__setitem__(container, key, value)
 
     def writable(self, obj: Any) -> Any:
         """`obj.attr = v` → `_w(obj).attr = v`."""

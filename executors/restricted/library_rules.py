@@ -241,5 +241,5 @@ def warn_dangerous(authorized: Iterable[str]) -> list[str]:
         refused = module_refusal(base)
         what = f"importing it stays refused ({refused})" if refused else \
             "its dangerous members stay hidden and the capability guard judges what it does"
-        log.warning("authorized_imports includes %r (%s): %s", base, reason, what)
+        log.warning("authorized_imports includes %r: %s; %s", base, reason, what)
     return warned

@@ -78,6 +78,19 @@ def describe_error(exc: BaseException, limits: Limits, reason: str | None,
     return ExecutionError(name, message, lineno, line)
 
 
+def limit_stop_error(exc: BaseException, limits: Limits, reason: str | None,
+                     where: tuple[int | None, str | None]) -> ExecutionError | None:
+    """The error of a step a limit stopped (the deadline, the budget, an interrupt), or None.
+    Runs no model code (no str() of the exception), so it is made while interrupts are paused:
+    a deadline already past would otherwise cut the rendering short before the error is named."""
+    if type(exc) is LimitExceeded:
+        reason = exc.reason
+    if reason not in ("timeout", "operations") and type(exc) not in (Interrupt, LimitExceeded):
+        return None
+    limit_error = _limit_error(exc, limits, reason)
+    return None if limit_error is None else ExecutionError(limit_error[0], limit_error[1], *where)
+
+
 def _limit_error(exc: BaseException, limits: Limits, reason: str | None) -> tuple[str, str] | None:
     """(type, message) when a limit stopped the code, written to say which setting it was."""
     if reason == "timeout" or isinstance(exc, Interrupt):

@@ -41,6 +41,7 @@ from .caps import PROCESS_CAPS, frame_depth
 from .compiler import StepCompiler
 from .errors import LimitExceeded, PolicyError
 from .evaluators import check_library_source
+from .interrupts import HostInterrupts
 from .library_hooks import install_hooks
 from .library_packages import LibraryPackages
 from .library_rules import warn_dangerous
@@ -49,7 +50,7 @@ from .names import LIVE, RESULT
 from .namespace import build_namespace, retire_namespace
 from .output import OutputBuffer
 from .pyplot_state import PyplotState
-from .report import describe_error, locate, safe_repr
+from .report import describe_error, limit_stop_error, locate, safe_repr
 from .sandbox_modules import ModuleProxy
 from .watchdog import CPU_ALARM, WATCHDOG, Interrupt
 from .workdir import WORKDIRS
@@ -270,7 +271,9 @@ class RestrictedRuntime:
             outcome = self._outcome = [None, None, None, [], [], None]
             # every step starts with a pyplot of its own, empty (pyplot_state.py)
             self._figures_before = set() if self._figures else None
-            exc = self._under_limits(compiled, self._render_output)
+            with HostInterrupts(state) as interrupts:  # Ctrl-C ends the step and reaches the host
+                exc = self._under_limits(compiled, self._render_output)
+            interrupts.raise_if_interrupted()
             value, output_repr, error, pictures, notes, wire = outcome
             self.last_output_wire = wire
             # The host gets plain data decoded from the tree the step made, never the value.
@@ -278,7 +281,10 @@ class RestrictedRuntime:
                 Repr(output_repr or opaque_repr(value), type(value).__name__)
             value = outcome[0] = None
             if exc is not None and error is None and not state.final_called:
-                error = ExecutionError(type(exc).__name__, "the code failed")
+                # rendering was cut short before the error was described (its message ran model
+                # code past the limits): the type alone
+                error = ExecutionError(type(exc).__name__, "the error's message could not be "
+                                       "rendered within the step's limits")
             state.reason = "finished"
             for note in notes:
                 buffer.write(f"{note}\n")
@@ -291,6 +297,7 @@ class RestrictedRuntime:
                 output_repr=output_repr,
                 attachments=tuple(Attachment(p.media_type, p.data, p.name, p.width, p.height)
                                   for p in pictures),
+                operations=state.ops,
             )
         finally:
             self._lock.release()
@@ -306,7 +313,7 @@ class RestrictedRuntime:
                 outcome[1] = _describe(value, limit)
                 outcome[5] = encode_value(value, binary=True,
                                           describe=lambda v: codec_repr(v, limit))
-            if exc is not None and not self.state.final_called:
+            if exc is not None and not self.state.final_called and outcome[2] is None:
                 outcome[2] = describe_error(exc, self.limits, self.state.reason,
                                             locate(exc, self._compiler.sources))
             if self._figures_before is not None or value is not None:
@@ -429,6 +436,10 @@ class RestrictedRuntime:
         elif exc is None:
             self._outcome[0] = ns[RESULT]
             ns[RESULT] = None
+        if exc is not None and not state.final_called:
+            # named now, with interrupts paused: rendering may be cut short by the same deadline
+            self._outcome[2] = limit_stop_error(exc, self.limits, state.reason,
+                                                locate(exc, self._compiler.sources))
         if state.reason in (None, "final"):
             state.reason = None
             ns[LIVE] = True

@@ -189,7 +189,7 @@ class _Encoder:
         base = _builtin_base(t)
         if base is not None:  # a subclass of a builtin: its base's data, read by the base's C code
             return self.enc(_base_data(v, base), depth) if base not in _CONTAINERS else \
-                self.container(_base_data(v, base), base, depth)
+                self.container(v, base, depth)
         simple = _stdlib_value(v, t)
         if simple is not None:
             return simple if simple is not _NOT_PLAIN else self.marker(v)
@@ -208,6 +208,8 @@ class _Encoder:
         return payload if type(payload) is dict else self.enc(payload, depth)  # (a numpy scalar)
 
     def container(self, v, t, depth: int):
+        # keyed by the value itself (alive in the caller's graph), never by a temporary copy of
+        # it: a freed copy's id is reused, and the memo would hand out another value's node
         key = id(v)
         memo = self.memo
         if memo is not None and key in memo:
@@ -228,12 +230,14 @@ class _Encoder:
         try:
             d = depth + 1
             enc = self.enc
+            # the base's own data, read by its C code (_base_data): a subclass's overrides
+            # (__iter__, keys, items, __getitem__, __hash__ ...) never run
+            data = (dict.items(v) if t is dict else v) if type(v) is t else _base_data(v, t)
             if t is dict:
-                items = dict.items(v)  # (the C method: a subclass instance's own `items` is not called)
-                if all(type(k) is str for k, _ in items) and not dict.__contains__(v, TAG):
-                    return {k: enc(x, d) for k, x in items}
-                return {TAG: "dict", "v": [[enc(k, d), enc(x, d)] for k, x in items]}
-            items = [enc(x, d) for x in v]
+                if all(type(k) is str for k, _ in data) and not any(k == TAG for k, _ in data):
+                    return {k: enc(x, d) for k, x in data}
+                return {TAG: "dict", "v": [[enc(k, d), enc(x, d)] for k, x in data]}
+            items = [enc(x, d) for x in data]
             if t is list:
                 return items
             if t is tuple:
@@ -277,10 +281,13 @@ def _base_data(v, base):
     if base is complex:
         return complex(complex.real.__get__(v), complex.imag.__get__(v))
     if base is dict:
-        return dict.copy(v)  # (C: no hash or __eq__ runs, the table is copied as it is)
+        # its (key, value) pairs, walked over the table by the C view (dict.copy would not do:
+        # for a subclass that overrides __iter__ it calls the subclass's keys() and __getitem__)
+        return list(dict.items(v))
     if base is list:
         return list(list.__iter__(v)) if type(v) is not sys.modules["collections"].deque else list(v)
-    return base(base.__iter__(v))  # tuple, set, frozenset
+    # tuple, set, frozenset: their elements as a list (a new set would hash each one again)
+    return list(base.__iter__(v))
 
 
 def _stdlib_value(v, t):

@@ -62,6 +62,7 @@ def result_reply(request_id, step, logs: str, duration_s: float, wire=None) -> d
         duration_s=duration_s,
         restart=bool(getattr(step, "restart", False)),
         attachments=attachments_to_wire(getattr(step, "attachments", ())),
+        operations=getattr(step, "operations", None),
     )
 
 

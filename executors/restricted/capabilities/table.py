@@ -35,7 +35,8 @@ Rule = Callable[[StepContext, str, tuple], None]
 # How each capability can be granted: the advice that ends a refusal message.
 GRANT_ADVICE = {
     "files.read": "only files under the executor's grants can be read "
-                  "(Access(read=[...]) / --read DIR); the working directory is always readable",
+                  "(Access(read=[...]) / --read DIR); the code's own working directory (a private "
+                  "scratch folder unless one is granted with --workdir) is always readable",
     "files.write": "only the working directory and Access(write=[...]) / --write DIR can be written",
     "network": "the network is off; the host can allow it with Access(network=True) / --network",
     "process": "model code may not start processes or send signals: compute in Python instead",
