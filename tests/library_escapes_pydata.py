@@ -156,14 +156,12 @@ PYDATA_ATTEMPTS: list[Attempt] = [
     """),
     _attempt("exec-sk-cross_val-n_jobs", "execute", SK + " pathlib", "sklearn.model_selection.cross_val_score", """
         import pathlib
-        from sklearn.base import BaseEstimator
+        from sklearn.dummy import DummyClassifier
         from sklearn.model_selection import cross_val_score
-        class Touch(BaseEstimator):
+        class Touch(DummyClassifier):
             def fit(self, X, y):
                 pathlib.Path("{MARKER}").touch()
-                return self
-            def score(self, X, y):
-                return 1.0
+                return DummyClassifier.fit(self, X, y)
         cross_val_score(Touch(), [[0], [1], [2], [3]], [0, 1, 0, 1], cv=2, n_jobs=2)
     """, note="n_jobs>1 fits in loky processes"),
     # ------------------------------------------------------------------------------- tamper
