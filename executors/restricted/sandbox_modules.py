@@ -31,6 +31,22 @@ _READ_ONLY: dict[type, Callable[[Any], Any]] = {
 }
 
 
+def _reaches(proxy: Any, parts: list[str]) -> bool:
+    """Does the proxy already lead to the submodule `parts` (each a member or a lazy member)?"""
+    for part in parts:
+        if type(proxy) is not ModuleProxy:
+            return False
+        members = proxy.__dict__
+        lazy = members["_lazy"]
+        if part not in members and (lazy is None or part not in lazy[1]):
+            return False
+        try:
+            proxy = getattr(proxy, part)
+        except AttributeError:
+            return False
+    return type(proxy) is ModuleProxy
+
+
 class ModuleProxy:
     """A read-only namespace standing in for a module. Has no `__name__` on purpose: CPython's
     `from m import x` falls back to `sys.modules[m.__name__ + '.x']` when `x` is missing."""
@@ -211,6 +227,9 @@ class SandboxImporter:
         top = name.split(".")[0]
         if top != name:
             self._load(name)
+            cached = self.cache.get(top)
+            if cached is not None and _reaches(cached, name.split(".")[1:]):
+                return cached  # (every later step's `import pyarrow.compute`: no rebuild of pyarrow's)
             return self.proxy(top, refresh=True)
         return proxy
 
