@@ -2,8 +2,8 @@
 
 The reference runs each program of tests/data_programs.py in a fresh process
 (tests/forked_reference.py); each executor runs them one after the other (a fresh namespace
-each): LocalExecutor, SubprocessExecutor (restricted policy) and DockerExecutor on the data image
-(open policy).
+each): LocalExecutor, SubprocessExecutor (restricted policy) and DockerExecutor on the PyData image
+(open policy; tests/data_image.py).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from data_image import DATA_IMPORTS, data_docker
+from data_image import DATA_IMPORTS, pydata_docker
 from data_programs import PROGRAMS
 from forked_reference import cpython_prints
 
@@ -44,7 +44,9 @@ def _subprocess() -> Any:
 
 
 def _docker() -> Any:
-    return data_docker(limits=Limits(timeout_s=30))
+    # The PyData image: its pandas stores strings in pyarrow as the host's does (pyarrow is
+    # installed here), so frames print the same dtypes (StringDtype without storage='python').
+    return pydata_docker(limits=Limits(timeout_s=30), authorized_imports=DATA_IMPORTS)
 
 
 MAKERS = {"local": _local, "subprocess-restricted": _subprocess, "docker-open": _docker}
