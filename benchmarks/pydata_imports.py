@@ -91,8 +91,8 @@ def main() -> int:
         ratio = local["program"] / plain["program"]
         print(f"{library:12} {ms(plain['import'])} | {ms(local['ready']):>11} {ms(local['first']):>5} "
               f"{ms(local['warm']):>5} | "
-              f"{ms(worker['ready']):>12} {ms(worker['first']):>6} | {ms(plain['program']):>19} "
-              f"{ms(local['program'])} {ratio:6.2f}x {ms(local['empty']):>10}")
+              f"{ms(worker['ready']):>12} {ms(worker['first']):>6} | {plain['program'] * 1000:>19.2f} "
+              f"{local['program'] * 1000:7.2f} {ratio:6.2f}x {local['empty'] * 1000:>10.2f}")
     return 0
 
 
