@@ -1,16 +1,22 @@
 """How many ~10 kB replies per second `parse_code` handles, for each tier.
 
-    .venv/bin/python benchmarks/parser_throughput.py [--seconds 0.5]
+    .venv/bin/python benchmarks/parser_throughput.py [--seconds 0.5] [--baseline OTHER_CHECKOUT]
 
 Each row times parse_code on one realistic reply of about 10 kB, and, side by side in the same
 run, `ast.parse` of the code it returns: the executor must compile that code anyway, so the
 ratio says how the parser compares with work that happens regardless. Target: ≥ 2,000 replies/s.
+
+--baseline: another checkout of this repository (`git worktree add /tmp/before main`); its
+`codeagent/parsing` is loaded beside this one, and each row also times it, interleaved with this
+parser in the same process, in CPU time (other processes on a shared machine matter less), and
+prints after/before. A row the baseline reads differently (a dialect it did not know) shows "-".
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
 import json
 import sys
 import time
@@ -70,6 +76,12 @@ REPLIES = {
             for i in range(n)
         )
     ),
+    "4 bare JSON {\"tool\": ...}": _fit(
+        lambda n: "I will call the tool for each day.\n" + "\n".join(
+            json.dumps({"tool": "get_weather", "arguments": {"city": "São Paulo", "day": i, "note": _PROSE}})
+            for i in range(n)
+        )
+    ),
     "5 prose (refused)": _fit(lambda n: (_PROSE + "The final answer is Tokyo. ") * n),
 }
 
@@ -95,16 +107,57 @@ def _rates(fns, seconds: float, rounds: int = 3) -> list[float]:
     return best
 
 
-def _parse_or_refuse(reply: str):
+def _parse_or_refuse(reply: str, parse=parse_code, error=CodeParseError):
     try:
-        return parse_code(reply)
-    except CodeParseError:
+        return parse(reply)
+    except error:
         return None
+
+
+def _baseline(checkout: str):
+    """(parse_code, CodeParseError) of another checkout's parser, loaded as its own package."""
+    root = Path(checkout).resolve() / "codeagent" / "parsing"
+    spec = importlib.util.spec_from_file_location("baseline_parsing", root / "__init__.py",
+                                                  submodule_search_locations=[str(root)])
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"--baseline: no codeagent/parsing under {checkout}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["baseline_parsing"] = module
+    spec.loader.exec_module(module)
+    return module.parse_code, module.CodeParseError
+
+
+def _cpu_rates(fns, reply: str, seconds: float, rounds: int = 30) -> list[float]:
+    """Best rate of each function over short interleaved bursts, in CPU time."""
+    best = [0.0] * len(fns)
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            calls, start = 0, time.process_time()
+            while (now := time.process_time()) - start < seconds / rounds:
+                fn(reply)
+                calls += 1
+            best[i] = max(best[i], calls / (now - start))
+    return best
+
+
+def _compare(baseline: str, seconds: float) -> None:
+    parse, error = _baseline(baseline)
+    print(f"\nside by side with {baseline} (CPU time, interleaved)")
+    print(f"{'tier':<28}{'before/s':>10}{'after/s':>10}{'after/before':>14}")
+    for name, reply in REPLIES.items():
+        old = _parse_or_refuse(reply, parse, error)
+        new = _parse_or_refuse(reply)
+        if old != new:
+            print(f"{name:<28}{'-':>10}{'':>10}{'-':>14}  (the baseline reads it differently)")
+            continue
+        before, after = _cpu_rates([lambda r: _parse_or_refuse(r, parse, error), _parse_or_refuse], reply, seconds * 2)
+        print(f"{name:<28}{before:>10,.0f}{after:>10,.0f}{after / before:>13.2f}x")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=0.5, help="time spent per measurement")
+    parser.add_argument("--baseline", metavar="CHECKOUT", help="another checkout whose parser to time beside this one")
     args = parser.parse_args()
 
     print(f"{'tier':<28}{'reply':>8}{'code':>8}{'parse_code/s':>14}{'ast.parse/s':>13}{'ratio':>8}")
@@ -134,6 +187,8 @@ def main() -> int:
     print()
     print(f"slowest tier: {worst:,.0f} replies/s (target {TARGET:,})"
           " — ratio > 1 means parse_code costs less than compiling the code it returns")
+    if args.baseline:
+        _compare(args.baseline, args.seconds)
     return 0
 
 

@@ -110,8 +110,28 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(python: str, model_file: str, port: int, threads: int, n_ctx: int, log: Path) -> subprocess.Popen:
-    cmd = [python, "-m", "llama_cpp.server", "--model", model_file, "--model_alias", "smollm2",
+# `python -m llama_cpp.server` with llama.cpp's extra buffer types off (weights repacked at load for
+# the AMX and other CPU kernels: "AMX model buffer" in the log): on a VM whose CPU reports AMX, a
+# native build's repacked weights segfault the server (measured: killed by SIGSEGV on its first chat
+# request; without repacking it answers). The server has no setting for it, so the model's default
+# parameters are patched before the server starts.
+_SERVER_NO_REPACK = """
+import runpy, sys, llama_cpp.llama_cpp as C
+default = C.llama_model_default_params
+def params():
+    p = default()
+    p.use_extra_bufts = False
+    return p
+C.llama_model_default_params = params
+sys.argv[0] = "llama_cpp.server"
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+
+
+def start_server(python: str, model_file: str, port: int, threads: int, n_ctx: int, log: Path,
+                 repack: bool = False) -> subprocess.Popen:
+    launch = ["-m", "llama_cpp.server"] if repack else ["-c", _SERVER_NO_REPACK]
+    cmd = [python, *launch, "--model", model_file, "--model_alias", "smollm2",
            "--host", "127.0.0.1", "--port", str(port), "--n_threads", str(threads), "--n_ctx", str(n_ctx)]
     handle = log.open("wb")
     proc = subprocess.Popen(cmd, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
@@ -268,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     # one thread: on a busy 2-core machine two llama.cpp threads wait on each other (measured 1 vs 20+ tokens/s)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--n-ctx", type=int, default=4096)
+    parser.add_argument("--repack", action="store_true",
+                        help="let llama.cpp repack the weights for its AMX / CPU kernels (off: they crash on some VMs)")
     parser.add_argument("--json", dest="json_path")
     parser.add_argument("--no-auto-probe", action="store_true", help="skip the auto_agent line")
     parser.add_argument("--log", default=str(Path(os.environ.get("TMPDIR", "/tmp")) / "weak-model-server.log"))
@@ -282,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
 
     port = free_port()
     t0 = time.perf_counter()
-    server = start_server(args.server_python, args.model_file, port, args.threads, args.n_ctx, Path(args.log))
+    server = start_server(args.server_python, args.model_file, port, args.threads, args.n_ctx, Path(args.log),
+                          args.repack)
     print(f"llama_cpp.server up on 127.0.0.1:{port} in {time.perf_counter() - t0:.1f}s "
           f"(model {Path(args.model_file).name}, log {args.log})", flush=True)
     base_url = f"http://127.0.0.1:{port}/v1"

@@ -9,7 +9,6 @@ repeated unchanged; `render_tool_line` and the examples are how tools are shown 
 from __future__ import annotations
 
 import ast
-import difflib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -18,6 +17,7 @@ from typing import Any
 
 from executors.base import FINAL_ANSWER_NAME
 
+from .parsing.calls import closest_name
 from .run import ActionRefused, ErrorKind
 from .tools import Tool
 
@@ -89,7 +89,7 @@ def check_single_call(code: str, tools: Mapping[str, Tool], bundleable: Iterable
     if not tree.body:
         raise ActionRefused(ErrorKind.INVALID_ACTION, f"Your reply has no call. Reply with one tool call, like {example}.")
     calls: list[ParsedCall] = []
-    for stmt in tree.body:
+    for stmt in _unpacked(tree.body):
         calls.append(_check_statement(stmt, tools, example))
     if len(calls) > 1:
         outside = sorted({c.name for c in calls if c.name not in bundleable})
@@ -105,6 +105,15 @@ def check_single_call(code: str, tools: Mapping[str, Tool], bundleable: Iterable
                 f"Send the first call alone now: {calls[0].source}",
             )
     return calls
+
+
+def _unpacked(body: list[ast.stmt]) -> list[ast.stmt]:
+    """A reply that is one list of calls (`[a(x=1), b(y=2)]`: Llama 3.2 / 4, ToolACE) is those calls."""
+    if len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, (ast.List, ast.Tuple)):
+        items = body[0].value.elts
+        if items and all(isinstance(e, ast.Call) for e in items):
+            return [ast.Expr(e) for e in items]
+    return body
 
 
 def _check_statement(stmt: ast.stmt, tools: Mapping[str, Tool], example: str) -> ParsedCall:
@@ -158,12 +167,7 @@ def _check_statement(stmt: ast.stmt, tools: Mapping[str, Tool], example: str) ->
 
 def _closest_tool(name: str, tools: Mapping[str, Tool]) -> str | None:
     """The tool a misspelled or shortened name most likely meant (`capital` -> `capital_of`)."""
-    names = [*tools, FINAL_ANSWER_NAME]
-    found = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-    if found:
-        return found[0]
-    prefixed = [n for n in names if name and (n.startswith(name) or name.startswith(n))]
-    return prefixed[0] if len(prefixed) == 1 else None
+    return closest_name(name, [*tools, FINAL_ANSWER_NAME])
 
 
 # `tool(country: "Japan")`: weak models copy the signature's colon into the call.

@@ -90,6 +90,9 @@ class ActionFormat:
 
     template_file = "system.md"  # the system prompt template in codeagent/prompts/
     mode = "code"  # the agent mode it makes (RunResult.mode)
+    # A tool call written in a dialect (JSON, <tool_call>, ...) naming no tool is refused by the
+    # parser with the list of tools (UnknownToolError); False where `vet` teaches that itself.
+    parser_checks_names = True
 
     def __init__(self) -> None:
         self.tools: Mapping[str, Tool] = {}
@@ -125,8 +128,10 @@ class ActionFormat:
         """Forget what earlier runs did."""
 
     def extract(self, text: str) -> str:
-        """The code in a reply (the final-answer fix applied), or `CodeParseError`."""
-        return fix_final_answer(parse_code(text, tags=self.code_tags))
+        """The code in a reply (the final-answer fix applied), or `CodeParseError`. A tool call
+        written in any dialect of the parser's table becomes the Python call of that tool."""
+        tools = self.tools if self.parser_checks_names else None
+        return fix_final_answer(parse_code(text, tags=self.code_tags, tools=tools))
 
     def vet(self, code: str, step: int) -> str:
         """The code to run for step `step`, or `ActionRefused`."""
@@ -205,6 +210,7 @@ class SingleCall(ActionFormat):
     """
 
     mode = "single_call"
+    parser_checks_names = False  # vet's check_single_call names the closest tool and its call
 
     def __init__(self, bundleable: Iterable[str] = (), *, examples: bool = True, nudge: bool = True) -> None:
         super().__init__()

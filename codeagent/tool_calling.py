@@ -3,8 +3,9 @@
 Each turn the model gets the tools as JSON schemas (`final_answer` is one of them) and answers with
 `tool_calls`. The calls of one reply run concurrently, on host threads, and their results go back
 in the order the model made the calls, one `tool` message each. A model (or endpoint) without
-function calling may write the calls in its text instead: JSON objects `{"name", "arguments"}` or
-one literal Python call a line; those are accepted too, and anything else comes back as a lesson.
+function calling may write the calls in its text instead, in any dialect of the parser's table
+(`codeagent.parsing.dialects`: `<tool_call>`, `[TOOL_CALLS]`, `{"name", "arguments"}`, ReAct, ...)
+or as literal Python calls; those are accepted too, and anything else comes back as a lesson.
 Events and RunResult are CodeAgent's, so runs of both agents compare and replay alike:
 `CodeAction.code` shows the calls as Python. A tool that returns a figure (an `executors.Attachment`,
 or a list of them) is observed as in CodeAgent: an image for a model that can see, else one line.
@@ -411,11 +412,12 @@ class _ToolRun:
         step.record.output_repr = self.rec.output_repr
 
     def _calls_from_text(self, text: str, number: int) -> list[_Call]:
-        """Calls written in the reply's text (JSON objects, or literal Python calls); else ActionRefused."""
+        """Calls written in the reply's text (any dialect of the parser's table, or literal Python
+        calls); else ActionRefused."""
         from .parsing import CodeParseError, parse_code
         from .single_call import check_single_call
 
-        try:
+        try:  # an unknown tool's name is taught below, with the closest tool's call
             code = parse_code(text)
         except CodeParseError:
             raise ActionRefused(ErrorKind.PARSE, NO_CALL_LESSON) from None

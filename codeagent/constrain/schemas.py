@@ -6,8 +6,9 @@
 arguments) was measured not to help SmolLM2-135M; per-tool branches do (see
 benchmarks/constrained_probe.py).
 
-`to_call(instance)` renders a reply that fits the schema as the one line of Python the agent runs,
-spelled exactly as the parser's JSON tier (`tool_calls_to_code`) spells it.
+`to_call(instance)` renders a reply that fits the schema as the one line of Python the agent runs:
+the object is read by the parser's one rule for calls (`codeagent.parsing.calls`, so `{"tool": ...}`
+and the other spellings of the dialect table are read too) and spelled as the parser spells it.
 
 `code_action_schema()` / `code_action_text(instance)`: `{"thought": str, "code": str}` for the
 CodeAgent, rendered back into the usual "Thought + tagged code block" text so that the code still
@@ -20,13 +21,12 @@ from __future__ import annotations
 
 import inspect
 import json
-import keyword
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import TypeAdapter
 
+from ..parsing.calls import calls_in, json_source, render_call
 from ..tools import Tool, tools_by_name
 
 __all__ = [
@@ -50,7 +50,6 @@ FINAL_ANSWER = "final_answer"
 # parser's JSON tier already reads, so a constrained reply needs no new parsing path.
 NAME_KEY = "name"
 ARGUMENTS_KEY = "arguments"
-_NAME_KEYS = ("name", "tool")  # `to_call` also reads the issue's {"tool": ...} spelling
 _ANY: dict[str, Any] = {}
 # A final answer a weak model can write: text, a number or a yes/no. With any JSON value allowed,
 # SmolLM2-135M answers `{"hello": "world"}` or `{}` (measured: benchmarks/constrained_probe.py).
@@ -176,71 +175,37 @@ def code_action_text(instance: Any, tags: tuple[str, str] = ("<code>", "</code>"
 def to_call(instance: Any, tools: Iterable[Any] | Mapping[str, Any] | None = None) -> str:
     """One single-call reply (`{"name": ..., "arguments": {...}}`) as a line of Python.
 
-    The spelling is the parser's JSON tier's: keyword arguments `k=repr(v)`, and `final_answer`'s
-    one argument positional. With `tools`, positional-only parameters are passed by position (a
-    keyword would not bind). Raises ValueError, with a message for the model, on any other shape.
+    Any spelling of one call that the parser reads is accepted (`{"tool": ...}`, `{"action",
+    "action_input"}`, ...). The spelling is the parser's JSON tier's: keyword arguments
+    `k=repr(v)`, and `final_answer`'s one argument positional. With `tools`, positional-only
+    parameters are passed by position (a keyword would not bind). Raises ValueError, with a message
+    for the model, on any other shape.
     """
     if isinstance(instance, str):
         try:
             instance = json.loads(instance)
         except ValueError:
             raise ValueError(_SHAPE_LESSON) from None
-    if not isinstance(instance, Mapping):
+    calls = calls_in(instance, marked=True) if isinstance(instance, Mapping) else None
+    if not calls or len(calls) != 1:
+        arguments = instance.get(ARGUMENTS_KEY) if isinstance(instance, Mapping) else None
+        if isinstance(instance, Mapping) and ARGUMENTS_KEY in instance and not isinstance(arguments, Mapping):
+            raise ValueError(f'"{ARGUMENTS_KEY}" must be a JSON object of the arguments of the tool.')
         raise ValueError(_SHAPE_LESSON)
-    name = next((instance[k] for k in _NAME_KEYS if k in instance), None)
-    arguments = instance.get(ARGUMENTS_KEY, {})
-    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
-        raise ValueError(_SHAPE_LESSON)
-    if not isinstance(arguments, Mapping):
-        raise ValueError(f'"{ARGUMENTS_KEY}" must be a JSON object of the arguments of {name}.')
+    (call,) = calls
     positional: tuple[str, ...] = ()
     if tools is not None:
-        tool = tools_by_name(tools).get(name)
+        tool = tools_by_name(tools).get(call.name)
         if tool is not None:
             positional = tuple(p.name for p in tool.signature.parameters.values()
                                if p.kind is p.POSITIONAL_ONLY)
-    return render_call(name, arguments, positional)
+    return render_call(call.name, call.kwargs, positional, call.args)
 
 
 _SHAPE_LESSON = (
     f'Reply with one JSON object: {{"{NAME_KEY}": "<tool name>", "{ARGUMENTS_KEY}": {{...}}}}, '
     f'or {{"{NAME_KEY}": "{FINAL_ANSWER}", "{ARGUMENTS_KEY}": {{"answer": ...}}}} when you know the answer.'
 )
-
-
-def render_call(name: str, arguments: Mapping[str, Any], positional: Iterable[str] = ()) -> str:
-    """`name(k=v, ...)` from decoded JSON arguments (repr of a decoded JSON value is a literal)."""
-    if name == FINAL_ANSWER and len(arguments) == 1:
-        return f"{FINAL_ANSWER}({_literal(next(iter(arguments.values())))})"
-    positional = tuple(positional)
-    parts = [_literal(arguments[p]) for p in positional if p in arguments]
-    odd: dict[str, Any] = {}
-    for key, value in arguments.items():
-        if key in positional:
-            continue
-        if key.isidentifier() and not keyword.iskeyword(key):
-            parts.append(f"{key}={_literal(value)}")
-        else:
-            odd[key] = value
-    if odd:  # keys that are not identifiers ("first-name", "class") still reach a **kwargs tool
-        parts.append(f"**{_literal(odd)}")
-    return f"{name}({', '.join(parts)})"
-
-
-def _literal(value: Any) -> str:
-    """Python source for a decoded JSON value: repr, except that 1e400 (inf) and NaN stay literals."""
-    return _source(value, repr)
-
-
-def _source(value: Any, scalar: Any) -> str:
-    """A decoded JSON value as Python source; `scalar` writes strings, numbers, booleans, None."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"float({str(value)!r})"
-    if isinstance(value, list):
-        return "[" + ", ".join(_source(v, scalar) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_source(k, scalar)}: {_source(v, scalar)}" for k, v in value.items()) + "}"
-    return scalar(value)
 
 
 def _hoist_defs(schema: dict[str, Any], defs: dict[str, Any], prefix: str) -> dict[str, Any]:
@@ -277,7 +242,7 @@ def _rewrite_refs(node: Any, renames: Mapping[str, str]) -> Any:
 def python_literal(value: Any) -> str:
     """A decoded JSON value as a Python literal with double-quoted strings (`city="Paris"`): the
     spelling the single-call prompt's examples and its grammar use."""
-    return _source(value, _double_quoted)
+    return json_source(value, _double_quoted)
 
 
 def _double_quoted(value: Any) -> str:

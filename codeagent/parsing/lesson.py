@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .answer import answer_suggestion
 
-__all__ = ["DEFAULT_TAGS", "CodeParseError", "expected_format", "explain"]
+__all__ = ["DEFAULT_TAGS", "CodeParseError", "UnknownToolError", "expected_format", "explain"]
 
 DEFAULT_TAGS: tuple[str, str] = ("<code>", "</code>")
 
@@ -21,6 +21,14 @@ class CodeParseError(ValueError):
         self.message = message
         self.reply = reply
         self.suggestion = suggestion
+
+
+class UnknownToolError(CodeParseError):
+    """The reply calls a tool that does not exist (`.name`); the message lists the tools."""
+
+    def __init__(self, message: str, *, name: str, reply: str = ""):
+        super().__init__(message, reply=reply)
+        self.name = name
 
 
 def expected_format(tags: tuple[str, str] = DEFAULT_TAGS) -> str:

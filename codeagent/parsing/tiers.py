@@ -4,7 +4,9 @@
   1. the agent's tags (`<code>…</code>` by default);
   2. markdown fences (```python, ```py, bare ``` holding Python, indented, unclosed at the end);
   3. the whole reply, if it parses and is not prose;
-  4. JSON tool calls (`{"name": ..., "arguments": {...}}`, also in `<tool_call>` tags);
+  4. a tool call in any dialect of the table (`dialects.py`: `{"name"|"tool"|..., "arguments"|...}`,
+     `<tool_call>`, `[TOOL_CALLS]`, `<|python_tag|>`, ReAct `Action:`, ...), as Python calls; a
+     block from tiers 1-3 that is such a call (`[TOOL_CALLS][...]` parses as a subscript) is too;
   5. otherwise `CodeParseError`, whose message tells the model what to send instead.
 
 Every tier is a linear scan of the text; `ast.parse` runs only where a guess must be
@@ -15,6 +17,7 @@ docs/architecture.md.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Collection
 
 from .json_calls import tool_calls_to_code
 from .lesson import DEFAULT_TAGS, explain
@@ -28,8 +31,12 @@ _PYTHON_LANGS = frozenset({"python", "py", "python3", "py3", "tool_code", "ipyth
 _END_CODE = "<end_code>"  # smolagents' legacy stop marker: ```<end_code>
 
 
-def parse_code(text: str, tags: tuple[str, str] = DEFAULT_TAGS) -> str:
-    """Return the Python code the model meant to run, or raise `CodeParseError`."""
+def parse_code(text: str, tags: tuple[str, str] = DEFAULT_TAGS, *, tools: Collection[str] | None = None) -> str:
+    """Return the Python code the model meant to run, or raise `CodeParseError`.
+
+    tools: the tool names the model may call; a tool call written in a dialect (tier 4) that names
+    another raises `UnknownToolError` (a CodeParseError listing the tools). None: any name.
+    """
     if not isinstance(text, str):
         raise TypeError(f"parse_code() expects the reply as str, got {type(text).__name__}")
     open_tag, close_tag = tags
@@ -43,19 +50,29 @@ def parse_code(text: str, tags: tuple[str, str] = DEFAULT_TAGS) -> str:
     if open_tag in body:
         code = _from_tags(body, open_tag, close_tag, notes)
         if code:
-            return code
+            return _unless_a_call(code, tools)
     if "```" in body or "~~~" in body:
         code = _from_fences(body, notes)
         if code:
-            return code
+            return _unless_a_call(code, tools)
     code = _from_whole_reply(body, close_tag, notes)
     if code:
+        return _unless_a_call(code, tools)
+    code = tool_calls_to_code(body, tools)
+    if code:
         return code
-    if '"name"' in body or '"function"' in body:
-        code = tool_calls_to_code(body)
-        if code:
-            return code
     raise explain(text, body, tags, stripped.only_reasoning, notes)
+
+
+# A block that starts so may be a call in a dialect that happens to parse as Python.
+_CALL_STARTS = ("{", "[", "functools")
+
+
+def _unless_a_call(code: str, tools: Collection[str] | None) -> str:
+    """`code`, or the Python for the tool call it is written as (`[TOOL_CALLS][...]`, JSON)."""
+    if code.startswith(_CALL_STARTS):
+        return tool_calls_to_code(code, tools) or code
+    return code
 
 
 # --- normalisation -----------------------------------------------------------------------
