@@ -46,3 +46,24 @@ def data_docker(**kwargs: Any) -> Any:
     data_image_tag()
     kwargs.setdefault("authorized_imports", DATA_IMPORTS)
     return DockerExecutor(packages=DATA_PACKAGES, **kwargs)
+
+
+# -- the PyData stack (issue 22): one image with every library of tests/pydata_programs.py -------
+PYDATA_PACKAGES = ["numpy", "pandas", "matplotlib", "scipy", "scikit-learn", "statsmodels", "seaborn",
+                   "polars", "pyarrow", "sympy", "networkx"]
+
+
+@functools.lru_cache(maxsize=1)
+def pydata_image_tag() -> str:
+    from executors.docker.image import ensure_image
+
+    return ensure_image(packages=PYDATA_PACKAGES)
+
+
+def pydata_docker(**kwargs: Any) -> Any:
+    """A DockerExecutor on the PyData image (built on first use, then found by its tag)."""
+    docker_enabled()
+    from executors import DockerExecutor
+
+    pydata_image_tag()
+    return DockerExecutor(packages=PYDATA_PACKAGES, **kwargs)

@@ -568,11 +568,32 @@ def _child(job: dict) -> None:
     while data:
         data = data[os.write(result_fd, data):]
     os.close(result_fd)
+    # Processes an attempt started (loky's workers and resource tracker, in plain CPython) must
+    # not outlive it (and the pools' exit handlers would wait for them).
+    with contextlib.suppress(BaseException):
+        _kill_descendants()
     # What the step registered to run "at exit" runs now, as it would when the host exits.
     with contextlib.suppress(BaseException):
         import atexit
 
         atexit._run_exitfuncs()
+
+
+def _kill_descendants() -> None:
+    """SIGKILL every process below this one (children first found, then theirs), from /proc."""
+    import glob
+
+    todo, found = [os.getpid()], []
+    while todo:
+        pid = todo.pop()
+        for path in glob.glob(f"/proc/{pid}/task/*/children"):
+            with contextlib.suppress(OSError), open(path) as f:
+                children = [int(c) for c in f.read().split()]
+                found.extend(children)
+                todo.extend(children)
+    for pid in found:
+        with contextlib.suppress(OSError):
+            os.kill(pid, 9)
 
 
 def _dump(result: dict) -> str:

@@ -167,6 +167,7 @@ def test_max_attachment_bytes_zero_returns_nothing_and_still_closes(make_each_ru
 def test_rendering_runs_under_the_steps_time_limit(make):
     """A tick formatter is model code run by savefig: it gets what is left of the step's time."""
     ex = make(limits=Limits(timeout_s=3))
+    ex.execute("1")  # a worker is ready once its authorized libraries are imported: not the step's time
     code = ("import matplotlib.pyplot as plt\nimport matplotlib.ticker as ticker\n"
             "def slow(x, pos):\n    while True:\n        pass\n"
             "fig, ax = plt.subplots()\nax.plot([1, 2])\nax.xaxis.set_major_formatter(ticker.FuncFormatter(slow))\n"

@@ -1,67 +1,27 @@
 """numpy/pandas/matplotlib programs print exactly what CPython prints, in every executor.
 
-The reference runs each program of tests/data_programs.py in a fresh process (one interpreter
-imports the libraries, then forks a child per program); each executor runs them one after the
-other (a fresh namespace each): LocalExecutor, SubprocessExecutor (restricted policy) and
-DockerExecutor on the data image (open policy).
+The reference runs each program of tests/data_programs.py in a fresh process
+(tests/forked_reference.py); each executor runs them one after the other (a fresh namespace
+each): LocalExecutor, SubprocessExecutor (restricted policy) and DockerExecutor on the PyData image
+(open policy; tests/data_image.py).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from data_image import DATA_IMPORTS, data_docker
+from data_image import DATA_IMPORTS, pydata_docker
 from data_programs import PROGRAMS
+from forked_reference import cpython_prints
 
 from executors import Limits
-
-REFERENCE = r"""
-import contextlib, io, json, os, sys
-os.environ["MPLBACKEND"] = "Agg"
-import numpy, pandas, matplotlib.pyplot
-programs = json.loads(sys.stdin.read())
-results = {}
-for name, code in programs.items():
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read)
-        out, err = io.StringIO(), io.StringIO()
-        error = None
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                exec(compile(code, "<program>", "exec"), {"__name__": "__main__"})
-        except BaseException as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        os.write(write, json.dumps({"out": out.getvalue(), "err": err.getvalue(), "error": error}).encode())
-        os._exit(0)
-    os.close(write)
-    chunks = []
-    while chunk := os.read(read, 1 << 16):
-        chunks.append(chunk)
-    os.close(read)
-    os.waitpid(pid, 0)
-    results[name] = json.loads(b"".join(chunks))
-print(json.dumps(results))
-"""
 
 
 @pytest.fixture(scope="module")
 def reference() -> dict[str, dict[str, Any]]:
-    proc = subprocess.run([sys.executable, "-c", REFERENCE], input=json.dumps(PROGRAMS),
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    results = json.loads(proc.stdout)
-    for name, result in results.items():  # the programs themselves must be clean
-        assert result["error"] is None and result["err"] == "", (name, result)
-    return results
+    return cpython_prints(PROGRAMS)
 
 
 def test_there_are_enough_programs_of_each_library():
@@ -84,7 +44,9 @@ def _subprocess() -> Any:
 
 
 def _docker() -> Any:
-    return data_docker(limits=Limits(timeout_s=30))
+    # The PyData image: its pandas stores strings in pyarrow as the host's does (pyarrow is
+    # installed here), so frames print the same dtypes (StringDtype without storage='python').
+    return pydata_docker(limits=Limits(timeout_s=30), authorized_imports=DATA_IMPORTS)
 
 
 MAKERS = {"local": _local, "subprocess-restricted": _subprocess, "docker-open": _docker}

@@ -2,8 +2,8 @@
 the data-file tools, and runs over HTTP.
 
 Local and subprocess executors run the whole scripted grid always. Docker runs a documented subset
-(DOCKER_TASKS: one shop task, and data-file tasks covering a join, numpy and a matplotlib figure)
-in code and single-call modes, when an engine answers; under CI=true a missing engine fails.
+(DOCKER_TASKS: one shop task, and data-file tasks covering a join, numpy, a matplotlib figure and
+a statsmodels ANOVA) in code and single-call modes, when an engine answers; under CI=true a missing engine fails.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from openai_stub import OpenAIStub
 from unavailable import unavailable
 
 SUITE_DIR = Path(__file__).resolve().parents[1] / "benchmarks" / "data_tasks"
-DOCKER_TASKS = {"order_city", "total_revenue", "sensor_a_std", "idle_customers", "revenue_chart"}
+DOCKER_TASKS = {"order_city", "total_revenue", "sensor_a_std", "idle_customers", "revenue_chart", "region_anova"}
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +35,7 @@ def test_the_scripted_suites_succeed_in_every_mode_local_and_subprocess(bench, t
     suite, files = bench.suite, bench.files_suite
     assert len(suite.TASKS) >= 8 and {t.kind for t in suite.TASKS} >= {"join", "aggregation", "filtering", "report", "loop"}
     assert len(files.FILE_TASKS) >= 8 and {t.kind for t in files.FILE_TASKS} >= {"join", "numpy", "figure"}
+    assert sum(t.kind == "statistics" for t in files.FILE_TASKS) >= 4  # scipy, scikit-learn, statsmodels
     out = tmp_path / "rows.json"
     assert bench.run.main(["--executors", "local,subprocess", "--json", str(out)]) == 0
     rows = json.loads(out.read_text())
@@ -57,7 +58,7 @@ def test_the_scripted_suites_succeed_in_every_mode_local_and_subprocess(bench, t
 @pytest.mark.docker
 def test_the_scripted_suites_succeed_in_docker(bench):
     """A subset (DOCKER_TASKS), in the two modes whose actions run in the executor: pandas, numpy
-    and matplotlib come from the data image (image.py), the files through the grants."""
+    and matplotlib come from `DockerExecutor(packages=PACKAGES)`, the files through the grants."""
     problem = bench.places.docker_problem()
     if problem:
         unavailable(f"the docker data tasks need a Docker engine: {problem}")
@@ -89,10 +90,32 @@ def test_every_expected_answer_follows_from_the_files(bench):
         "idle_customers": sorted(set(customers["name"]) - set(sales.merge(customers, on="customer_id")["name"])),
         "total_margin": round((sales["units"] * (sales["unit_price"] - sales["unit_cost"])).sum(), 2),
         "revenue_chart": sales.groupby(month)["revenue"].sum().idxmax(),
+        **_statistics(sales, readings),
     }
     for task in bench.files_suite.FILE_TASKS:
         assert task.check(derived[task.id]), (task.id, derived[task.id], task.expected)
         assert task.check(task.expected)
+
+
+def _statistics(sales, readings) -> dict:
+    """The statistics tasks' answers, from the files with scipy, scikit-learn and statsmodels."""
+    import pandas as pd
+    import statsmodels.api as sm
+    import statsmodels.formula.api as smf
+    from scipy import stats
+    from sklearn.linear_model import LinearRegression
+
+    temps = {s: readings.loc[readings["sensor"] == s, "temperature"] for s in "AB"}
+    readings = readings.assign(hour=pd.to_datetime(readings["timestamp"]).dt.hour)
+    model = LinearRegression().fit(readings[["hour", "humidity"]], readings["temperature"])
+    anova = sm.stats.anova_lm(smf.ols("units ~ C(region)", data=sales).fit(), typ=2)
+    return {
+        "sensor_ttest": round(float(stats.ttest_ind(temps["A"], temps["B"], equal_var=False).statistic), 2),
+        "hourly_trend": round(float(smf.ols("temperature ~ hour", data=readings[readings["sensor"] == "A"])
+                                    .fit().params["hour"]), 3),
+        "predict_temperature": round(float(model.predict(pd.DataFrame({"hour": [12], "humidity": [60]}))[0]), 2),
+        "region_anova": round(float(anova["PR(>F)"].iloc[0]), 3),
+    }
 
 
 def test_the_file_tools_answer_and_refuse_clearly(bench):

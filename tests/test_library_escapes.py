@@ -1,4 +1,5 @@
-"""The library-escape corpus: every attempt really escapes plain CPython, is code the restricted
+"""The library-escape corpus (tests/library_escapes.py and, for the PyData stack,
+tests/library_escapes_pydata.py): every attempt really escapes plain CPython, is code the restricted
 policy accepts, and the neighbours (ordinary data code) work; and under the capability guard
 every attempt is refused (or contained) in LocalExecutor and SubprocessExecutor while every
 neighbour keeps working in both.
@@ -16,7 +17,10 @@ from pathlib import Path
 
 import library_escape_harness as harness
 import pytest
-from library_escapes import ATTEMPTS, CLASSES, NEIGHBOURS, Attempt
+from library_escapes import ATTEMPTS as BASE_ATTEMPTS
+from library_escapes import CLASSES, Attempt
+from library_escapes import NEIGHBOURS as BASE_NEIGHBOURS
+from library_escapes_pydata import PYDATA_ATTEMPTS, PYDATA_NEIGHBOURS
 
 from executors.base import DEFAULT_AUTHORIZED_IMPORTS
 from executors.restricted.checker import inspect_tree
@@ -29,6 +33,9 @@ SANDBOX_ASSERTIONS = True
 SANDBOXED = ("local", "subprocess", "subprocess-noharden")
 
 pytestmark = pytest.mark.timeout(600)
+# numpy/pandas/matplotlib and the stdlib (library_escapes.py), then the PyData stack (issue 22)
+ATTEMPTS = BASE_ATTEMPTS + PYDATA_ATTEMPTS
+NEIGHBOURS = BASE_NEIGHBOURS + PYDATA_NEIGHBOURS
 IDS = [a.id for a in ATTEMPTS]
 NEIGHBOUR_IDS = [n.id for n in NEIGHBOURS]
 _PLACEHOLDER = re.compile(r"\{[A-Z_]+\}")
@@ -69,6 +76,21 @@ def test_corpus_is_broad() -> None:
     for lib in ("numpy", "pandas", "matplotlib"):
         assert len({a.klass for a in ATTEMPTS if a.library == lib}) >= 5, lib
     assert len(NEIGHBOURS) >= 20
+    assert len(set(IDS)) == len(IDS) and len(set(NEIGHBOUR_IDS)) == len(NEIGHBOUR_IDS)
+
+
+def test_the_pydata_stack_is_in_the_corpus() -> None:
+    """Issue 22: reads and writes outside the grants, joblib/statsmodels pickles, sympy and patsy
+    strings with attribute chains, native code and processes through the PyData libraries."""
+    routes = {a.klass: set() for a in PYDATA_ATTEMPTS}
+    for a in PYDATA_ATTEMPTS:
+        routes[a.klass].add(a.library)
+    assert {"polars", "pyarrow", "sklearn", "networkx"} <= routes["read"]
+    assert {"polars", "pyarrow", "scipy", "joblib", "networkx"} <= routes["write"]
+    assert {"joblib", "statsmodels"} <= routes["unpickle"]
+    assert {"sympy", "statsmodels", "patsy"} <= routes["evaluator"]
+    assert routes["native"] and {"joblib", "sklearn"} <= routes["execute"]
+    assert {"pyarrow", "scipy", "polars", "sklearn", "seaborn"} <= routes["tamper"]
 
 
 @pytest.mark.parametrize("attempt", ATTEMPTS, ids=IDS)

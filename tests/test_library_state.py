@@ -25,7 +25,7 @@ def test_numpy_settings_are_restored():
 
 def test_pandas_options_are_restored():
     pd = pytest.importorskip("pandas")
-    install_hooks({"pandas"})  # the setters snapshot the options on the first change in a step
+    install_hooks()  # (pandas is loaded) the setters snapshot the options on the first change in a step
     before = pd.get_option("display.max_rows")
     step = StepSettings(["pandas"])
     step.save()
@@ -38,7 +38,7 @@ def test_pandas_options_are_restored():
 
 def test_matplotlib_rcparams_are_restored():
     mpl = pytest.importorskip("matplotlib")
-    install_hooks({"matplotlib"})
+    install_hooks()
     mpl.get_backend()  # resolve the "auto" backend now, not in the middle of the test
     before = {k: list(v) if type(v) is list else v for k, v in dict.items(mpl.rcParams)}
     step = StepSettings(["matplotlib"])
@@ -77,7 +77,7 @@ def test_rcparams_lists_changed_in_place_are_judged_by_identity():
 
 def test_a_step_that_changes_nothing_takes_no_large_snapshot():
     pytest.importorskip("pandas")
-    install_hooks({"pandas"})
+    install_hooks()
     step = StepSettings(["pandas"])
     step.save()
     assert step.saved == [] and step.restore() == []
@@ -107,4 +107,27 @@ def test_warning_filters_are_restored():
 
 
 def test_every_setting_names_its_module():
-    assert all(s.module in {"numpy", "pandas", "matplotlib"} and s.what for s in SETTINGS)
+    assert all(s.module in {"numpy", "pandas", "matplotlib", "scipy", "sklearn", "pyarrow", "polars"}
+               and s.what for s in SETTINGS)
+
+
+def test_pydata_settings_are_restored():
+    """Issue 22: scikit-learn's config, pyarrow's thread pools, scipy.special's error handling and
+    polars' core display settings changed in a step are put back after it."""
+    import polars as pl
+    import pyarrow as pa
+    import scipy.special
+    import sklearn
+
+    before = (sklearn.get_config()["assume_finite"], pa.cpu_count(), scipy.special.geterr()["singular"],
+              pl.Config.state()["set_fmt_float"])
+    step = StepSettings({"sklearn", "pyarrow", "scipy", "polars"})
+    step.save()
+    sklearn.set_config(assume_finite=not before[0])
+    pa.set_cpu_count(before[1] + 1)
+    scipy.special.seterr(singular="raise" if before[2] != "raise" else "warn")
+    pl.Config.set_fmt_float("full" if before[3] != "full" else "mixed")
+    restored = step.restore()
+    assert len(restored) == 4, restored
+    assert (sklearn.get_config()["assume_finite"], pa.cpu_count(), scipy.special.geterr()["singular"],
+            pl.Config.state()["set_fmt_float"]) == before

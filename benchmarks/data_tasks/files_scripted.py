@@ -45,6 +45,23 @@ CODE: dict[str, list[str]] = {
                             "'name'].tolist())")],
     "total_margin": [code(LOAD + "margin = sales['units'] * (sales['unit_price'] - sales['unit_cost'])\n"
                           "final_answer(round(float(margin.sum()), 2))")],
+    "sensor_ttest": [code(SENSORS + "from scipy import stats\n"
+                          "a = readings.loc[readings['sensor'] == 'A', 'temperature']\n"
+                          "b = readings.loc[readings['sensor'] == 'B', 'temperature']\n"
+                          "final_answer(round(float(stats.ttest_ind(a, b, equal_var=False).statistic), 2))")],
+    "hourly_trend": [code(SENSORS + "import statsmodels.formula.api as smf\n"
+                          "readings['hour'] = pd.to_datetime(readings['timestamp']).dt.hour\n"
+                          "fit = smf.ols('temperature ~ hour', data=readings[readings['sensor'] == 'A']).fit()\n"
+                          "print(fit.params)\nfinal_answer(round(float(fit.params['hour']), 3))")],
+    "predict_temperature": [code(SENSORS + "from sklearn.linear_model import LinearRegression\n"
+                                 "readings['hour'] = pd.to_datetime(readings['timestamp']).dt.hour\n"
+                                 "model = LinearRegression().fit(readings[['hour', 'humidity']], readings['temperature'])\n"
+                                 "x = pd.DataFrame({'hour': [12], 'humidity': [60]})\n"
+                                 "final_answer(round(float(model.predict(x)[0]), 2))")],
+    "region_anova": [code(f"import pandas as pd\nimport statsmodels.api as sm\nimport statsmodels.formula.api as smf\n"
+                          f"sales = pd.read_csv('{D}/sales.csv')\n"
+                          "table = sm.stats.anova_lm(smf.ols('units ~ C(region)', data=sales).fit(), typ=2)\n"
+                          "print(table)\nfinal_answer(round(float(table['PR(>F)'].iloc[0]), 3))")],
     "revenue_chart": [
         code(LOAD + "import matplotlib.pyplot as plt\nmonthly = sales.groupby(sales['date'].str[:7])['revenue'].sum()\n"
              "plt.figure(figsize=(6, 3))\nplt.bar(monthly.index, monthly.values)\nplt.title('Monthly revenue')\n"
@@ -72,6 +89,10 @@ SINGLE_CALL: dict[str, list[str]] = {
     "idle_customers": [one("aggregate(file='sales.csv', column='order_id', func='count', group_by='customer_id'); "
                            "read_rows(file='customers.json')"), one("final_answer(['Kemal', 'Lena'])")],
     "total_margin": [one(f"{UNITS_BY_PRODUCT}; {PRODUCTS}"), one("final_answer(315.2)")],
+    "sensor_ttest": [one("read_rows(file='sensors.csv', limit=100)"), one("final_answer(-6.61)")],
+    "hourly_trend": [one("read_rows(file='sensors.csv', limit=100)"), one("final_answer(-0.037)")],
+    "predict_temperature": [one("read_rows(file='sensors.csv', limit=100)"), one("final_answer(20.77)")],
+    "region_anova": [one(ALL_SALES), one("final_answer(0.819)")],
     "revenue_chart": [one(f"{ALL_SALES}; {PRODUCTS}"), one("final_answer('2024-06')")],
 }
 
@@ -100,6 +121,10 @@ TOOL_CALLING: dict[str, list[Any]] = {
                                             "group_by": "customer_id"}), ("read_rows", {"file": "customers.json"})),
                        _answer(["Kemal", "Lena"])],
     "total_margin": [calls(UNITS, PRICES), _answer(315.2)],
+    "sensor_ttest": [calls(("read_rows", {"file": "sensors.csv", "limit": 100})), _answer(-6.61)],
+    "hourly_trend": [calls(("read_rows", {"file": "sensors.csv", "limit": 100})), _answer(-0.037)],
+    "predict_temperature": [calls(("read_rows", {"file": "sensors.csv", "limit": 100})), _answer(20.77)],
+    "region_anova": [calls(SALES), _answer(0.819)],
     "revenue_chart": [calls(SALES, PRICES), _answer("2024-06")],
 }
 

@@ -6,7 +6,8 @@ through the executor's grants (`Access(read=[DATA_DIR])`), each with an exact ex
     data/customers.json  [{customer_id, name, tier, city}]
     data/sensors.csv     72 hourly readings: timestamp, sensor (A/B/C), temperature, humidity
 
-A CodeAgent reads the files itself (pandas in its executor). Single-call and tool-calling agents
+A CodeAgent reads the files itself (pandas in its executor; scipy, scikit-learn and statsmodels for
+the statistics tasks: a t-test, a regression fit and prediction, an ANOVA). Single-call and tool-calling agents
 cannot run code, so they get `FILE_TOOLS`: read-only lookups that run on the host (list the files,
 their columns, a page of rows, one aggregate with an optional group-by and filter) and must combine
 what those return themselves. The expected answers were computed from the committed files with
@@ -27,7 +28,11 @@ from codeagent import tool
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 FILES = ("sales.csv", "products.json", "customers.json", "sensors.csv")
-IMPORTS = ["pandas", "numpy", "matplotlib.*"]  # what the code may import in the restricted executors
+# what the code may import in the restricted executors (the statistics tasks need scipy,
+# scikit-learn and statsmodels)
+IMPORTS = ["pandas", "numpy", "matplotlib.*", "scipy.*", "sklearn.*", "statsmodels.*"]
+# the distributions a Docker image needs for them
+PACKAGES = ["numpy", "pandas", "matplotlib", "scipy", "scikit-learn", "statsmodels"]
 
 
 @cache
@@ -128,6 +133,17 @@ FILE_TASKS = [
          "their names.", ["Kemal", "Lena"], unordered(["Kemal", "Lena"])),
     Task("total_margin", "join", "Using the data files, what is the total margin in euros over all orders: "
          "units times (unit_price minus unit_cost)? Round to 2 decimals.", 315.2, number(315.2)),
+    Task("sensor_ttest", "statistics", "Using the data files, run Welch's t-test (unequal variances) "
+         "comparing the temperatures of sensor A and sensor B in sensors.csv: what is the t statistic, "
+         "rounded to 2 decimals?", -6.61, number(-6.61)),
+    Task("hourly_trend", "statistics", "Using the data files, fit an ordinary least squares regression of "
+         "sensor A's temperature on the hour of the day (from the timestamp): what is the slope in degrees "
+         "per hour, rounded to 3 decimals?", -0.037, number(-0.037)),
+    Task("predict_temperature", "statistics", "Using the data files, fit a linear regression of temperature "
+         "on hour of the day and humidity over all readings in sensors.csv, and predict the temperature at "
+         "hour 12 with humidity 60, rounded to 2 decimals.", 20.77, number(20.77)),
+    Task("region_anova", "statistics", "Using the data files, run a one-way ANOVA of units per order across "
+         "the regions in sales.csv: what is the p-value, rounded to 3 decimals?", 0.819, number(0.819)),
     Task("revenue_chart", "figure", "Using the data files, plot the monthly revenue (units times unit_price) "
          "as a bar chart, and answer with the month of the highest revenue as YYYY-MM.", "2024-06",
          text("2024-06")),

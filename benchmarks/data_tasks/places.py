@@ -1,8 +1,9 @@
 """Where the suite's actions run: one warm executor per (executor kind, suite), made on first use.
 
 The shop suite's executors grant nothing; the data-file suite's grant `Access(read=[DATA_DIR])` and
-authorize pandas, numpy and matplotlib (the restricted executors refuse other imports). Docker runs
-the data-file suite in an image that has those packages (image.py builds it once, from the host's
+authorize pandas, numpy, matplotlib, scipy, scikit-learn and statsmodels (the restricted executors
+refuse other imports). Docker runs the data-file suite in an image that has those packages
+(`DockerExecutor(packages=...)` builds it once per set of versions, offline, from the host's
 copies); the shop suite needs only the default image. Each agent resets the executor it is handed,
 so runs do not see each other's variables; the executors are closed with the `Places`.
 (Not named executors.py: this directory is on sys.path, and that would shadow the package.)
@@ -13,7 +14,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from files_suite import DATA_DIR, IMPORTS
+from files_suite import DATA_DIR, IMPORTS, PACKAGES
 
 from executors import Access, Limits
 
@@ -46,9 +47,7 @@ def make_executor(kind: str, suite: str) -> Any:
         from executors import DockerExecutor
 
         if files:
-            from image import ensure_data_image
-
-            options["image"] = ensure_data_image()
+            options["packages"] = PACKAGES
         return DockerExecutor(**options)
     raise ValueError(f"unknown executor {kind!r}; executors: {', '.join(EXECUTORS)}")
 

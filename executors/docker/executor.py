@@ -325,7 +325,10 @@ class DockerExecutor(RemoteExecutor):
         prepare_worker_code()
         env = {"HOME": self.workdir, "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8",
                # native thread pools: one thread each (the container's CPU share is the limit)
-               "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+               "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+               "POLARS_MAX_THREADS": "1",
+               # joblib (scikit-learn's n_jobs) in serial mode: no process pool from a step
+               "JOBLIB_MULTIPROCESSING": "0"}
         env.update(self.environment)
         return ContainerSpec(
             image=str(self.image),

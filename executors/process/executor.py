@@ -61,7 +61,8 @@ from .zygote import ZygoteUnavailable, zygote_for
 __all__ = ["SubprocessExecutor", "PipeChannel", "ProcessWorker", "sweep_orphans"]
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
-# Virtual memory the interpreter itself needs on top of what the model code may use.
+# Virtual memory the worker may add, on top of what it holds when ready, besides what the model
+# code may use (the runtime's own work, a submodule imported in a step).
 INTERPRETER_ALLOWANCE_MB = 192
 _cgroup_counter = itertools.count(1)
 
@@ -261,6 +262,11 @@ class SubprocessExecutor(RemoteExecutor):
         # a preexec_fn would force a full fork() of this (large) host instead of vfork(), which
         # costs milliseconds per start.
         spec = {"parent": os.getpid(), "rlimits": self._rlimits()}
+        mem = self.limits.max_memory_mb
+        if mem is not None:
+            # on top of what the worker holds once ready (the runtime and the authorized
+            # libraries imported: statsmodels with polars reserves ~900 MB of address space)
+            spec["memory"] = (mem + INTERPRETER_ALLOWANCE_MB) * 1024 * 1024
         prepare_worker_code()
         argv = worker_command(self.python, WORKER_PARENT, _json_arg(spec))
         cwd, env = self.access.workdir, self._environment()
@@ -331,10 +337,6 @@ class SubprocessExecutor(RemoteExecutor):
             "RLIMIT_FSIZE": self.max_file_mb * 1024 * 1024,
             "RLIMIT_NOFILE": self.max_open_files,
         }
-        mem = self.limits.max_memory_mb
-        if mem is not None:
-            cap = (mem + INTERPRETER_ALLOWANCE_MB) * 1024 * 1024
-            limits["RLIMIT_AS"] = limits["RLIMIT_DATA"] = cap
         if os.geteuid() != 0:  # root ignores RLIMIT_NPROC; the pids cgroup covers that case
             limits["RLIMIT_NPROC"] = _user_process_count() + self.max_processes
         return limits
@@ -354,7 +356,9 @@ def _base_environment() -> dict[str, str]:
         # confines itself (Landlock needs a single thread), and would use CPU past the step's
         # share: one thread each.
         "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-        "NUMEXPR_NUM_THREADS": "1",
+        "NUMEXPR_NUM_THREADS": "1", "POLARS_MAX_THREADS": "1",
+        # joblib (scikit-learn's n_jobs) runs in serial mode: no process from a step
+        "JOBLIB_MULTIPROCESSING": "0",
     }
 
 

@@ -123,7 +123,8 @@ def subprocess_isolation(*, policy: str, report: dict[str, Any] | None, harden: 
     scopes = landlock.get("scopes") or []
     if scopes:
         layers["ipc"] = "Landlock scopes: no signals to or abstract UNIX sockets of other processes"
-    layers["memory"] = (f"RLIMIT_AS ({memory_mb} MB + the interpreter's allowance)" if memory_mb
+    layers["memory"] = (f"RLIMIT_DATA ({memory_mb} MB + the runtime's allowance, on top of the worker "
+                        "and its libraries once loaded; a looser RLIMIT_AS)" if memory_mb
                         else "none (Limits.max_memory_mb=None)")
     layers["time"] = "soft deadline in the worker + hard kill by the host"
     layers["policy"] = POLICY.get(policy, policy)

@@ -69,6 +69,50 @@ class ProcessCaps:
                 except (OSError, ValueError):
                     pass
 
+    def lift_for_library(self) -> tuple[int, int] | None:
+        """A trusted import is about to run (restricted/trusted_imports.py): lift the address-space
+        cap (a library's import is not the model's allocation, and native code loading under a
+        cap can fail in ways it never recovers from: OpenBLAS spins) and give the import the
+        host's recursion headroom. Returns what `restore_after_library` needs."""
+        with self.lock:
+            if not self.active:
+                return None
+            soft = None
+            if self.saved_as is not None:
+                try:
+                    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+                    resource.setrlimit(resource.RLIMIT_AS, self.saved_as)
+                except (OSError, ValueError):
+                    soft = None
+            recursion = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(recursion, frame_depth() + self.saved_recursion))
+            return (-1 if soft is None else soft, recursion)
+
+    def restore_after_library(self, saved: tuple[int, int] | None, grown: int) -> None:
+        """Put the caps back after a trusted import; the memory it took (`grown` bytes of address
+        space) is not charged to the model: the cap moves up by as much."""
+        if saved is None:
+            return
+        soft, recursion = saved
+        with self.lock:
+            sys.setrecursionlimit(recursion)
+            if soft >= 0 and self.active and soft != resource.RLIM_INFINITY:
+                try:
+                    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+                    want = soft + max(0, grown)
+                    if hard != resource.RLIM_INFINITY:
+                        want = min(want, hard)
+                    resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+                except (OSError, ValueError):
+                    pass
+
+    def address_space(self) -> int:
+        """This process's address space now, in bytes (0 where /proc is missing)."""
+        try:
+            return self._vm_bytes()
+        except (OSError, ValueError):
+            return 0
+
     def leave(self) -> None:
         with self.lock:
             self.active -= 1

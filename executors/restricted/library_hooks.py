@@ -10,6 +10,16 @@ applies only on a thread that is running a step (the host's own use of the libra
 - `matplotlib.ticker.StrMethodFormatter` formats with the template's fields, which may walk
   attributes (`{x.__init__.__globals__}`); its template is checked like the model's own
   `str.format` templates (no private attributes).
+- joblib's `Parallel` (scikit-learn's `n_jobs=-1`, any library's process or thread pool) runs
+  sequentially in a step: its workers would be processes (never from a step) or threads outside
+  the step's guard and limits. Results are the same (the libraries make them independent of
+  n_jobs); a worker or container also sets JOBLIB_MULTIPROCESSING=0. A step counts one CPU.
+- threadpoolctl (scikit-learn's BLAS/OpenMP thread limits) finds no native thread pool in a step:
+  finding them reads /proc/self/maps and calls them through ctypes, and their thread counts are
+  the executor's (one per pool in a worker or container). Its limits change nothing there.
+- polars' and pyarrow's readers and writers open files in native code: native_files.py judges
+  their paths. polars' thread pools start as it loads (see _start_polars_pools).
+Each is installed once the library is loaded, whichever authorized package brought it.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from .capabilities import GUARD
 from .errors import PolicyError
 from .guards import check_format_template
 from .library_state import touch
+from .native_files import install_native_file_checks
 
 _INSTALLED: set[str] = set()
 
@@ -124,13 +135,98 @@ def _touching(library: str, setter: Callable[..., Any]) -> Callable[..., Any]:
     return touched
 
 
-HOOKS: dict[str, Callable[[], None]] = {"matplotlib": _hook_matplotlib, "pandas": _hook_pandas}
+def _hook_joblib() -> None:
+    from joblib import parallel
+
+    original = parallel.Parallel.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if _in_step():  # one job, no pool: n_jobs and backend are the first two parameters
+            args = list(args)
+            for index, (name, value) in enumerate((("n_jobs", 1), ("backend", "sequential"))):
+                if len(args) > index:
+                    args[index] = value
+                else:
+                    kwargs[name] = value
+        original(self, *args, **kwargs)
+
+    __init__.__wrapped__ = original  # type: ignore[attr-defined]
+    parallel.Parallel.__init__ = __init__
+    # what libraries ask before they split work (effective_n_jobs(-1), cpu_count()): one job
+    active = parallel._get_active_backend
+    sequential = parallel.BACKENDS["sequential"]
+
+    def _get_active_backend(*args: Any, **kwargs: Any) -> Any:
+        backend, config = active(*args, **kwargs)
+        if _in_step() and not isinstance(backend, sequential):
+            backend = sequential(nesting_level=getattr(backend, "nesting_level", 0))
+        return backend, config
+
+    _get_active_backend.__wrapped__ = active  # type: ignore[attr-defined]
+    parallel._get_active_backend = _get_active_backend
+    # ... and a step counts one CPU (loky would read the cgroup's CPU quota to count them);
+    # joblib.cpu_count() asks loky's, the backends hold their own reference
+    from joblib import _parallel_backends
+    from joblib.externals import loky
+
+    count = loky.cpu_count
+
+    def cpu_count(*args: Any, **kwargs: Any) -> int:
+        return 1 if _in_step() else count(*args, **kwargs)
+
+    cpu_count.__wrapped__ = count  # type: ignore[attr-defined]
+    loky.cpu_count = cpu_count
+    if getattr(_parallel_backends, "cpu_count", None) is count:
+        _parallel_backends.cpu_count = cpu_count
 
 
-def install_hooks(authorized_tops: set[str]) -> None:
-    """Put the checks into the authorized libraries that are imported (once per process)."""
+def _hook_threadpoolctl() -> None:
+    import threadpoolctl
+
+    controller = threadpoolctl.ThreadpoolController
+    original_init, original_limit = controller.__init__, controller.limit
+
+    def __init__(self: Any) -> None:
+        if _in_step():  # (finding them reads /proc/self/maps and calls them through ctypes)
+            self.lib_controllers = []
+            return
+        original_init(self)
+
+    def limit(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _in_step():  # a controller the host made earlier: its limiter changes nothing here
+            return original_limit(controller._from_controllers([]), *args, **kwargs)
+        return original_limit(self, *args, **kwargs)
+
+    __init__.__wrapped__ = original_init  # type: ignore[attr-defined]
+    limit.__wrapped__ = original_limit  # type: ignore[attr-defined]
+    controller.__init__, controller.limit = __init__, limit
+
+
+def _start_polars_pools() -> None:
+    """polars' Rust core aborts the whole process when an allocation fails, and its thread pools
+    reserve tens of MB of address space per thread when first used (~0.7 GB on 2 CPUs): under an
+    in-process address-space cap, a step's first `df.sum()` would kill the host. So its pools
+    start as it loads (a trusted import: the cap is lifted and what it reserves is not charged),
+    not in the model's first computation."""
+    import io
+
+    import polars
+
+    polars.DataFrame({"a": [1]}).sum()
+    polars.read_csv(io.BytesIO(b"a\n1\n"))
+
+
+HOOKS: dict[str, Callable[[], None]] = {"matplotlib": _hook_matplotlib, "pandas": _hook_pandas,
+                                        "joblib": _hook_joblib, "threadpoolctl": _hook_threadpoolctl,
+                                        "polars": _start_polars_pools}
+
+
+def install_hooks() -> None:
+    """Put the checks into the hooked libraries that are loaded (once per process; they act only
+    on a step's thread, so a library another authorized package brought is hooked too)."""
+    install_native_file_checks()
     for library, install in HOOKS.items():
-        if library in authorized_tops and library not in _INSTALLED and library in sys.modules:
+        if library not in _INSTALLED and library in sys.modules:
             try:
                 install()
             except Exception:  # noqa: BLE001 - another version of the library: table rows still hold

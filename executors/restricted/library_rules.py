@@ -23,6 +23,13 @@ _GLOBAL = "it changes a process-wide setting shared with the host"
 _CODE = "it loads or runs code by name"
 _THREADS = "threads started by model code would run outside the step's limits and guard"
 _REGISTRY = "it is a process-wide registry shared with the host; nothing restores it after the step"
+_LOKY = ("loky's executors start worker processes, and a step never creates a process; "
+         "joblib.Parallel and n_jobs=-1 run sequentially in a step instead")
+_NATIVE_FS = ("a native file system or dataset opens any path from native code, where the guard "
+              "cannot see; read and write with pyarrow's readers and writers (their paths are "
+              "checked)")
+_NATIVE_READER = ("its native reader or writer (.reader, .writer) opens any path later from native "
+                  "code; use read_table/write_table (their paths are checked)")
 _DEFAULTS = "the host's default settings (rcdefaults() and style resets read them); rcParams is the step's own"
 
 DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
@@ -104,6 +111,21 @@ DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
     "matplotlib.backends.registry": {"backend_registry": _REGISTRY},
     "numpy.polynomial": {"set_default_printstyle": _GLOBAL},
     "pandas": {"read_clipboard": _PROCESS},
+    # joblib's Parallel runs sequentially in a step (library_hooks.py); loky's executors are
+    # process pools by nature.
+    "joblib.externals.loky": {"*": _LOKY},
+    # Native file access the audit hook cannot see (native_files.py checks the readers' and
+    # writers' paths; these hand out file systems or readers that open any path later).
+    "pyarrow.fs": {"*": _NATIVE_FS},
+    "pyarrow.dataset": {"*": _NATIVE_FS},
+    "pyarrow.flight": {"*": "native network connections the guard cannot see"},
+    "pyarrow.parquet": {"ParquetFile": _NATIVE_READER, "ParquetDataset": _NATIVE_FS,
+                        "ParquetWriter": _NATIVE_READER, "write_to_dataset": _NATIVE_FS},
+    "pyarrow.orc": {"ORCFile": _NATIVE_READER, "ORCWriter": _NATIVE_READER},
+    "polars": {"read_clipboard": "it reads the host's desktop clipboard",
+               "read_database": "native database connections the guard cannot see",
+               "read_database_uri": "native database connections the guard cannot see",
+               "scan_pyarrow_dataset": _NATIVE_FS, "scan_external_reader": _NATIVE_FS},
     "pandas.api.extensions": {
         "register_dataframe_accessor": "it adds a member to every host DataFrame",
         "register_series_accessor": "it adds a member to every host Series",

@@ -1,7 +1,8 @@
 """Process-wide library settings that a step may change, put back after every step.
 
 In process, model code shares the host's libraries: `pd.set_option`, `np.set_printoptions`,
-`np.seterr`, `np.random.seed`, `matplotlib.rcParams[...] = ...` would outlive the step and change
+`np.seterr`, `np.random.seed`, `matplotlib.rcParams[...] = ...`, `sklearn.set_config`,
+`pa.set_cpu_count`, `scipy.special.seterr`, `pl.Config.set_fmt_float` would outlive the step and change
 how the host's own code behaves. Each row of `SETTINGS` is (module, what, snapshot, restore,
 lazy): snapshots are taken before a step for modules that are authorized and already imported,
 and restored after it when they differ. A *lazy* row is large (pandas options, matplotlib
@@ -148,6 +149,35 @@ def _mpl_set_colormaps(mpl: Any, saved: frozenset) -> None:
         mpl.colormaps.unregister(name)
 
 
+def _sp_special_errors(scipy: Any) -> dict | None:
+    special = sys.modules.get("scipy.special")
+    return None if special is None else special.geterr()
+
+
+def _sp_set_special_errors(scipy: Any, saved: dict | None) -> None:
+    special = sys.modules.get("scipy.special")
+    if saved is not None and special is not None and special.geterr() != saved:
+        special.seterr(**saved)
+
+
+# polars' display settings that live in its Rust core (the others are environment variables,
+# which a step cannot change): Config.state() key -> the setter that puts it back
+_POLARS_CORE_SETTINGS = ("set_fmt_float", "set_float_precision", "set_thousands_separator",
+                         "set_decimal_separator", "set_trim_decimal_zeros")
+
+
+def _pl_core_settings(pl: Any) -> dict:
+    state = pl.Config.state()
+    return {key: state.get(key) for key in _POLARS_CORE_SETTINGS}
+
+
+def _pl_set_core_settings(pl: Any, saved: dict) -> None:
+    now = _pl_core_settings(pl)
+    for key, value in saved.items():
+        if not _same(now.get(key), value):
+            getattr(pl.Config, key)(value)
+
+
 SETTINGS: tuple[Setting, ...] = (
     Setting("numpy", "print options (np.set_printoptions)", _np_printoptions, _np_set_printoptions),
     Setting("numpy", "floating-point error handling (np.seterr)",
@@ -167,6 +197,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("matplotlib", "the default backend", _mpl_backend, _mpl_set_backend),
     Setting("matplotlib", "registered colormaps", _mpl_colormaps, _mpl_set_colormaps, lazy=True),
     # (pyplot's figures: each step has its own registry, pyplot_state.py)
+    Setting("scipy", "special-function error handling (scipy.special.seterr)",
+            _sp_special_errors, _sp_set_special_errors),
+    Setting("sklearn", "configuration (sklearn.set_config)",
+            lambda sk: sk.get_config(), lambda sk, saved: sk.set_config(**saved)),
+    Setting("pyarrow", "thread pools (pa.set_cpu_count, pa.set_io_thread_count)",
+            lambda pa: (pa.cpu_count(), pa.io_thread_count()),
+            lambda pa, saved: (pa.set_cpu_count(saved[0]), pa.set_io_thread_count(saved[1]))),
+    Setting("polars", "display settings of its core (pl.Config.set_fmt_float, ...)",
+            _pl_core_settings, _pl_set_core_settings),
 )
 
 
@@ -281,36 +320,3 @@ def _same(a: Any, b: Any) -> bool:
     if np is not None and t is np.ndarray and not a.dtype.hasobject and not b.dtype.hasobject:
         return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
     return False
-
-
-# Authorized libraries whose import sets up caches or configuration (matplotlib's font list and
-# config directory): imported when the executor is built, as the host, so that their set-up does
-# not run inside a step, where the capability guard would refuse it.
-WARM_UP: dict[str, tuple[str, ...]] = {
-    "numpy": ("numpy",),
-    "pandas": ("pandas",),
-    "matplotlib": ("matplotlib", "matplotlib.pyplot"),
-}
-
-
-def warm_up(authorized: Iterable[str]) -> list[str]:
-    """Import the set-up-heavy authorized libraries now; returns the ones that failed (missing:
-    the executor reports that at construction or first import)."""
-    import importlib
-
-    failed = []
-    tops = {name.split(".")[0] for name in authorized}
-    for top in sorted(tops & WARM_UP.keys()):
-        for module in WARM_UP[top]:
-            if module in sys.modules:
-                continue
-            if module == "matplotlib.pyplot":
-                # no display in a sandbox: a headless backend unless the host chose one
-                import os
-
-                os.environ.setdefault("MPLBACKEND", "Agg")
-            try:
-                importlib.import_module(module)
-            except Exception:  # noqa: BLE001 - reported where it matters (the import in a step)
-                failed.append(module)
-    return failed

@@ -34,6 +34,8 @@ from ..worker.codec import NotPlain, Repr, decode_value, encode_value, opaque_re
 from ..worker.codec import safe_repr as codec_repr
 from ..worker.display import display_text
 from ..worker.figures import collect, is_pil_image, max_pixels, pil_description
+from ..worker.warm import warm_up
+from . import trusted_imports
 from .budget import UNMETERED, RunState
 from .capabilities import GUARD, Grants
 from .caps import PROCESS_CAPS, frame_depth
@@ -42,8 +44,9 @@ from .errors import LimitExceeded, PolicyError
 from .evaluators import check_library_source
 from .interrupts import HostInterrupts
 from .library_hooks import install_hooks
+from .library_packages import LibraryPackages
 from .library_rules import warn_dangerous
-from .library_state import StepSettings, warm_up
+from .library_state import StepSettings
 from .names import LIVE, RESULT
 from .namespace import build_namespace, retire_namespace
 from .output import OutputBuffer
@@ -70,19 +73,24 @@ class RestrictedRuntime:
         *,
         grants: Grants | None = None,
         workdir: str | None = None,
+        warm: bool = True,
     ) -> None:
         """grants: what libraries may touch on the model's behalf (files, network), enforced by
         the capability guard (an audit hook) while a step runs; None: nothing but the Python
-        installation. workdir: the directory a step runs in (relative paths resolve there)."""
+        installation. workdir: the directory a step runs in (relative paths resolve there).
+        warm: import the authorized packages now (`warm_up`); a worker does it once confined."""
         self.limits = limits or Limits()
         if not isinstance(self.limits, Limits):
             raise TypeError(f"limits must be an executors.Limits, not {type(self.limits).__name__}")
         self.authorized_imports = normalize_imports(authorized_imports)
         base = grants or Grants()
-        self.grants = Grants(base.read, base.write, base.network,
-                             base.check_source or check_library_source)
-        self.workdir = workdir
         tops = {name.split(".")[0] for name in self.authorized_imports}
+        # (an authorized package's modules, and those of the packages it requires, import as the
+        # library: trusted_imports.py)
+        self.grants = Grants(base.read, base.write, base.network,
+                             base.check_source or check_library_source,
+                             LibraryPackages(self.authorized_imports, GUARD.suspended))
+        self.workdir = workdir
         self._settings = StepSettings(tops)
         # Figures can only come from a step that may import matplotlib (a host tool's own figure
         # is the host's business).
@@ -91,9 +99,9 @@ class RestrictedRuntime:
         self._pyplot = PyplotState()  # the step's own pyplot figures
         warn_dangerous(self.authorized_imports)
         GUARD.install()
-        # Authorized libraries set themselves up (caches, config) as the host, not in a step.
-        warm_up(self.authorized_imports)
-        install_hooks({name.split(".")[0] for name in self.authorized_imports})
+        trusted_imports.install()
+        if warm:
+            self.warm_up()
         self._tools: dict[str, Callable[..., Any]] = {}
         self._reserved = frozenset({FINAL_ANSWER_NAME})  # what the code may not rebind
         self._outcome: list[Any] = [None, None, None, [], [], None]
@@ -103,6 +111,14 @@ class RestrictedRuntime:
         self._lock = threading.Lock()
         self._new_namespace()
         self.register_tools(tools)
+
+    def warm_up(self) -> list[str]:
+        """Import the authorized packages now, as the host: their set-up (caches, config, native
+        runtimes, helper threads) happens here rather than in the first step. Returns the ones
+        that failed to import (the model's import then says why)."""
+        failed = warm_up(self.authorized_imports)
+        install_hooks()
+        return failed
 
     # -- namespace ----------------------------------------------------------------------------
     def _new_namespace(self) -> None:
@@ -358,7 +374,7 @@ class RestrictedRuntime:
             WORKDIRS.enter(self.workdir)
             WATCHDOG.ensure_running()  # (its thread is the host's: started outside the guard)
             self._pyplot.enter()
-            guard = GUARD.enter(self.grants, sys._getframe())
+            guard = GUARD.enter(self.grants, sys._getframe(), state)
             try:
                 ns[LIVE] = True
                 try:

@@ -19,7 +19,7 @@ from .budget import RunState
 from .errors import ImportPolicyError
 from .host_guard import HostGuard
 from .library_rules import hidden_reason, module_refusal
-from .module_patches import PatchContext, patch_members
+from .module_patches import PATCHES, PatchContext, patch_members
 from .policy import FORBIDDEN_BUILTINS, HIDDEN_MODULE_MEMBERS, IO_ALLOWED
 
 # Submodules that are part of what their parent is for (`os.path` is posixpath): authorizing the
@@ -31,18 +31,41 @@ _READ_ONLY: dict[type, Callable[[Any], Any]] = {
 }
 
 
+def _reaches(proxy: Any, parts: list[str]) -> bool:
+    """Does the proxy already lead to the submodule `parts` (each a member or a lazy member)?"""
+    for part in parts:
+        if type(proxy) is not ModuleProxy:
+            return False
+        members = proxy.__dict__
+        lazy = members["_lazy"]
+        if part not in members and (lazy is None or part not in lazy[1]):
+            return False
+        try:
+            proxy = getattr(proxy, part)
+        except AttributeError:
+            return False
+    return type(proxy) is ModuleProxy
+
+
 class ModuleProxy:
     """A read-only namespace standing in for a module. Has no `__name__` on purpose: CPython's
     `from m import x` falls back to `sys.modules[m.__name__ + '.x']` when `x` is missing."""
 
-    def __init__(self, label: str, members: dict[str, Any]) -> None:
+    def __init__(self, label: str, members: dict[str, Any], lazy: Any = None) -> None:
         object.__setattr__(self, "_label", label)
+        object.__setattr__(self, "_lazy", lazy)  # (resolve, names): members made on first use
         self.__dict__.update(members)
 
     def __getattr__(self, name: str) -> Any:
         # Only called for missing names.
-        if name.startswith("__"):
+        if name.startswith("_"):
             raise AttributeError(name)
+        lazy = self.__dict__["_lazy"]
+        if lazy is not None and type(name) is str:
+            value = lazy[0](name)
+            if value is not _ABSENT:
+                self.__dict__[name] = value
+                return value
         raise AttributeError(
             f"module '{self._label}' has no attribute '{name}' in the sandbox "
             "(private, hidden, or a submodule that is not authorized)"
@@ -54,8 +77,16 @@ class ModuleProxy:
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"module '{self._label}' is read-only in the sandbox")
 
+    def __dir__(self) -> list[str]:
+        lazy = self.__dict__["_lazy"]
+        names = {k for k in self.__dict__ if not k.startswith("_")}
+        return sorted(names | (lazy[1] if lazy is not None else set()))
+
     def __repr__(self) -> str:
         return f"<module '{self._label}'>"
+
+
+_ABSENT = object()
 
 
 def public_child(parent: str, child: str) -> bool:
@@ -182,7 +213,7 @@ class SandboxImporter:
             for item in fromlist:
                 if not isinstance(item, str) or item.startswith("_") or item == "*":
                     raise ImportPolicyError(f"importing {item!r} from {name} is not allowed")
-                if item not in proxy.__dict__:
+                if item not in proxy.__dict__ and not hasattr(proxy, item):
                     full = f"{name}.{item}"
                     if self.auth.allows(full):
                         self._load(full)
@@ -196,6 +227,9 @@ class SandboxImporter:
         top = name.split(".")[0]
         if top != name:
             self._load(name)
+            cached = self.cache.get(top)
+            if cached is not None and _reaches(cached, name.split(".")[1:]):
+                return cached  # (every later step's `import pyarrow.compute`: no rebuild of pyarrow's)
             return self.proxy(top, refresh=True)
         return proxy
 
@@ -221,48 +255,77 @@ class SandboxImporter:
         if cached is not None and not refresh:
             return cached
         module = self._load(name)
-        members = self._members(name, module)
-        proxy = ModuleProxy(name, members)
+        members, lazy = self._members(name, module)
+        proxy = ModuleProxy(name, members, lazy)
         self.cache[name] = proxy
         return proxy
 
-    def _members(self, name: str, module: types.ModuleType) -> dict[str, Any]:
+    def _members(self, name: str, module: types.ModuleType) -> tuple[dict[str, Any], Any]:
+        """The proxy's members now, and the resolver of those it gets on first use: submodules
+        (their proxies, and the import of a lazy package's submodule: scipy.stats) and names a
+        module provides through its `__getattr__`, so that importing a package does not import
+        and proxy every module in it."""
         if name == "builtins":  # the sandbox's own builtins, never the host's
             # (the frame's builtins carry `open` for C code, e.g. numpy's tofile: never hand it out)
             return {k: v for k, v in self.sandbox_builtins.items()
-                    if not k.startswith("_") and k not in FORBIDDEN_BUILTINS}
-        hidden = HIDDEN_MODULE_MEMBERS.get(name, {})
+                    if not k.startswith("_") and k not in FORBIDDEN_BUILTINS}, None
         members: dict[str, Any] = {}
+        own = vars(module)
+        eager = name in PATCHES  # (a patch works on the members it is given)
         public = getattr(module, "__all__", None)
         names = set(dir(module)) | (set(public) if isinstance(public, (list, tuple)) else set())
+        lazy: set[str] = set()
         for attr in names:
-            if not isinstance(attr, str) or attr.startswith("_") or attr in hidden:
+            if not isinstance(attr, str) or attr.startswith("_"):
                 continue
-            if hidden_reason(name, attr) is not None:  # dangerous even when authorized
+            if attr in own and type(own[attr]) is types.ModuleType or not eager and attr not in own:
+                lazy.add(attr)  # (modules always: two modules may name each other)
                 continue
-            if name == "io" and attr not in IO_ALLOWED:
-                continue
-            try:
-                with warnings.catch_warnings():  # deprecated members warn on access: not the model's doing
-                    warnings.simplefilter("ignore")
-                    value = getattr(module, attr)
-            except AttributeError:
-                continue
-            if isinstance(value, types.ModuleType):
-                full = f"{name}.{attr}"
-                if (value.__name__ == full and self.auth.on_path(full)) or \
-                        (full in _PART_OF_PARENT and self.auth.allows(name)):
-                    members[attr] = self.proxy(full)
-                continue
-            if isinstance(value, type) and issubclass(value, type):
-                continue  # metaclasses create classes with any dunder (ABCMeta, EnumType)
-            if type(value) in _READ_ONLY:
-                if type(value) in (dict, list):
-                    self.host.share_nested(value)
-                value = _READ_ONLY[type(value)](value)  # module-level containers: read-only views
-            elif type(value).__name__ == "Context" and name == "decimal":
-                value = value.copy()
-            self.host.share(value)
-            members[attr] = value
+            value = self._member(name, module, attr)
+            if value is not _ABSENT:
+                members[attr] = value
         patch_members(name, members, self.patch_ctx)
-        return members
+
+        def resolve(attr: str) -> Any:
+            if attr not in lazy:
+                return _ABSENT
+            return self._member(name, module, attr)
+
+        return members, (resolve, frozenset(lazy)) if lazy else None
+
+    def _importable(self, name: str) -> bool:
+        """Could model code import `name` itself (authorized, public, not refused)?"""
+        return not any(p.startswith("_") for p in name.split(".")) and self.auth.allows(name) \
+            and module_refusal(name) is None
+
+    def _member(self, name: str, module: types.ModuleType, attr: str) -> Any:
+        """What the proxy of `name` hands out as `attr`, or _ABSENT."""
+        if attr in HIDDEN_MODULE_MEMBERS.get(name, {}) or hidden_reason(name, attr) is not None:
+            return _ABSENT  # dangerous even when authorized
+        if name == "io" and attr not in IO_ALLOWED:
+            return _ABSENT
+        try:
+            with warnings.catch_warnings():  # deprecated members warn on access: not the model's doing
+                warnings.simplefilter("ignore")
+                value = getattr(module, attr)
+        except AttributeError:
+            return _ABSENT
+        if isinstance(value, types.ModuleType):
+            full = f"{name}.{attr}"
+            if (value.__name__ == full and self.auth.on_path(full)) or \
+                    (full in _PART_OF_PARENT and self.auth.allows(name)):
+                return self.proxy(full)
+            own = value.__name__
+            if type(own) is str and own != full and self._importable(own):
+                return self.proxy(own)  # a re-export (statsmodels.api.families): as if imported
+            return _ABSENT
+        if isinstance(value, type) and issubclass(value, type):
+            return _ABSENT  # metaclasses create classes with any dunder (ABCMeta, EnumType)
+        if type(value) in _READ_ONLY:
+            if type(value) in (dict, list):
+                self.host.share_nested(value)
+            value = _READ_ONLY[type(value)](value)  # module-level containers: read-only views
+        elif type(value).__name__ == "Context" and name == "decimal":
+            value = value.copy()
+        self.host.share(value)
+        return value

@@ -17,11 +17,13 @@ __all__ = ["ToolError", "build", "grants"]
 def build(*, tools: dict, authorized_imports: list, limits: dict, grants: Grants,
           workdir: str) -> RestrictedRuntime:
     """The runtime for one worker. `limits` is the worker's dict of limit fields (unknown keys are
-    dropped)."""
+    dropped). The authorized packages are not imported yet: libraries start threads as they
+    load (pyarrow's, OpenMP's), and the kernel layer needs a single thread; the worker calls
+    `runtime.warm_up()` once it is confined."""
     fields = set(Limits.__dataclass_fields__)
     return RestrictedRuntime(tools=tools, authorized_imports=list(authorized_imports),
                              limits=Limits(**{k: v for k, v in limits.items() if k in fields}),
-                             grants=grants, workdir=workdir)
+                             grants=grants, workdir=workdir, warm=False)
 
 
 def grants(value) -> Grants:

@@ -3,8 +3,12 @@ Stdlib only.
 
 The host passes process settings as a JSON object in argv[1] (`harden(spec)`):
   parent   the host's pid: die with it (PR_SET_PDEATHSIG), and exit at once if it is already gone
-  rlimits  {"RLIMIT_AS": bytes, ...}: applied with soft = hard, so model code cannot raise them
+  rlimits  {"RLIMIT_NOFILE": n, ...}: applied with soft = hard, so model code cannot raise them
            (unless it runs as root)
+  memory   bytes of memory (RLIMIT_DATA) the worker may add once it is ready: applied by
+           `cap_memory` after `configure`, when the runtime and the authorized libraries are
+           loaded (what they hold is not the model's), with a loose RLIMIT_AS on top (the
+           address space polars and pyarrow reserve is not memory they use)
 Each setting is one small function so that more can be added without touching the others.
 
 The kernel confinement (Landlock, namespaces, root dropped: the `hardening` package next to this
@@ -16,7 +20,8 @@ from __future__ import annotations
 import os
 import time
 
-__all__ = ["CpuBackstop", "close_other_fds", "confine", "harden", "has_children", "protect_channel"]
+__all__ = ["CpuBackstop", "cap_memory", "close_other_fds", "confine", "harden", "has_children",
+           "open_statm", "protect_channel"]
 
 
 def harden(spec: dict) -> None:
@@ -54,6 +59,39 @@ def _apply_rlimits(rlimits) -> None:
             resource.setrlimit(which, (value, value))
         except (OSError, ValueError):
             pass
+
+
+def open_statm() -> int | None:
+    """A descriptor on /proc/self/statm, opened before confinement (Landlock closes /proc)."""
+    try:
+        return os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+# Address space that allocators reserve without using it (polars' and pyarrow's jemalloc reserve
+# ~500 MB at their first use): the loose cap on top of the tight one on data.
+RESERVED_ADDRESS_SPACE = 2 << 30
+
+
+def cap_memory(extra, statm) -> None:
+    """The memory cap, applied once the worker is ready: RLIMIT_DATA (the private writable
+    memory: what allocations use) at what the process holds now plus `extra` bytes, and
+    RLIMIT_AS as loosely again plus RESERVED_ADDRESS_SPACE (soft = hard). `statm`: a
+    descriptor from `open_statm`, closed here."""
+    if type(extra) is not int or statm is None:
+        if statm is not None:
+            os.close(statm)
+        return
+    try:
+        fields = os.pread(statm, 256, 0).split()
+        page = os.sysconf("SC_PAGE_SIZE")
+        size, data = int(fields[0]) * page, int(fields[5]) * page
+    except (OSError, ValueError, IndexError):
+        return
+    finally:
+        os.close(statm)
+    _apply_rlimits({"RLIMIT_DATA": data + extra, "RLIMIT_AS": size + extra + RESERVED_ADDRESS_SPACE})
 
 
 def protect_channel() -> tuple[int, int, int | None]:

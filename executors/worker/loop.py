@@ -14,7 +14,7 @@ import sys
 import time
 
 from .errors import ToolError
-from .harden import CpuBackstop, confine
+from .harden import CpuBackstop, cap_memory, confine, open_statm
 from .open_runtime import OpenRuntime, Step, StepError
 from .wire import (
     DEFAULT_MAX_FRAME_BYTES,
@@ -70,8 +70,9 @@ def result_reply(request_id, step, logs: str, duration_s: float, wire=None) -> d
 class Worker:
     """Serves one host over two private descriptors (see `harden.protect_channel`)."""
 
-    def __init__(self, fd_in: int, fd_out: int, capture_fd: int | None) -> None:
+    def __init__(self, fd_in: int, fd_out: int, capture_fd: int | None, memory=None) -> None:
         self.fd_in = fd_in
+        self.memory = memory  # address space the worker may add once ready (harden.cap_memory)
         self.fd_out = fd_out
         self.capture_fd = capture_fd
         self.pid = os.getpid()
@@ -81,6 +82,7 @@ class Worker:
         self.limits: dict = dict(_DEFAULT_LIMITS)
         self.runtime = None  # OpenRuntime or RestrictedRuntime, after configure
         self.tool_names: set[str] = set()
+        self.authorized: list[str] = []
         self.exec_id = None
         self.call_seq = 0
         self.cpu = CpuBackstop()
@@ -147,6 +149,7 @@ class Worker:
             return self._error(msg, "ConfigurationError", f"unknown policy {policy!r}")
         self.policy = policy
         self.tool_names = {name for name in msg.get("tools") or [] if isinstance(name, str)}
+        self.authorized = [n for n in msg.get("authorized_imports") or [] if isinstance(n, str)]
         tools = {name: self._tool_stub(name) for name in sorted(self.tool_names)}
         if policy == "open":
             self.runtime = OpenRuntime(self.limits, tools)
@@ -174,9 +177,12 @@ class Worker:
         the host's grants before any model code can run, and say what is in force. A worker that
         cannot confine itself says why and exits: it must not run code half confined."""
         access = msg.get("access")
+        statm = open_statm()  # (before confinement closes /proc)
         if access is None:
+            self._warm_up(statm)
             return self.send(reply("ok", msg.get("id")))
         keep = (0, 1, 2, self.fd_in, self.fd_out) + (() if self.capture_fd is None else (self.capture_fd,))
+        keep += () if statm is None else (statm,)
         try:
             if type(access) is not dict:
                 raise ValueError("access must be an object")
@@ -186,7 +192,22 @@ class Worker:
                 self._error(msg, "HardeningError", f"{type(exc).__name__}: {safe_str(exc)}")
             finally:
                 os._exit(4)
+        self._warm_up(statm)
         self.send(reply("ok", msg.get("id"), hardening=report))
+
+    def _warm_up(self, statm) -> None:
+        """Confined now (a single thread until here, as Landlock needs): the authorized packages
+        import, with their helper threads, before the first step; then the memory cap, on top
+        of what the worker holds."""
+        warm_up = getattr(self.runtime, "warm_up", None)
+        if warm_up is not None:
+            warm_up()
+        else:  # the open runtime: the same packages, imported here
+            from .warm import warm_up as import_authorized
+
+            import_authorized(self.authorized)
+        self._drain_capture()  # what the libraries printed as they loaded is not a step's
+        cap_memory(self.memory, statm)
 
     def on_reset(self, msg: dict) -> None:
         self.runtime.reset()

@@ -25,6 +25,7 @@ __all__ = ["main"]
 def main(argv: list[str] | None = None) -> int:
     """Serve the host on fds 0/1; returns the exit status. argv[1], if given, is the SPEC."""
     argv = sys.argv if argv is None else argv
+    memory = None
     if len(argv) > 1:
         try:
             spec = loads(argv[1])
@@ -34,11 +35,12 @@ def main(argv: list[str] | None = None) -> int:
             os.write(2, b"worker: argv[1] must be a JSON object\n")
             return 2
         harden(spec)
+        memory = spec.get("memory")  # applied once the worker is ready (harden.cap_memory)
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # RLIMIT_FSIZE -> OSError, not death
     fd_in, fd_out, capture = protect_channel()
     sys.stdin = None  # model code reading input() gets an error, not the channel
-    worker = Worker(fd_in, fd_out, capture)
+    worker = Worker(fd_in, fd_out, capture, memory=memory)
 
     def _in_child() -> None:  # forks made by model code lose the channel
         for fd in (fd_in, fd_out):

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CapabilityError", "Grants", "StepContext", "python_roots", "under"]
+__all__ = ["CapabilityError", "Grants", "StepContext", "python_roots", "text_of", "under"]
 
 
 class CapabilityError(PermissionError):
@@ -42,12 +42,15 @@ class Grants:
     network: TCP/UDP sockets allowed (Unix sockets stay file accesses: they need a write grant).
     check_source: the policy's check of a string a library is about to compile (None: refuse
         every library compile that is not a known code generator); returns an error or None.
+    libraries: top-level packages whose modules, loaded during a step, import as the library
+        (trusted_imports.py): the authorized ones.
     """
 
     read: tuple[str, ...] = ()
     write: tuple[str, ...] = ()
     network: bool = False
     check_source: Callable[[Any], str | None] | None = None
+    libraries: Any = frozenset()  # `top in libraries` (a frozenset, or library_packages.py's)
 
     @classmethod
     def of(cls, read: Iterable[str] = (), write: Iterable[str] = (), network: bool = False,
@@ -66,6 +69,20 @@ def under(path: str, roots: Iterable[str]) -> bool:
         if path == root or path.startswith(root if root.endswith(os.sep) else root + os.sep):
             return True
     return False
+
+
+# The guard never calls a method of an argument (a str subclass's `__eq__`, a path-like's
+# `__fspath__`): text is read with str's and bytes' own C code.
+def text_of(value: Any) -> str | bytes | None:
+    """`value` as an exact str or bytes, read by the builtin type's C code; None if neither."""
+    t = type(value)
+    if t is str or t is bytes:
+        return value
+    if issubclass(t, str):
+        return str.__str__(value)
+    if issubclass(t, (bytes, bytearray)):
+        return bytes(memoryview(value))
+    return None
 
 
 # -- what the Python installation itself needs ---------------------------------------------------
@@ -108,6 +125,8 @@ class StepContext:
     caller: Any = None  # the frame that runs the step: it and the frames below it are the host's
     suspended: int = 0
     busy: bool = False
+    library: int = 0  # inside a trusted import (trusted_imports.py): the library's own rules
+    run: Any = None  # the step's RunState (the trusted import defers its deadline)
     refusals: list[str] = field(default_factory=list)
     outer: StepContext | None = None  # the step this one interrupted on the same thread
     _host_frames: frozenset[int] | None = None

@@ -33,6 +33,7 @@ from .grants import (
     _resolve,
     python_roots,
 )
+from .import_rules import LIBRARY_PREFIX_RULES, LIBRARY_RULES
 from .primitives import install_primitives
 from .table import PREFIX_RULES, RULES
 
@@ -63,6 +64,7 @@ class CapabilityGuard:
                 return
             local = self._local
             rules, prefix_rules = RULES, PREFIX_RULES
+            library_rules, library_prefix_rules = LIBRARY_RULES, LIBRARY_PREFIX_RULES
             guard = self
 
             def audit(event: str, args: tuple) -> None:
@@ -71,11 +73,18 @@ class CapabilityGuard:
                 step = local.step
                 if step is None or step.suspended or step.busy:
                     return
-                rule = rules.get(event)
-                if rule is None:
-                    rule = prefix_rules.get(event.partition(".")[0])
+                if step.library:  # a trusted import: the library's own rules
+                    rule = library_rules.get(event)
                     if rule is None:
-                        return
+                        rule = library_prefix_rules.get(event.partition(".")[0])
+                        if rule is None:
+                            return
+                else:
+                    rule = rules.get(event)
+                    if rule is None:
+                        rule = prefix_rules.get(event.partition(".")[0])
+                        if rule is None:
+                            return
                 step.busy = True
                 try:
                     rule(step, event, args)
@@ -89,9 +98,10 @@ class CapabilityGuard:
             install_primitives(self.in_step)
             self._installed = True
 
-    def enter(self, grants: Grants, caller: Any = None) -> StepContext:
+    def enter(self, grants: Grants, caller: Any = None, run: Any = None) -> StepContext:
         """Govern the current thread from now until `leave(ctx)`. `caller`: the frame that runs
-        the step (default: the caller's); it and the frames below it are the host's."""
+        the step (default: the caller's); it and the frames below it are the host's. `run`: the
+        step's run state (a trusted import defers its deadline)."""
         if not self._installed:
             self.install()
         full, code_only = self._roots or ((), ())
@@ -100,6 +110,7 @@ class CapabilityGuard:
             read_roots=full,
             code_roots=code_only,
             caller=caller or sys._getframe(1),
+            run=run,
         )
         local = self._local
         ctx.outer = local.step
@@ -139,12 +150,24 @@ class CapabilityGuard:
     def current(self) -> StepContext | None:
         return self._local.step
 
+    @contextmanager
+    def library(self, step: StepContext) -> Iterator[None]:
+        """A trusted import on this thread (see restricted/trusted_imports.py): the library's
+        own rules (table.LIBRARY_RULES); the thread and environment primitives stand aside (its
+        helper threads start, it reads the process environment as at the host's own import)."""
+        step.library += 1
+        try:
+            yield
+        finally:
+            step.library -= 1
+
     def in_step(self) -> bool:
-        """This thread runs a step with its guard on (not suspended for host code)."""
+        """This thread runs a step with its guard on (not suspended for host code, not inside
+        a trusted import)."""
         if not self._active:
             return False
         step = self._local.step
-        return step is not None and not step.suspended
+        return step is not None and not step.suspended and not step.library
 
 
 GUARD = CapabilityGuard()

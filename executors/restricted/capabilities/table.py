@@ -7,6 +7,11 @@ Each row is (event, capability, rule, reason). `rule` is one of the judges below
   compile_check     a library compiling a string: known code generators pass, any other source
                     must pass the restricted policy (a library evaluator is no way around it)
   ...
+A trusted import (an authorized package loading its own modules during a step, see
+restricted/trusted_imports.py) is judged by import_rules.LIBRARY_RULES: the same rows minus those
+in its `LIBRARY_ALLOWED`, each with the reason the library may do it while it imports. Code that
+libraries build themselves and compile is listed in generators.py.
+
 Events not in the table (import, exec, builtins.id, object.__setattr__, array.__new__, ...) are
 allowed: they are either harmless or followed by an event that is judged here (shutil.copyfile
 is followed by the `open` of both files). Prefix rows catch whole families (every ctypes.* event).
@@ -22,7 +27,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from .grants import CODE_SUFFIXES, SYSTEM_WRITE_ROOTS, StepContext, under
+from .generators import builds_its_own
+from .grants import CODE_SUFFIXES, SYSTEM_WRITE_ROOTS, StepContext, text_of, under
 
 Rule = Callable[[StepContext, str, tuple], None]
 
@@ -73,18 +79,6 @@ def network(what: str) -> Rule:
 # `__eq__`, a path-like's `__fspath__` (which could answer differently from the call CPython made),
 # a `__repr__` for the message. Text is read with str's and bytes' own C code, the few path types
 # of the standard library are asked for their path, and anything else is no path.
-
-def text_of(value: Any) -> str | bytes | None:
-    """`value` as an exact str or bytes, read by the builtin type's C code; None if neither."""
-    t = type(value)
-    if t is str or t is bytes:
-        return value
-    if issubclass(t, str):
-        return str.__str__(value)
-    if issubclass(t, (bytes, bytearray)):
-        return bytes(memoryview(value))
-    return None
-
 
 def _stdlib_path(value: Any) -> str | bytes | None:
     """The path of an exact pathlib path or os.DirEntry (their own, host, code), else None."""
@@ -250,24 +244,14 @@ def judge_marshal(step: StepContext, event: str, args: tuple) -> None:
     step.refuse("unpickle", event, _refuse_message("unpickle", "unmarshalling data"))
 
 
-# Stdlib functions that compile source they generated themselves from checked identifiers.
-_CODE_GENERATORS = {
-    ("dataclasses.py", "_create_fn"), ("dataclasses.py", "_FuncBuilder"),
-    ("__init__.py", "namedtuple"),  # collections
-}
-
-
 def judge_compile(step: StepContext, event: str, args: tuple) -> None:
     frame = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename.endswith(("ast.py",)):
         frame = frame.f_back  # ast.parse(...) is compile(...): judge its caller
-    if frame is not None:
-        code = frame.f_code
-        if (os.path.basename(code.co_filename), code.co_name) in _CODE_GENERATORS and \
-                _in_stdlib(code.co_filename):
-            return
-    check = step.grants.check_source
     source = args[0] if args else None
+    if frame is not None and builds_its_own(frame.f_code, source):
+        return
+    check = step.grants.check_source
     text = text_of(source)
     source = text if text is not None else source  # (an AST: the check reads it as text)
     problem = "no policy to check it with" if check is None else check(source)
@@ -275,12 +259,6 @@ def judge_compile(step: StepContext, event: str, args: tuple) -> None:
         step.refuse("evaluator", event,
                     f"a library call would evaluate a string as Python, and the sandbox's policy "
                     f"refuses that string (evaluator): {problem}; {GRANT_ADVICE['evaluator']}")
-
-
-def _in_stdlib(filename: str) -> bool:
-    import sysconfig
-
-    return filename.startswith(sysconfig.get_paths()["stdlib"])
 
 
 def judge_getframe(step: StepContext, event: str, args: tuple) -> None:
