@@ -516,5 +516,5 @@ def test_the_data_task_suite_runs_through_batch(tmp_path):
              line.split()[0] in places}
     # place, success, model calls, tokens, recovered, figures, wall (the shop and data-file suites)
     assert [(m, lines[m][1], lines[m][2], lines[m][4]) for m in places] == [
-        ("code/local", "20/20", "24", "0"), ("single_call/local", "20/20", "49", "1"), ("tool_calling", "20/20", "49", "1")]
-    assert len(read_results(tmp_path)) == 60
+        ("code/local", "24/24", "28", "0"), ("single_call/local", "24/24", "57", "1"), ("tool_calling", "24/24", "57", "1")]
+    assert len(read_results(tmp_path)) == 72  # 24 tasks (shop and data-file suites) x 3 places
