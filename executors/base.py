@@ -171,7 +171,7 @@ class ExecutionResult:
     attachments: figures and images the step produced (see `Attachment`), at most
         `Limits.max_attachment_bytes` in all.
     operations: what the step charged to `Limits.max_operations` (the restricted policy's
-        operation budget), None where nothing counts them (the open policy).
+        operation budget), None where nothing counts them (no budget set, or the open policy).
     """
 
     output: Any = None

@@ -208,18 +208,26 @@ def test_a_dropped_stream_ends_its_spans(spans):  # noqa: F811
 
 
 def test_operations_used_reach_the_execute_code_span(spans):  # noqa: F811
-    agent = CodeAgent(ScriptedModel([code("t = 0\nfor i in range(50):\n    t += i\nfinal_answer(t)")]))
+    from executors import Limits, LocalExecutor
+
+    agent = CodeAgent(ScriptedModel([code("t = 0\nfor i in range(50):\n    t += i\nfinal_answer(t)")]),
+                      executor=LocalExecutor(limits=Limits(max_operations=10_000)))
     assert agent.run("t").output == 1225
     ran = Tree(spans.get_finished_spans()).one("execute_code")
     assert attrs(ran)["codeagent.execution.operations"] >= 50
 
 
 def test_execution_result_counts_operations_in_every_executor(make_executor):
-    """ExecutionResult.operations: the restricted budget used, over the wire too; None when open."""
-    executor = make_executor()
+    """ExecutionResult.operations: the restricted budget used, over the wire too; None when open,
+    and None without a budget (loops then run unmetered: nothing counts them)."""
+    from executors import Limits
+
+    executor = make_executor(limits=Limits(max_operations=10_000))
     result = executor.execute("t = 0\nfor i in range(50):\n    t += i\nt")
     assert result.output == 1225
     if getattr(executor, "policy", "restricted") == "restricted":
         assert isinstance(result.operations, int) and result.operations >= 50
     else:
         assert result.operations is None
+    unbudgeted = make_executor()
+    assert unbudgeted.execute("t = 0\nfor i in range(50):\n    t += i\nt").operations is None

@@ -300,7 +300,8 @@ class RestrictedRuntime:
                 output_repr=output_repr,
                 attachments=tuple(Attachment(p.media_type, p.data, p.name, p.width, p.height)
                                   for p in pictures),
-                operations=state.ops,
+                # counted only under a budget (without one, loops run unmetered: nothing counts)
+                operations=state.ops if self.limits.max_operations is not None else None,
             )
         finally:
             self._lock.release()
