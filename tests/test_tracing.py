@@ -210,9 +210,10 @@ def test_a_dropped_stream_ends_its_spans(spans):  # noqa: F811
 def test_operations_used_reach_the_execute_code_span(spans):  # noqa: F811
     from executors import Limits, LocalExecutor
 
-    agent = CodeAgent(ScriptedModel([code("t = 0\nfor i in range(50):\n    t += i\nfinal_answer(t)")]),
-                      executor=LocalExecutor(limits=Limits(max_operations=10_000)))
-    assert agent.run("t").output == 1225
+    with LocalExecutor(limits=Limits(max_operations=10_000)) as executor:  # (a budget: counted)
+        agent = CodeAgent(ScriptedModel([code("t = 0\nfor i in range(50):\n    t += i\nfinal_answer(t)")]),
+                          executor=executor)
+        assert agent.run("t").output == 1225
     ran = Tree(spans.get_finished_spans()).one("execute_code")
     assert attrs(ran)["codeagent.execution.operations"] >= 50
 
