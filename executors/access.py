@@ -17,6 +17,7 @@ bypassed through the other).
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import sys
@@ -166,7 +167,26 @@ def owned_tempdir(prefix: str, parent: str | None = None) -> str:
     with the same prefix sweeps it (`sweep_dead_owners`)."""
     parent = parent or tempfile.gettempdir()
     sweep_dead_owners(prefix, parent)
-    return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent)
+    path = tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent)
+    if not _OWNED:
+        atexit.register(_remove_owned)
+    elif len(_OWNED) >= 256:  # (a long-lived host: forget the folders already removed)
+        _OWNED[:] = [(owner, p) for owner, p in _OWNED if os.path.isdir(p)]
+    _OWNED.append((os.getpid(), path))
+    return path
+
+
+# What this process made with owned_tempdir: whatever its owner did not remove (an executor never
+# closed) goes when the process exits normally. Only the folders of the exiting process: a forked
+# child inherits the list and the atexit hook, and must not remove its parent's folders.
+_OWNED: list[tuple[int, str]] = []
+
+
+def _remove_owned() -> None:
+    me = os.getpid()
+    for owner, path in _OWNED:
+        if owner == me:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:

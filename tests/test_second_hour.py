@@ -312,6 +312,20 @@ def test_the_sweeper_removes_folders_of_dead_owners_only(tmp_path):
     assert sweep_dead_owners("codeagent-work-", str(tmp_path)) == [] and mine.exists()
 
 
+def test_an_executor_never_closed_leaves_no_folder_when_its_process_exits(tmp_path):
+    """A process that made an executor and exits without close() removes its workdir (atexit); a
+    forked child that exits first leaves its parent's folder alone."""
+    code = ("import os, sys\nfrom executors import LocalExecutor\n"
+            "ex = LocalExecutor()\nprint(ex.workdir, flush=True)\n"
+            "pid = os.fork()\nif pid == 0:\n    sys.exit(0)\nos.waitpid(pid, 0)\n"
+            "print(os.path.isdir(ex.workdir), flush=True)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          cwd=ROOT, env={**os.environ, "TMPDIR": str(tmp_path)})
+    workdir, kept_after_child = done.stdout.split()
+    assert done.returncode == 0, done.stderr
+    assert kept_after_child == "True" and not os.path.exists(workdir)
+
+
 # ------------------------------------------------------------------------------ CLI parity and polish
 
 
