@@ -86,6 +86,12 @@ class Chromium:
             raise BrowserError(f"{method}: {reply['error'].get('message')}")
         return reply.get("result", {})
 
+    def drop_events(self, method: str, session: str | None = None) -> None:
+        """Forget the `method` events already received (a load event of an earlier page, or of a
+        served page's own reload, must not stand for the next navigation's)."""
+        self._events = [e for e in self._events
+                        if not (e.get("method") == method and (session is None or e.get("sessionId") == session))]
+
     def wait_event(self, method: str, session: str | None = None) -> dict[str, Any]:
         def match(m: dict[str, Any]) -> bool:
             return m.get("method") == method and (session is None or m.get("sessionId") == session)
@@ -166,6 +172,7 @@ class BrowserPage:
     def goto(self, url: str) -> float:
         """Load `url` and wait for its load event; the seconds it took."""
         t0 = time.perf_counter()
+        self.browser.drop_events("Page.loadEventFired", self.session)
         self.browser.call("Page.navigate", {"url": url}, self.session)
         self.browser.wait_event("Page.loadEventFired", self.session)
         return time.perf_counter() - t0

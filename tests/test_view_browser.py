@@ -140,7 +140,11 @@ def test_a_served_page_reloads_while_its_batch_grows_and_keeps_its_filter(tab, p
     before = results.read_bytes()
     try:
         tab.goto(server.url)
-        tab.evaluate("document.querySelector('[data-filters=tasks] button[data-status=success]').click()")
+        button = "document.querySelector('[data-filters=tasks] button[data-status=success]')"
+        deadline = time.monotonic() + 15  # (a reload of the served page may be under way)
+        while not tab.evaluate(f"{button} !== null") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        tab.evaluate(f"{button}.click()")
         shown = len(visible(tab, 0))
         row = json.loads(before.splitlines()[-1])
         with results.open("a") as f:
