@@ -23,16 +23,17 @@ import time
 from collections.abc import Generator, Iterable, Iterator, Mapping
 from typing import Any, Literal, overload
 
-from executors.base import ExecutionResult, Executor, ExecutorError, Limits, normalize_imports
-from executors.importable import ensure_importable
+from executors.base import ExecutionResult, Executor, ExecutorError, Limits
 
+from .agent_checks import check_access, check_agent_arguments, check_int, default_executor_imports
 from .attachments import AttachmentRecord, describe_line, image_part, is_sendable_image
 from .constrain.request import model_spelling, spelling_kind
 from .events import CodeAction, ErrorEvent, Event, ModelReplyEvent, Notice, RunEnd
 from .formats import DEFAULT_CODE_TAGS, ActionFormat, CodeBlock, normalize_code
 from .grants import access_rule, files_section
-from .memory import Memory, truncate_middle
-from .models import Model, check_model
+from .memory import Memory
+from .models import Model
+from .observation import observation_text
 from .parsing import CodeParseError
 from .prompts import PROMPTS_DIR, load_prompt
 from .replies import ModelReply
@@ -59,12 +60,6 @@ LAST_STEP_NOTE = (
 EMPTY_REPLY_NOTE = (
     "Your previous reply was empty. Reply with a thought and one code block, in the format shown."
 )
-NOTHING_TO_SHOW = (
-    "The code ran; it printed nothing and its last line has no value. "
-    "Use print() to see values, or call final_answer(...) when you are done."
-)
-# ExecutionError types that mean no line of the code ran (it was refused before running).
-NOTHING_RAN = frozenset({"SyntaxError", "PolicyError"})
 
 
 class CodeAgent:
@@ -121,13 +116,13 @@ class CodeAgent:
         output_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         check_agent_arguments(model, tools, executor)
-        _check_access(access, executor)
-        _check_int("max_steps", max_steps, 1)
-        _check_int("max_observation_chars", max_observation_chars, 200)
-        _check_int("empty_reply_retries", empty_reply_retries, 0)
+        check_access(access, executor)
+        check_int("max_steps", max_steps, 1)
+        check_int("max_observation_chars", max_observation_chars, 200)
+        check_int("empty_reply_retries", empty_reply_retries, 0)
         if max_context_tokens is not None:
-            _check_int("max_context_tokens", max_context_tokens, 1, none="None for no budget")
-        authorized_imports = _default_executor_imports(
+            check_int("max_context_tokens", max_context_tokens, 1, none="None for no budget")
+        authorized_imports = default_executor_imports(
             authorized_imports, additional_authorized_imports, executor, limits)
         self.model = model
         self.tools: dict[str, Tool] = tools_by_name(tools)
@@ -426,93 +421,10 @@ class AdaptationNotes:
             self.seen[i] = len(notes)
 
 
-def check_agent_arguments(model: Any, tools: Any, executor: Any) -> None:
-    """Fail when the agent is made, with the fix, rather than at its first step."""
-    if isinstance(model, (list, tuple)) and callable(getattr(tools, "complete", None)):
-        raise TypeError("the model comes first: CodeAgent(model, tools=[...]) (smolagents puts tools "
-                        "first); pass both by keyword to be safe")
-    check_model(model)
-    if isinstance(executor, str):
-        raise TypeError(f"executor must be an executor object, not the string {executor!r}: pass e.g. "
-                        "executor=SubprocessExecutor(), LocalExecutor() or DockerExecutor() from the "
-                        "executors package (None: a SubprocessExecutor, the default)")
-    if executor is not None and not callable(getattr(executor, "execute", None)):
-        raise TypeError(f"executor must have an execute(code) method (an executors.Executor), got "
-                        f"{type(executor).__name__}")
-
-
 def sees_images(model: Any) -> bool:
     """Whether the model takes images: its `vision` attribute is True (OpenAIModel(vision=...))."""
     return getattr(model, "vision", False) is True
 
 
-def _check_access(access: Any, executor: Any) -> None:
-    if access is None:
-        return
-    from executors.access import Access
-
-    if not isinstance(access, Access):
-        raise TypeError(f"access must be an executors.Access, e.g. Access(read=['data/']), not "
-                        f"{type(access).__name__}")
-    if executor is not None:
-        raise ValueError("access configures the default executor; when you pass executor=..., give "
-                         "access=... to that executor's constructor instead (the agent reads its grants)")
-
-
-def _check_int(name: str, value: Any, minimum: int, *, none: str = "") -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        also = f" (or {none})" if none else ""
-        raise ValueError(f"{name} must be an integer >= {minimum}{also}, got {value!r}")
-
-
-def _default_executor_imports(
-    authorized_imports: Iterable[str] | None, alias: Iterable[str] | None, executor: Any, limits: Any,
-) -> Iterable[str] | None:
-    """The imports of the default executor, checked: valid names, installed on this host."""
-    if alias is not None:
-        if authorized_imports is not None:
-            raise ValueError("pass authorized_imports or its smolagents name additional_authorized_imports, "
-                             "not both")
-        authorized_imports = alias
-    if executor is not None and (authorized_imports is not None or limits is not None):
-        raise ValueError(
-            "authorized_imports and limits configure the default executor; when you pass "
-            "executor=..., give them to that executor's constructor instead"
-        )
-    if authorized_imports is not None:
-        normalize_imports(authorized_imports)  # a string, or a name that is not a module name
-        ensure_importable(authorized_imports)  # the default worker runs this Python: same modules
-    return authorized_imports
-
-
 def _has_text(reply: ModelReply) -> bool:
     return bool(reply.text.strip())
-
-
-def observation_text(result: ExecutionResult, budget: int, *, final: bool = False, figures: str = "") -> str:
-    """What the model sees after its code ran: printed output, error or last value, then one line
-    per figure (`figures`, kept whole), within `budget`."""
-    if figures:
-        figures = truncate_middle(figures, budget // 3)
-        budget = max(budget - len(figures) - 1, 200)
-    parts: list[str] = []
-    if result.state_lost:
-        parts.append("Note: the Python process was restarted; variables from earlier steps are gone.")
-    tail: list[str] = []
-    if result.error is not None:
-        if result.error.type in NOTHING_RAN:
-            hint = "None of this code ran. Fix it and try again."
-        else:
-            hint = "Fix the code and try again. Variables assigned before the error still exist."
-        tail.append(truncate_middle(f"Error: {result.error}", 2_000) + "\n" + hint)
-    elif result.output_repr is not None:
-        label = "Final answer: " if final else "Last value: "
-        tail.append(label + truncate_middle(result.output_repr, budget // 3))
-    if result.logs:
-        room = max(budget - sum(len(p) for p in parts + tail) - 40, 200)
-        parts.append("Printed output:\n" + truncate_middle(result.logs.rstrip("\n"), room))
-    parts.extend(tail)
-    if not parts:
-        return figures or NOTHING_TO_SHOW
-    text = truncate_middle("\n".join(parts), budget)
-    return f"{text}\n{figures}" if figures else text

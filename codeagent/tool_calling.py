@@ -22,8 +22,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import TypeAdapter
-
 from executors.base import FINAL_ANSWER_NAME, Attachment
 
 from .agent import AdaptationNotes
@@ -50,23 +48,12 @@ from .models import Model, ModelError, check_model
 from .prompts import load_prompt
 from .replies import ModelReply
 from .run import ActionRefused, ErrorKind, Recorder, RunResult, Step, interruptible
+from .tool_schemas import FINAL_ANSWER_SCHEMA, tool_schema
 from .tools import Tool, collecting_attachments, tools_by_name
 from .tracing.tools import tool_call_id
 
 __all__ = ["ToolCallingAgent", "tool_schema", "FINAL_ANSWER_SCHEMA"]
 
-FINAL_ANSWER_SCHEMA: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": FINAL_ANSWER_NAME,
-        "description": "Give the final answer to the task and end it. Call it once, when you are done.",
-        "parameters": {
-            "type": "object",
-            "properties": {"answer": {"description": "The answer to the task."}},
-            "required": ["answer"],
-        },
-    },
-}
 NO_CALL_LESSON = (
     "Your reply called no tool. Call one of the tools through function calling (or write "
     '{"name": "tool_name", "arguments": {...}} as JSON). When you know the answer, call the '
@@ -76,33 +63,6 @@ NO_CALL_LESSON = (
 TOOL_CALL_REQUIRED = Constraint(tool_choice="required", name="tool_call")
 LAST_TURN_NOTE = "This is your last turn: call the final_answer tool now with your best answer."
 EMPTY_NOTE = "Your previous reply was empty. Call a tool, or call final_answer with the answer."
-
-
-def tool_schema(t: Tool) -> dict[str, Any]:
-    """The OpenAI function schema of a Tool: parameters from its type hints, description from its doc."""
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    for p in t.signature.parameters.values():
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            continue
-        schema: dict[str, Any] = {}
-        if p.annotation is not p.empty and not isinstance(p.annotation, str):
-            try:
-                schema = TypeAdapter(p.annotation).json_schema()
-            except Exception:  # an annotation pydantic cannot describe: leave it open
-                schema = {}
-        schema.pop("title", None)
-        properties[p.name] = schema
-        if p.default is p.empty:
-            required.append(p.name)
-    return {
-        "type": "function",
-        "function": {
-            "name": t.name,
-            "description": t.description or t.name,
-            "parameters": {"type": "object", "properties": properties, "required": required},
-        },
-    }
 
 
 def _accepts_tools(model: Any) -> bool:

@@ -7,7 +7,7 @@ stdio the session is the server process (one client each); over HTTP it is the `
 of the handshake (`http.py` refuses the stateless 2026 protocol, whose requests share no session,
 so a client falls back to the handshake). Sessions never see each other's variables or files.
 
-`run_python` answers as the agent's observation reads (`agent.observation_text`: printed output,
+`run_python` answers as the agent's observation reads (`observation.observation_text`: printed output,
 the last value's repr, the error with a hint), one `ImageContent` per figure, and
 `structured_content` `{output, logs, error, figures}`; a failed step is `isError`, so the client's
 model reads it as something to fix. The tool's description tells that model which modules it may
@@ -27,10 +27,10 @@ from pydantic import BaseModel
 
 from executors.base import ExecutorError
 
-from ..agent import observation_text
 from ..events import NOT_JSON, plain_json
 from ..grants import access_rule, files_section
 from ..memory import truncate_middle
+from ..observation import observation_text
 
 __all__ = ["RunPythonOutput", "Sessions", "build_server", "tool_description", "run_python_result"]
 

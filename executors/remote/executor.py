@@ -43,15 +43,14 @@ from ..base import (
     ExecutorBase,
     ExecutorError,
     Limits,
-    ToolError,
     check_code,
     check_variable_names,
-    make_result,
     normalize_imports,
     normalize_tools,
     variable_names_asked,
 )
 from ..worker.wire import SourceRefs, truncate_text
+from .answers import step_result, tool_reply
 from .link import (
     Channel,
     DeadlinePassed,
@@ -77,12 +76,8 @@ from .protocol import (
     Result,
     SetVariables,
     ToolCall,
-    ToolErrorReply,
-    ToolResult,
     Variables,
-    checked_attachments,
     checked_variables,
-    decode_value,
     encode_value,
 )
 
@@ -358,12 +353,12 @@ class RemoteExecutor(ExecutorBase):
         while True:
             msg = self._link.recv(deadline)
             if isinstance(msg, ToolCall) and msg.id == rid:
-                self._answer_tool_call(msg, deadline)
+                self._link.send(tool_reply(self._tools, msg, self.max_frame_bytes), deadline)
                 if deadline is not None and time.monotonic() > deadline:
                     raise DeadlinePassed
                 continue
             if isinstance(msg, Result) and msg.id == rid:
-                result = self._to_result(msg, started)
+                result = step_result(msg, self.limits, started)
                 if not msg.restart:
                     return result
                 self._restart()  # e.g. threads left running after a timeout
@@ -393,46 +388,6 @@ class RemoteExecutor(ExecutorBase):
         self._lost = False  # this result reports the restart
         return ExecutionResult(error=ExecutionError(type_, message),
                                duration_s=time.perf_counter() - started, state_lost=True)
-
-    def _to_result(self, msg: Result, started: float) -> ExecutionResult:
-        limit = self.limits.max_output_chars
-        output = decode_value(msg.output)  # ProtocolError on a bad value
-        error = None
-        if msg.error is not None:
-            e = msg.error
-            error = ExecutionError(e.type, truncate_text(e.message, 4000), e.lineno, None if e.line is None else e.line[:500])
-        return make_result(
-            output=output,
-            logs=truncate_text(msg.logs, limit),
-            is_final_answer=msg.is_final_answer,
-            error=error,
-            duration_s=time.perf_counter() - started,
-            output_repr=None if msg.output_repr is None else truncate_text(msg.output_repr, limit),
-            attachments=checked_attachments(msg, self.limits.max_attachment_bytes),
-            operations=msg.operations,
-        )
-
-    def _answer_tool_call(self, msg: ToolCall, deadline: float | None) -> None:
-        fn = self._tools.get(msg.name)
-        if fn is None:
-            reply = ToolErrorReply(call=msg.call, type="NameError", message=f"there is no tool named {msg.name!r}")
-            return self._link.send(reply.frame(self.max_frame_bytes), deadline)
-        args = [decode_value(a) for a in msg.args]
-        kwargs = {k: decode_value(v) for k, v in msg.kwargs.items()}
-        try:
-            value = fn(*args, **kwargs)
-        except Exception as exc:
-            kind = "ToolError" if isinstance(exc, ToolError) else type(exc).__name__
-            reply = ToolErrorReply(call=msg.call, type=kind, message=_exc_text(exc))
-            return self._link.send(reply.frame(self.max_frame_bytes), deadline)
-        try:
-            data = ToolResult.model_construct(call=msg.call, value=encode_value(value)).frame(self.max_frame_bytes)
-        except Exception as exc:
-            data = ToolErrorReply(
-                call=msg.call, type=type(exc).__name__,
-                message=f"its result cannot be sent to the sandbox: {_exc_text(exc)}",
-            ).frame(self.max_frame_bytes)
-        self._link.send(data, deadline)
 
     def register_tools(self, tools: Mapping[str, Callable[..., Any]] | Iterable[Any]) -> None:
         new = normalize_tools(tools)
@@ -517,9 +472,3 @@ class RemoteExecutor(ExecutorBase):
         """`n` warm executors built with `cls(**kwargs)` for concurrent runs (see ExecutorPool)."""
         return ExecutorPool(lambda: cls(**kwargs), n)
 
-
-def _exc_text(exc: BaseException) -> str:
-    try:
-        return truncate_text(str(exc), 4000)
-    except Exception:
-        return f"<{type(exc).__name__} with an unprintable message>"

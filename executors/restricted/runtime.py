@@ -20,9 +20,7 @@ from ..base import (
     Attachment,
     ExecutionError,
     ExecutionResult,
-    FinalAnswer,
     Limits,
-    ToolError,
     check_code,
     check_variable_names,
     make_result,
@@ -40,7 +38,7 @@ from .budget import UNMETERED, RunState
 from .capabilities import GUARD, Grants
 from .caps import PROCESS_CAPS, frame_depth
 from .compiler import SOURCES, compile_step
-from .errors import LimitExceeded, PolicyError
+from .errors import PolicyError
 from .evaluators import check_library_source
 from .interrupts import HostInterrupts
 from .library_hooks import install_hooks
@@ -53,6 +51,7 @@ from .output import OutputBuffer
 from .pyplot_state import PyplotState
 from .report import describe_error, limit_stop_error, locate, safe_repr
 from .sandbox_modules import ModuleProxy
+from .tool_calls import tool_proxy
 from .watchdog import CPU_ALARM, WATCHDOG, Interrupt
 from .workdir import WORKDIRS
 
@@ -130,55 +129,14 @@ class RestrictedRuntime:
         self.host_guard = build_namespace(ns, state, lambda: self._buffer, self.authorized_imports)
         self.ns = ns
         for name, fn in self._tools.items():
-            ns[name] = self._tool_proxy(name, fn)
-
-    def _tool_proxy(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        state = self.state
-        lock = WATCHDOG.lock
-        current = GUARD.current
-
-        def tool(*args: Any, **kwargs: Any) -> Any:
-            with lock:
-                if state.ns[LIVE] is not True:
-                    state.dead()
-                state.in_tool = True
-            # The arguments become plain data here, in the step (a model's __repr__ may run, under
-            # the guard): the tool never holds an object the model made.
-            try:
-                args, kwargs = _across(args, kwargs)
-            except BaseException:
-                state.in_tool = False
-                raise
-            # A tool is host code: it runs with the host's capabilities, not the step's.
-            step = current()
-            if step is not None:
-                step.suspended += 1
-            try:
-                # ... and what it returns is a copy: the host's object is not the model's to change
-                result = decode_value(encode_value(fn(*args, **kwargs), binary=True))
-            except (FinalAnswer, LimitExceeded, Interrupt):
-                raise
-            except ToolError as exc:  # already worded for the model: say it once
-                raise ToolError(_safe_text(exc)) from None
-            except Exception as exc:  # noqa: BLE001 - any tool failure is reported to the model
-                raise ToolError(f"tool '{name}' failed: {type(exc).__name__}: {_safe_text(exc)}") from None
-            finally:
-                state.in_tool = False
-                if step is not None:
-                    step.suspended -= 1
-            state.check_clock()
-            return result
-
-        tool.__name__ = tool.__qualname__ = name
-        tool.__doc__ = getattr(fn, "__doc__", None)
-        return tool
+            ns[name] = tool_proxy(name, fn, self.state)
 
     # -- public API ----------------------------------------------------------------------------
     def register_tools(self, tools: Mapping[str, Callable[..., Any]] | Iterable[Any] | None) -> None:
         new = normalize_tools(tools)
         self._tools.update(new)
         for name, fn in new.items():
-            self.ns[name] = self._tool_proxy(name, fn)
+            self.ns[name] = tool_proxy(name, fn, self.state)
         self._reserved = frozenset(self._tools) | {FINAL_ANSWER_NAME}
 
     def set_variables(self, values: Mapping[str, Any]) -> None:
@@ -492,22 +450,6 @@ def _describe(value: Any, limit: int) -> str:
     if text is None:
         return safe_repr(value, limit)
     return text if type(text) is str else str.__str__(text)  # (a model's str subclass: its data)
-
-
-def _across(args: tuple, kwargs: dict) -> tuple[list, dict]:
-    """A tool call's arguments as fresh plain data (decoded from the codec's tree)."""
-    if not args and not kwargs:
-        return [], {}
-    plain = decode_value(encode_value([list(args), kwargs], binary=True))
-    return plain[0], plain[1]
-
-
-def _safe_text(exc: BaseException) -> str:
-    try:
-        text = str(exc)
-        return text if type(text) is str else type(exc).__name__
-    except Exception:  # noqa: BLE001 - a hostile __str__
-        return type(exc).__name__
 
 
 # _SETTLE_NOTE: the watchdog's interrupt is an asynchronous exception, raised at the next
