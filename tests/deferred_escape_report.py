@@ -13,7 +13,6 @@ attempt. Modes: plain (CPython: every attempt must get out), local, subprocess, 
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
@@ -25,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import deferred_escape_harness as harness  # noqa: E402
 from deferred_escapes import ATTEMPTS, CLASSES, NEIGHBOURS  # noqa: E402
+from escape_report_options import comma_list, report_parser, selected  # noqa: E402
 
 
 def attempt_table(mode: str, attempts: list, outcomes: list) -> list[str]:
@@ -47,16 +47,9 @@ def attempt_table(mode: str, attempts: list, outcomes: list) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--modes", default=",".join(harness.MODES), help=f"comma list of {', '.join(harness.MODES)}")
-    parser.add_argument("--only", default="", help="comma list of attempt id prefixes")
-    parser.add_argument("--list", action="store_true", help="one line per attempt")
-    parser.add_argument("--no-neighbours", action="store_true")
-    parser.add_argument("--json", help="write every outcome to this file")
-    args = parser.parse_args(argv)
-    prefixes = [p for p in args.only.split(",") if p]
-    attempts = [a for a in ATTEMPTS if not prefixes or any(a.id.startswith(p) for p in prefixes)]
-    modes = [m for m in args.modes.split(",") if m]
+    args = report_parser(__doc__, "modes", ",".join(harness.MODES), ", ".join(harness.MODES)).parse_args(argv)
+    attempts = selected(ATTEMPTS, args.only)
+    modes = comma_list(args.modes)
     dump: dict = {}
     out_lists: dict[str, list[str]] = {}
     neighbours: dict[str, list] = {}

@@ -11,7 +11,6 @@ neighbours: works / broken. --list adds one line per attempt.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
@@ -22,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import library_escape_harness as harness  # noqa: E402
+from escape_report_options import comma_list, report_parser, selected  # noqa: E402
 from library_escapes import ATTEMPTS, CLASSES, NEIGHBOURS  # noqa: E402
 
 
@@ -60,16 +60,10 @@ def neighbour_table(results: dict[str, list]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--executors", default="local,subprocess", help="comma list of plain, local, subprocess, module:factory")
-    parser.add_argument("--only", default="", help="comma list of attempt id prefixes")
-    parser.add_argument("--list", action="store_true", help="one line per attempt")
-    parser.add_argument("--no-neighbours", action="store_true")
-    parser.add_argument("--json", help="write every outcome to this file")
-    args = parser.parse_args(argv)
-    prefixes = [p for p in args.only.split(",") if p]
-    attempts = [a for a in ATTEMPTS if not prefixes or any(a.id.startswith(p) for p in prefixes)]
-    executors = [e for e in args.executors.split(",") if e]
+    args = report_parser(__doc__, "executors", "local,subprocess",
+                         "plain, local, subprocess, module:factory").parse_args(argv)
+    attempts = selected(ATTEMPTS, args.only)
+    executors = comma_list(args.executors)
     dump: dict = {}
     neighbour_results: dict[str, list] = {}
     with tempfile.TemporaryDirectory(prefix="escape-report-") as tmp:
