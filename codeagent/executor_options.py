@@ -14,6 +14,7 @@ before the first task, so a bad flag is exit 2 there, not an `error` row for eve
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import sys
 from collections.abc import Mapping, Sequence
@@ -95,7 +96,13 @@ def make_executor(kind: str, options: Mapping[str, Any] | None = None, *, tools:
 
     known = ("authorized_imports", "packages", "timeout_s", "access")
     settings: dict[str, Any] = {k: v for k, v in options.items() if k not in known}  # Python callers' own
-    settings.update(tools=tools, authorized_imports=imports, limits=limits_of(options))
+    settings["authorized_imports"] = imports
+    if tools is not None:
+        settings["tools"] = tools
+    timeout = limits_of(options)
+    if timeout is not None:  # --timeout on top of a caller's own Limits, if any
+        given = settings.get("limits")
+        settings["limits"] = dataclasses.replace(given, timeout_s=timeout.timeout_s) if given else timeout
     access = access_of(options)
     if access is not None:
         settings["access"] = access
@@ -121,8 +128,6 @@ def make_executor(kind: str, options: Mapping[str, Any] | None = None, *, tools:
         from .cli_access import grant_error
 
         raise SetupError(grant_error(exc))
-    except SetupError:
-        raise
     except Exception as exc:
         text = str(exc).replace("packages=", "--packages ").replace("authorized_imports", "--import")
         raise SetupError(f"cannot start the {kind} executor: {type(exc).__name__}: {text}")

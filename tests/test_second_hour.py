@@ -431,3 +431,21 @@ def test_compare_lists_changes_in_id_order(tmp_path):
     run_batch(SCRIPTED, changed, out=tmp_path / "b", workers=1, progress=None)
     _, changes = compare(tmp_path / "a", tmp_path / "b")
     assert [c["id"] for c in changes] == ["q1", "q2", "q10"]
+
+
+def test_a_callers_own_executor_settings_reach_the_executor():
+    """executor_options from Python (run_batch(executor_options=...)): a Limits given whole is kept,
+    a timeout from the flags goes on top of it, and tools reach the constructor."""
+    from executors import Limits
+
+    from codeagent.executor_options import make_executor
+
+    def ping() -> str:
+        return "pong"
+
+    given = Limits(timeout_s=7, max_memory_mb=64)
+    with make_executor("local", {"limits": given}, tools=[ping]) as ex:
+        assert (ex.limits.timeout_s, ex.limits.max_memory_mb) == (7, 64)
+        assert ex.execute("ping()").output == "pong"
+    with make_executor("local", {"limits": given, "timeout_s": 3}) as ex:
+        assert (ex.limits.timeout_s, ex.limits.max_memory_mb) == (3, 64)
