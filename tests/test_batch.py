@@ -291,6 +291,14 @@ def test_bad_batches_fail_before_any_worker_starts(tmp_path):
     assert not (tmp_path / "results.jsonl").exists()
 
 
+def test_a_tasks_file_line_ends_at_newline_only(tmp_path):
+    """JSON keeps U+2028 (and \x0c, \x85) raw inside a string: they do not end a line; CRLF does."""
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "a", "task": "x\u2028y\x0cz\x85"}, ensure_ascii=False) + "\r\n"
+                     + json.dumps({"id": "b", "task": "t"}) + "\n", encoding="utf-8")
+    assert [(t.id, t.task) for t in load_tasks(tasks)] == [("a", "x\u2028y\x0cz\x85"), ("b", "t")]
+
+
 def test_odd_ids_get_distinct_safe_run_files(tmp_path):
     tasks = [{"id": i, "task": "t", "script": [code("final_answer(1)")]} for i in ("a/b", "a_b", "../x", 7)]
     run_batch(SCRIPTED, tasks, out=tmp_path, workers=1, progress=None)

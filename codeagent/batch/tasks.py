@@ -88,7 +88,8 @@ def _records_from_file(path: Path) -> Iterator[tuple[str, Any]]:
         line = data.count(b"\n", 0, exc.start) + 1
         raise TaskError(f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x}): a tasks file is JSON "
                         "lines, saved as UTF-8")
-    for number, line in enumerate(text.splitlines(), 1):
+    # lines end at \n only: splitlines() also breaks at U+2028 and friends, which JSON keeps raw
+    for number, line in enumerate(text.split("\n"), 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
