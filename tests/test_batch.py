@@ -526,3 +526,16 @@ def test_the_data_task_suite_runs_through_batch(tmp_path):
     assert [(m, lines[m][1], lines[m][2], lines[m][4]) for m in places] == [
         ("code/local", "24/24", "28", "0"), ("single_call/local", "24/24", "57", "1"), ("tool_calling", "24/24", "57", "1")]
     assert len(read_results(tmp_path)) == 72  # 24 tasks (shop and data-file suites) x 3 places
+
+
+def test_run_batch_retry_takes_the_command_lines_choices(tmp_path):
+    """run_batch(retry="failed") reruns every failed outcome, as `--retry failed` does; a status
+    name that is not a choice is refused with the choices."""
+    tasks = [{"id": "ok", "task": "t", "script": [code("final_answer(1)")]},
+             {"id": "bad", "task": "t", "script": [code("1 / 0")]}]
+    first = run_batch(SCRIPTED, tasks, out=tmp_path, options={"max_steps": 1})
+    assert sorted(r.status for r in first.rows) == ["max_steps", "success"]
+    again = run_batch(SCRIPTED, tasks, out=tmp_path, options={"max_steps": 1}, retry="failed")
+    assert again.ran == 1 and again.skipped == 1 and dict(again.skipped_by) == {"success": 1}
+    with pytest.raises(BatchError, match="failed, timeout, all"):
+        run_batch(SCRIPTED, tasks, out=tmp_path, retry=["max_steps"])

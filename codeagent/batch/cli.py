@@ -39,7 +39,6 @@ from .scheduler import (
     DEFAULT_TIMEOUT_S,
     RETRY_CHOICES,
     BatchError,
-    retry_statuses,
     run_batch,
 )
 from .summary import BatchSummary, compare, natural_key
@@ -176,7 +175,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         timeout_s=args.task_timeout or None, retries=args.retries, options=options,
         executor=args.executor, executor_options=executor_options, address=args.address,
         ray_options={"num_cpus": args.cpus_per_worker}, progress=args.progress,
-        retry=retry_statuses(args.retry), trace=args.trace,
+        retry=args.retry, trace=args.trace,
     )
     print(json.dumps(summary.to_dict(), indent=2) if args.json else summary.table())
     return _status(summary)

@@ -13,7 +13,7 @@ import json
 import math
 import os
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -248,6 +248,8 @@ def run_batch(
 ) -> BatchSummary:
     """Run every task with an agent from `make_agent`, `workers` at a time; see codeagent.batch.
 
+    retry: "failed", "timeout" or "all" (or several): recorded tasks with those outcomes run again
+    when the batch resumes (the command line's --retry); the others are skipped.
     trace: "otlp" or "console" to trace the batch (codeagent.tracing.batch): one trace per task."""
     if backend not in BACKENDS:
         raise BatchError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
@@ -260,13 +262,14 @@ def run_batch(
             timeout_s = timeout_seconds(timeout_s, "timeout_s (--task-timeout)")
         except ValueError as exc:
             raise BatchError(f"{exc} (or None for no limit)")
-    rerun = frozenset(retry)
-    if not rerun <= {*_RETRY_STATUSES["failed"], *_RETRY_STATUSES["timeout"]}:
-        raise BatchError(f"retry names statuses to run again ({', '.join(sorted(rerun))}): use retry_statuses()")
+    rerun = retry_statuses([retry] if isinstance(retry, str) else retry)  # the --retry choices
     if executor is not None and executor not in EXECUTOR_KINDS:
         raise BatchError(f"unknown executor {executor!r}: choose one of {', '.join(EXECUTOR_KINDS)}")
     factory = _factory_spec(make_agent)
     todo = load_tasks(tasks)
+    if not todo:
+        raise BatchError(f"no tasks in {tasks}: one JSON object a line, with 'id' and 'task'"
+                         if isinstance(tasks, (str, os.PathLike)) else "no tasks were given")
     try:
         trace_config = worker_config(trace)
         if trace is not None:
@@ -276,15 +279,9 @@ def run_batch(
     runner_args = (factory, dict(options or {}), executor, dict(executor_options or {}), trace_config)
     reporter = make_progress(progress)
     t0 = time.perf_counter()
-    if not todo:
-        raise BatchError(f"no tasks in {tasks}: one JSON object a line, with 'id' and 'task'"
-                         if isinstance(tasks, (str, os.PathLike)) else "no tasks were given")
     with ResultStore(out) as store:
         kept = [t.id for t in todo if t.id in store.done and store.done[t.id].get("status") not in rerun]
-        skipped_by: dict[str, int] = {}
-        for task_id in kept:
-            status = str(store.done[task_id].get("status"))
-            skipped_by[status] = skipped_by.get(status, 0) + 1
+        skipped_by = dict(Counter(str(store.done[task_id].get("status")) for task_id in kept))
         skipped = len(kept)
         reporter.start(len(todo), skipped, backend, workers)
         if skipped < len(todo):
