@@ -13,6 +13,8 @@ import threading
 import time
 from typing import Any, TextIO
 
+from .models import tries_text
+
 __all__ = ["show_waiting", "WAIT_NOTICE_S", "WAIT_REPEAT_S"]
 
 WAIT_NOTICE_S = 5.0
@@ -31,9 +33,7 @@ def _limit(model: Any) -> str:
     timeout, retries = getattr(model, "timeout", None), getattr(model, "max_retries", None)
     if not isinstance(timeout, (int, float)) or not isinstance(retries, int):
         return ""
-    tries = retries + 1
-    total = f"{tries} tries of {timeout:g} s" if tries > 1 else f"{timeout:g} s"
-    return f"; gives up after {total} (--model-timeout, --retries)"
+    return f"; gives up after {tries_text(timeout, retries)} (--model-timeout, --model-retries)"
 
 
 def _notice(model: Any, out: TextIO, started: float, done: threading.Event) -> None:

@@ -129,6 +129,12 @@ def _usage_from(raw: Any) -> Usage:
     return Usage(prompt_tokens=p, completion_tokens=c, total_tokens=t)
 
 
+def tries_text(timeout: float, retries: int) -> str:
+    """What a model request may take in all, in words: "3 tries of 60 s" (or "60 s")."""
+    tries = retries + 1
+    return f"{tries} tries of {timeout:g} s" if tries > 1 else f"{timeout:g} s"
+
+
 class OpenAIModel:
     """A chat-completions model over the `openai` SDK.
 
@@ -363,9 +369,9 @@ class OpenAIModel:
             return ""
         tries = self.max_retries + 1
         if tries == 1:
-            return f" after {self.timeout:g} s"
-        return (f" after {tries} tries of {self.timeout:g} s each ({tries * self.timeout:g} s in all; "
-                "fewer tries: max_retries=, --retries)")
+            return f" after {tries_text(self.timeout, self.max_retries)}"
+        return (f" after {tries_text(self.timeout, self.max_retries)} each ({tries * self.timeout:g} s "
+                "in all; fewer tries: max_retries=, --model-retries)")
 
     def _adapted_to(self, exc: Any, request: Mapping[str, Any]) -> bool:
         """Switch off what a weak endpoint rejected (`stop`, the system role); True to retry."""
