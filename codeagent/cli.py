@@ -22,6 +22,7 @@ from typing import Any
 
 from executors.base import ExecutorError, Limits
 
+from . import __version__
 from .cli_access import access_from_args  # noqa: F401 - the command line's grants, as before
 from .cli_options import (
     Parser,
@@ -384,7 +385,7 @@ def _model_options(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="codeagent", description="Agents that act by writing Python, and executors that run it safely.")
-    parser.add_argument("--version", action="version", version=f"codeagent {_version()}")
+    parser.add_argument("--version", action="version", version=f"codeagent {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="solve a task with a model", description="Solve TASK with a CodeAgent.")
@@ -435,12 +436,6 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("view", help="a run or a batch as a page, written or served live (options: codeagent view --help)",
                    add_help=False)
     return parser
-
-
-def _version() -> str:
-    from . import __version__
-
-    return str(__version__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

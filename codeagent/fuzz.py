@@ -117,12 +117,15 @@ def run_fuzz(args: argparse.Namespace) -> int:
     options = CommandOptions.from_mapping(vars(args))
     try:
         tools = load_tools(args.tools)
-        distribute = make_distribute(options)
-        check_options(options, distribute)
     except ValueError as exc:
         raise _usage(str(exc)) from None
     except Exception as exc:  # the user's tools module failed to import, or lacks the name
         raise _usage(f"--tools {' '.join(args.tools or ())}: {type(exc).__name__}: {exc}") from None
+    try:
+        distribute = make_distribute(options)
+        check_options(options, distribute)
+    except ValueError as exc:
+        raise _usage(str(exc)) from None
     factory = make_factory(args)
     _check_executor(factory, args)
     if distribute is None:
@@ -151,7 +154,7 @@ def _check_executor(factory: Callable[..., Any], args: argparse.Namespace) -> No
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .cli import Parser
+    from .cli_options import Parser
 
     parser = Parser(prog="codeagent fuzz", description=__doc__.splitlines()[0])
     add_fuzz_arguments(parser)

@@ -104,8 +104,6 @@ class TaskRunner:
         if self._executor is None:
             from codeagent.executor_options import make_executor
 
-            if self.executor_kind not in EXECUTOR_KINDS:
-                raise ValueError(f"unknown executor {self.executor_kind!r}: choose one of {', '.join(EXECUTOR_KINDS)}")
             self._executor = make_executor(self.executor_kind, self.executor_options)
         return self._executor
 

@@ -52,12 +52,9 @@ def enabled() -> bool:
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import version
+    import codeagent
 
-        return version("codeagent")
-    except Exception:  # running from a source tree that is not installed
-        return "0"
+    return codeagent.__version__
 
 
 def set_error(span: Any, error_type: str, description: str | None = None) -> None:
