@@ -10,12 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ..batch.store import META, RESULTS
+from ..batch.summary import natural_key
 from ..run import RunResult
 
 __all__ = ["ViewError", "kind_of", "load_run", "run_files", "figure_files", "fingerprint", "last_session",
@@ -26,11 +26,6 @@ MAX_RUN_BYTES = 200_000_000  # a run file larger than this is not a run anyone s
 
 class ViewError(Exception):
     """PATH cannot be shown: the message names the file and what to pass instead."""
-
-
-def natural_key(path: Path) -> list[Any]:
-    """figure-2 before figure-10."""
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", path.name)]
 
 
 def load_run(path: Path) -> RunResult:
@@ -72,7 +67,8 @@ def _mtime(path: Path) -> tuple[float, str]:
 
 
 def figure_files(folder: Path) -> list[Path]:
-    return sorted((p for p in folder.glob("*.png") if p.is_file()), key=natural_key)
+    # figure-2 before figure-10
+    return sorted((p for p in folder.glob("*.png") if p.is_file()), key=lambda p: natural_key(p.name))
 
 
 def kind_of(path: Path) -> str:
