@@ -280,3 +280,12 @@ def test_a_reply_made_of_one_broken_piece_costs_one_pass(piece, monkeypatch):
     except CodeParseError:
         pass
     assert sum(counted) <= 1100 * len(reply)  # at most a window (1 kB) per brace, not the reply
+
+
+def test_a_python_block_that_starts_with_a_bracket_stays_code():
+    """Only a block that is one JSON value whole is read as a call: Python that starts with a list
+    and builds a call-shaped dict further down is the code it is (even with tools given)."""
+    block = '[1, 2]\nx = {"name": "add", "arguments": {"a": 1}}\nprint(x)'
+    assert parse_code(f"<code>\n{block}\n</code>") == block
+    assert parse_code(f"<code>\n{block}\n</code>", tools=["search"]) == block
+    assert parse_code('<code>[{"name": "add", "arguments": {"a": 1}}]</code>') == "add(a=1)"

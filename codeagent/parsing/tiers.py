@@ -20,6 +20,7 @@ import textwrap
 from collections.abc import Collection
 
 from .json_calls import tool_calls_to_code
+from .jsonscan import decode_at
 from .lesson import DEFAULT_TAGS, explain
 from .reasoning import strip_reasoning
 from .syntax import first_statement_acts, looks_like_code, trim, try_parse
@@ -64,14 +65,20 @@ def parse_code(text: str, tags: tuple[str, str] = DEFAULT_TAGS, *, tools: Collec
     raise explain(text, body, tags, stripped.only_reasoning, notes)
 
 
-# A block that starts so may be a call in a dialect that happens to parse as Python.
-_CALL_STARTS = ("{", "[", "functools")
+# Dialect markers that happen to parse as Python (a subscript) but no real code writes.
+_CALL_MARKERS = ("[TOOL_CALLS]", "functools[")
 
 
 def _unless_a_call(code: str, tools: Collection[str] | None) -> str:
-    """`code`, or the Python for the tool call it is written as (`[TOOL_CALLS][...]`, JSON)."""
-    if code.startswith(_CALL_STARTS):
+    """`code`, or the Python for the tool call it is written as (`[TOOL_CALLS][...]`, a JSON
+    object or array that is the whole block). A Python block that merely starts with `{` or `[`
+    and holds a call-shaped dict further down stays the code it is."""
+    if code.startswith(_CALL_MARKERS):
         return tool_calls_to_code(code, tools) or code
+    if code.startswith(("{", "[")):
+        whole = decode_at(code, 0)
+        if whole is not None and not code[whole[1]:].strip():
+            return tool_calls_to_code(code, tools) or code
     return code
 
 
