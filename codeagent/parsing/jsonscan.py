@@ -24,20 +24,9 @@ _WINDOW = 512  # most calls fit; a longer value is decoded again from windows 16
 
 
 def _decode(text: str, pos: int) -> tuple[Any, int] | int:
-    """(value, end), or the position to resume scanning from when nothing decodes at `pos`."""
-    try:
-        value, stop = DECODER.raw_decode(text[pos : pos + _WINDOW])
-        return value, pos + stop
-    except json.JSONDecodeError as err:
-        if pos + _WINDOW < len(text) and (err.pos >= _WINDOW - 8 or err.msg.startswith("Unterminated")):
-            return _decode_long(text, pos)  # the window cut the value: read it from larger ones
-        return pos + max(1, err.pos)  # what starts inside a broken value is part of it
-    except (ValueError, RecursionError):
-        return _past_openers(text, pos)
-
-
-def _decode_long(text: str, pos: int) -> tuple[Any, int] | int:
-    n, window = len(text), _WINDOW * 16
+    """(value, end), or the position to resume scanning from when nothing decodes at `pos`. A value
+    the first window cuts is read again from windows 16 times larger."""
+    n, window = len(text), _WINDOW
     while True:
         end = min(n, pos + window)
         try:
@@ -47,16 +36,11 @@ def _decode_long(text: str, pos: int) -> tuple[Any, int] | int:
             if end < n and (err.pos >= end - pos - 8 or err.msg.startswith("Unterminated")):
                 window *= 16
                 continue
-            return pos + max(1, err.pos)
+            return pos + max(1, err.pos)  # what starts inside a broken value is part of it
         except (ValueError, RecursionError):
-            return _past_openers(text, pos)
-
-
-def _past_openers(text: str, pos: int) -> int:
-    """Nested too deep to decode: the openers that follow are inside the same value."""
-    while pos < len(text) and text[pos] in "{[ \t\r\n":
-        pos += 1
-    return pos
+            # nested too deep to decode: the whole window is inside that value (resuming at the
+            # next opener would decode the same depth again, once per opener)
+            return end
 
 
 def decode_at(text: str, pos: int) -> tuple[Any, int] | None:
