@@ -681,3 +681,11 @@ def test_grammars_load_in_llama_cpp():
     if not constrain_grammar_check.DEFAULT_MODEL.is_file():
         pytest.skip("no .models/ GGUF here (scripts/weak-model-e2e fetches it)")
     assert constrain_grammar_check.main([]) == 0
+
+
+def test_to_call_takes_any_mapping():
+    from types import MappingProxyType
+
+    from codeagent.constrain.schemas import to_call
+
+    assert to_call(MappingProxyType({"name": "add", "arguments": {"a": 1}})) == "add(a=1)"

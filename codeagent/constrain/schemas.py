@@ -186,7 +186,7 @@ def to_call(instance: Any, tools: Iterable[Any] | Mapping[str, Any] | None = Non
             instance = json.loads(instance)
         except ValueError:
             raise ValueError(_SHAPE_LESSON) from None
-    calls = calls_in(instance, marked=True) if isinstance(instance, Mapping) else None
+    calls = calls_in(dict(instance), marked=True) if isinstance(instance, Mapping) else None
     if not calls or len(calls) != 1:
         arguments = instance.get(ARGUMENTS_KEY) if isinstance(instance, Mapping) else None
         if isinstance(instance, Mapping) and ARGUMENTS_KEY in instance and not isinstance(arguments, Mapping):

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .calls import Call, calls_in, one_call
+from .calls import Call, calls_in
 from .jsonscan import DECODER, decode_at, values_after, values_in
 from .syntax import looks_like_code, try_parse
 
@@ -28,11 +28,6 @@ Reader = Callable[[str], Reading | None]
 
 def _collect(values: list[Any], marked: bool, into: list[Call]) -> None:
     for value in values:
-        if type(value) is dict:  # the common case, one call, without the list calls_in returns
-            call = one_call(value, marked)
-            if call is not None:
-                into.append(call)
-                continue
         found = calls_in(value, marked)
         if found:
             into.extend(found)
@@ -114,22 +109,14 @@ def mistral(text: str) -> Reading | None:
     for pos in _occurrences(text, "[TOOL_CALLS]"):
         _collect(values_after(text, pos), True, calls)
         while (m := _MISTRAL_NAMED.match(text, pos)) is not None:  # name{args}, name{args}, ...
-            values = values_after(text, m.end())
-            if not values:
+            got = decode_at(text, m.end())  # (once: the arguments, and where the next call starts)
+            if got is None:
                 break
-            calls.extend(_call(m.group(1), values[0]))
-            pos = _skip_value(text, m.end())
+            calls.extend(_call(m.group(1), got[0]))
+            pos = got[1]
+            while pos < len(text) and text[pos] in " \t\n,":
+                pos += 1
     return calls or None
-
-
-def _skip_value(text: str, pos: int) -> int:
-    got = decode_at(text, pos)
-    if got is None:
-        return len(text)
-    end = got[1]
-    while end < len(text) and text[end] in " \t\n,":
-        end += 1
-    return end
 
 
 _LLAMA_END = ("<|eom_id|>", "<|eot_id|>", "<|python_end|>")
