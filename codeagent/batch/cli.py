@@ -32,7 +32,7 @@ from codeagent.cli_options import (
 from codeagent.cli_options import executor_options as cli_executor_options
 
 from ..mcp.cli import add_client_options, server_specs
-from ..tracing.export import EXPORTERS
+from ..tracing.cli import add_trace_option
 from .factories import AGENT_MODES
 from .scheduler import (
     BACKENDS,
@@ -89,8 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="extra tries for a task whose worker crashed or whose agent raised")
     r.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
                    help="on stderr: a bar on a terminal, NDJSON events otherwise")
-    r.add_argument("--trace", choices=EXPORTERS, help="OpenTelemetry spans, one trace per task: otlp (to "
-                   "$OTEL_EXPORTER_OTLP_ENDPOINT) or console (stderr); needs codeagent[otel]")
+    add_trace_option(r, "of the batch, one trace per task")
     p.add_argument("--json", action="store_true", help="print the summary (or comparison) as JSON")
     return p
 

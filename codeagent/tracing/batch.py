@@ -27,11 +27,7 @@ TRACE_KEY = "_codeagent_trace"
 def worker_config(exporter: str | None) -> dict[str, Any] | None:
     """What a worker needs to trace like the driver: the exporter and the OTEL_* variables."""
     if exporter is None:
-        return None
-    from .export import EXPORTERS
-
-    if exporter not in EXPORTERS:
-        raise ValueError(f"unknown trace exporter {exporter!r}: choose one of {', '.join(EXPORTERS)}")
+        return None  # (an unknown exporter is refused by export.setup, which the driver calls)
     return {"exporter": exporter, "env": {k: v for k, v in os.environ.items() if k.startswith("OTEL_")}}
 
 

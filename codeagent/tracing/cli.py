@@ -2,36 +2,30 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
-from .export import EXPORTERS, TracingUnavailable, setup
+from .export import EXPORTERS, TracingUnavailable, session, setup
 
 __all__ = ["add_trace_option", "trace_session", "TracingUnavailable"]
 
 
-def add_trace_option(parser: argparse.ArgumentParser) -> None:
+def add_trace_option(parser: Any, what: str = "of the run") -> None:
     parser.add_argument(
         "--trace", choices=EXPORTERS, default=None,
-        help="send OpenTelemetry spans of the run: otlp (to $OTEL_EXPORTER_OTLP_ENDPOINT, default "
+        help=f"send OpenTelemetry spans {what}: otlp (to $OTEL_EXPORTER_OTLP_ENDPOINT, default "
              "http://localhost:4318) or console (stderr); needs codeagent[otel] (default: no traces)")
 
 
 @contextmanager
 def trace_session(exporter: str | None) -> Iterator[None]:
-    """Tracing around one command, flushed at its end; a missing SDK raises TracingUnavailable
-    with the flag in its message (the command's usage error)."""
-    if exporter is None:
+    """`export.session` for a command: a missing SDK raises TracingUnavailable with the flag in
+    its message (the command's usage error)."""
+    if exporter is not None:
+        try:
+            setup(exporter)  # (session's own setup then finds it done)
+        except TracingUnavailable as exc:
+            raise TracingUnavailable(f"--trace {exporter}: {exc}") from None
+    with session(exporter):
         yield
-        return
-    try:
-        setup(exporter)
-    except TracingUnavailable as exc:
-        raise TracingUnavailable(f"--trace {exporter}: {exc}")
-    from .export import flush
-
-    try:
-        yield
-    finally:
-        flush()
