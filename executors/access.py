@@ -163,10 +163,14 @@ def _walk(root: str, limit: int) -> Iterable[str]:
 
 def owned_tempdir(prefix: str, parent: str | None = None) -> str:
     """A new temporary directory `<prefix><pid>-<random>`, named after this process, which owns
-    it: when the owner dies without removing it (SIGKILL, a cut batch task), the next one made
-    with the same prefix sweeps it (`sweep_dead_owners`)."""
+    it: when the owner dies without removing it (SIGKILL, a cut batch task), the next process that
+    makes one with the same prefix there sweeps it (`sweep_dead_owners`; `sweep_workdirs` sweeps
+    on demand, as a batch does after it killed a worker)."""
     parent = parent or tempfile.gettempdir()
-    sweep_dead_owners(prefix, parent)
+    once = (os.getpid(), prefix, parent)  # one sweep per place and process: it scans the folder
+    if once not in _SWEPT:
+        _SWEPT.add(once)
+        sweep_dead_owners(prefix, parent)
     path = tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent)
     if not _OWNED:
         atexit.register(_remove_owned)
@@ -180,6 +184,7 @@ def owned_tempdir(prefix: str, parent: str | None = None) -> str:
 # closed) goes when the process exits normally. Only the folders of the exiting process: a forked
 # child inherits the list and the atexit hook, and must not remove its parent's folders.
 _OWNED: list[tuple[int, str]] = []
+_SWEPT: set[tuple[int, str, str]] = set()
 
 
 def _remove_owned() -> None:

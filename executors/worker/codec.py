@@ -234,7 +234,8 @@ class _Encoder:
             # (__iter__, keys, items, __getitem__, __hash__ ...) never run
             data = (dict.items(v) if t is dict else v) if type(v) is t else _base_data(v, t)
             if t is dict:
-                if all(type(k) is str for k, _ in data) and not any(k == TAG for k, _ in data):
+                # (every key an exact str: the C lookup of TAG compares str with str only)
+                if all(type(k) is str for k, _ in data) and not dict.__contains__(v, TAG):
                     return {k: enc(x, d) for k, x in data}
                 return {TAG: "dict", "v": [[enc(k, d), enc(x, d)] for k, x in data]}
             items = [enc(x, d) for x in data]
