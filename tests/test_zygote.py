@@ -7,6 +7,7 @@ with it and be replaced.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -98,3 +99,24 @@ def test_each_policy_has_its_zygote(policy):
             SubprocessExecutor(policy=policy, harden=False) as b:
         assert a.execute("1").output == 1 and b.execute("1").output == 1
         assert _parent_of(_worker(a).pid) == _parent_of(_worker(b).pid)
+
+
+def test_a_zygote_that_does_not_answer_is_replaced(monkeypatch):
+    """A stuck zygote costs one start its timeout (that start goes direct); the next start gets a
+    fresh zygote instead of waiting on the stuck one again."""
+    monkeypatch.setattr(zygotes, "_SPAWN_TIMEOUT_S", 0.5)
+    with SubprocessExecutor(policy="open", harden=False) as first:
+        assert first.execute("1").output == 1
+        stuck = _parent_of(_worker(first).pid)
+    os.kill(stuck, signal.SIGSTOP)
+    try:
+        with SubprocessExecutor(policy="open", harden=False) as direct:
+            assert direct.execute("1").output == 1
+            assert isinstance(_worker(direct), subprocess.Popen)
+        with SubprocessExecutor(policy="open", harden=False) as fresh:
+            assert fresh.execute("1").output == 1
+            assert isinstance(_worker(fresh), ZygoteChild)
+            assert _parent_of(_worker(fresh).pid) != stuck
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(stuck, signal.SIGCONT)

@@ -86,6 +86,11 @@ class Zygote:
                     socket.send_fds(self._control, [request.encode()], theirs)
                     answer = self._answer(self._seq, time.monotonic() + _SPAWN_TIMEOUT_S)
                 except (OSError, queue.Empty) as exc:
+                    # a zygote that does not answer is not asked again: the next start gets a new
+                    # one (or starts directly), instead of waiting out the same one every time
+                    self.alive = False
+                    with contextlib.suppress(OSError):
+                        self.proc.kill()
                     raise ZygoteUnavailable(f"the zygote did not answer: {exc}") from None
             if type(answer) is not dict or type(answer.get("pid")) is not int:
                 raise ZygoteUnavailable(f"the zygote could not fork: {answer}")
