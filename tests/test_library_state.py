@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import pytest
 
 from executors.restricted.library_hooks import install_hooks
 from executors.restricted.library_state import SETTINGS, StepSettings
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_numpy_settings_are_restored():
@@ -131,3 +136,16 @@ def test_pydata_settings_are_restored():
     assert len(restored) == 4, restored
     assert (sklearn.get_config()["assume_finite"], pa.cpu_count(), scipy.special.geterr()["singular"],
             pl.Config.state()["set_fmt_float"]) == before
+
+
+def test_a_library_the_host_loads_later_is_hooked_before_the_next_step():
+    """Native file checks go into a library loaded after the last look (by the host, between
+    steps), not only into those loaded when an executor was built or through a trusted import."""
+    pytest.importorskip("pyarrow")
+    code = ("import sys\nfrom executors.restricted.library_hooks import install_hooks, install_new_hooks\n"
+            "install_hooks()\nassert 'pyarrow' not in sys.modules\nimport pyarrow\n"
+            "assert not hasattr(pyarrow.memory_map, '__wrapped__')\ninstall_new_hooks()\n"
+            "print(hasattr(pyarrow.memory_map, '__wrapped__'), isinstance(pyarrow.OSFile, type))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"]  # wrapped; its classes left as they are

@@ -224,6 +224,8 @@ HOOKS: dict[str, Callable[[], None]] = {"matplotlib": _hook_matplotlib, "pandas"
 def install_hooks() -> None:
     """Put the checks into the hooked libraries that are loaded (once per process; they act only
     on a step's thread, so a library another authorized package brought is hooked too)."""
+    global _modules_seen
+    _modules_seen = len(sys.modules)
     install_native_file_checks()
     for library, install in HOOKS.items():
         if library not in _INSTALLED and library in sys.modules:
@@ -232,3 +234,14 @@ def install_hooks() -> None:
             except Exception:  # noqa: BLE001 - another version of the library: table rows still hold
                 continue
             _INSTALLED.add(library)
+
+
+_modules_seen = 0
+
+
+def install_new_hooks() -> None:
+    """Before a step: hook what was loaded since the last look (the host may import polars after
+    it built the executor; the step's import is then a cache hit, not a trusted import). One
+    integer compare when nothing was."""
+    if len(sys.modules) != _modules_seen:
+        install_hooks()

@@ -30,6 +30,8 @@ _NATIVE_FS = ("a native file system or dataset opens any path from native code, 
               "checked)")
 _NATIVE_READER = ("its native reader or writer (.reader, .writer) opens any path later from native "
                   "code; use read_table/write_table (their paths are checked)")
+_NATIVE_FILE = ("it opens a path from native code, where the guard cannot see; use pa.memory_map, "
+                "pa.input_stream or pa.output_stream (their paths are checked)")
 _DEFAULTS = "the host's default settings (rcdefaults() and style resets read them); rcParams is the step's own"
 
 DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
@@ -116,6 +118,8 @@ DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
     "joblib.externals.loky": {"*": _LOKY},
     # Native file access the audit hook cannot see (native_files.py checks the readers' and
     # writers' paths; these hand out file systems or readers that open any path later).
+    "pyarrow": {"OSFile": _NATIVE_FILE, "MemoryMappedFile": _NATIVE_FILE},
+    "pyarrow.csv": {"CSVWriter": _NATIVE_READER},
     "pyarrow.fs": {"*": _NATIVE_FS},
     "pyarrow.dataset": {"*": _NATIVE_FS},
     "pyarrow.flight": {"*": "native network connections the guard cannot see"},

@@ -51,9 +51,11 @@ ENTRY_POINTS: dict[str, dict[str, str]] = {
     "polars:DataFrame": {**{name: WRITE for name in _POLARS_WRITE}, "deserialize": READ,
                          "write_clipboard": REFUSE},
     "polars:LazyFrame": {**{name: WRITE for name in _POLARS_SINK}, "deserialize": READ},
-    "pyarrow": {"OSFile": MODE, "MemoryMappedFile": MODE, "memory_map": MODE,
-                "create_memory_map": WRITE, "input_stream": READ, "output_stream": WRITE},
-    "pyarrow.csv": {"read_csv": READ, "open_csv": READ, "write_csv": WRITE, "CSVWriter": WRITE},
+    # (functions only: a class replaced by a checking function would break the host's isinstance;
+    # the classes that open paths, OSFile, MemoryMappedFile, CSVWriter, are hidden instead)
+    "pyarrow": {"memory_map": MODE, "create_memory_map": WRITE, "input_stream": READ,
+                "output_stream": WRITE},
+    "pyarrow.csv": {"read_csv": READ, "open_csv": READ, "write_csv": WRITE},
     "pyarrow.json": {"read_json": READ, "open_json": READ},
     "pyarrow.parquet": {"read_table": READ, "read_pandas": READ, "read_metadata": READ,
                         "read_schema": READ, "write_table": WRITE, "write_metadata": WRITE},
@@ -78,19 +80,19 @@ def install_native_file_checks() -> None:
         for name, kind in entries.items():
             if (where, name) in _PATCHED:
                 continue
-            _PATCHED.add((where, name))
             original = (owner.__dict__ if class_name else vars(owner)).get(name)
-            if original is None:
+            if original is None or isinstance(original, type):  # (not there yet; never a class)
                 continue
             try:
                 setattr(owner, name, _checked(original, kind, f"{module_name}.{name}"))
             except (AttributeError, TypeError):  # a frozen namespace: the table still documents it
                 continue
+            _PATCHED.add((where, name))
 
 
 def _checked(original: Any, kind: str, event: str) -> Any:
-    """`original` (a function, a classmethod, or a class: then its constructor), judging its path
-    arguments on a step's thread first."""
+    """`original` (a function or a classmethod), judging its path arguments on a step's thread
+    first."""
     if isinstance(original, classmethod):
         return classmethod(_checked(original.__func__, kind, event))
     call = original
@@ -105,8 +107,9 @@ def _checked(original: Any, kind: str, event: str) -> Any:
             if kind == REFUSE:
                 step.refuse("process", event, f"{event} is not allowed in the sandbox: it "
                                               "reaches the host's desktop (the clipboard)")
-            write = kind == WRITE or (kind == MODE and _writing_mode(signature, args, kwargs))
-            for value in _paths(signature, args, kwargs):
+            bound = _arguments(signature, args, kwargs)
+            write = kind == WRITE or (kind == MODE and _writing_mode(bound))
+            for value in _paths(bound):
                 _judge(step, event, value, write)
         return call(*args, **kwargs)
 
@@ -126,8 +129,7 @@ def _arguments(signature: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
         return {}  # the call itself will fail and say why
 
 
-def _paths(signature: Any, args: tuple, kwargs: dict) -> Iterator[Any]:
-    bound = _arguments(signature, args, kwargs)
+def _paths(bound: dict[str, Any]) -> Iterator[Any]:
     for name in _PATH_PARAMETERS:
         if name in bound:
             value = bound[name]
@@ -137,9 +139,8 @@ def _paths(signature: Any, args: tuple, kwargs: dict) -> Iterator[Any]:
                 yield value
 
 
-def _writing_mode(signature: Any, args: tuple, kwargs: dict) -> bool:
-    mode = _arguments(signature, args, kwargs).get("mode", "r")
-    mode = text_of(mode)
+def _writing_mode(bound: dict[str, Any]) -> bool:
+    mode = text_of(bound.get("mode", "r"))
     return not (type(mode) is str and mode in ("r", "rb"))
 
 

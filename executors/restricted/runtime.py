@@ -41,7 +41,7 @@ from .compiler import SOURCES, compile_step
 from .errors import PolicyError
 from .evaluators import check_library_source
 from .interrupts import HostInterrupts
-from .library_hooks import install_hooks
+from .library_hooks import install_hooks, install_new_hooks
 from .library_packages import LibraryPackages
 from .library_rules import warn_dangerous
 from .library_state import StepSettings
@@ -226,6 +226,7 @@ class RestrictedRuntime:
                 code, self._reserved, self.limits.max_operations is not None)
             if error is not None:
                 return ExecutionResult(error=error, duration_s=time.perf_counter() - started)
+            install_new_hooks()
             state = self.state
             self._buffer = buffer = OutputBuffer(self.limits.max_output_chars)
             # output, output_repr, error, pictures, notes, the output as the codec's tree
