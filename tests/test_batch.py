@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from openai_stub import OpenAIStub
+from ray_session import local_ray
 from unavailable import unavailable
 
 from codeagent import RunResult
@@ -452,13 +453,9 @@ def ray_instance():
     problem = ray_available()
     if problem:
         unavailable(f"the Ray backend tests need Ray: {problem}")
-    import ray
-
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    session = ray._private.worker._global_node.get_session_dir_path()
-    try:
+    with local_ray() as ray:
+        session = ray._private.worker._global_node.get_session_dir_path()
         yield ray
-    finally:
         ray.shutdown()
         # Ray must not outlive the tests: no process of this session may be left
         deadline = time.monotonic() + 15

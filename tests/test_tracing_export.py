@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from openai_stub import OpenAIStub
+from ray_session import local_ray
 from tracing_support import OTLPSink
 from unavailable import unavailable
 
@@ -121,17 +122,12 @@ def test_a_ray_batch_of_five_tasks_arrives_as_five_traces(traced_driver, tmp_pat
     problem = ray_available()
     if problem:
         unavailable(f"the Ray backend tests need Ray: {problem}")
-    import ray
-
     tasks = scripted_tasks(5)
     with OTLPSink() as sink:
         for key, value in otlp_env(sink).items():
             traced_driver.setenv(key, value)
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-        try:
+        with local_ray():
             run_batch(SCRIPTED, tasks, out=tmp_path, backend="ray", workers=2, progress=None, trace="otlp")
-        finally:
-            ray.shutdown()
         from codeagent.tracing import flush
 
         flush()
