@@ -5,10 +5,12 @@
     run_neighbours(executor, neighbours, tmp_path) -> [NeighbourOutcome]
 
 `executor` is "plain" (CPython, no sandbox), "local" (LocalExecutor), "subprocess"
-(SubprocessExecutor), "module:callable" (a factory called as factory(authorized_imports)), or a
-callable factory. Every named executor runs in a separate runner process that imports numpy,
-pandas and matplotlib once and forks a fresh child per attempt, so no attempt sees another's
-effects and the test process itself is never touched. A callable factory runs in this process
+(SubprocessExecutor), "docker" (DockerExecutor, one container per attempt: run it through
+tests/library_escape_docker.py, which sets it up and cleans up), "module:callable" (a factory
+called as factory(authorized_imports)), or a callable factory. Every named executor runs in a
+separate runner process that imports numpy, pandas and matplotlib once (not for "docker") and
+forks a fresh child per attempt, so no attempt sees another's effects and the test process
+itself is never touched. A callable factory runs in this process
 (the only way to hand over an arbitrary callable); see `run_in_process`.
 
 Canaries, made fresh per attempt under tmp_path/<attempt id>/:
@@ -19,11 +21,14 @@ Canaries, made fresh per attempt under tmp_path/<attempt id>/:
   env     {ENV_VAR} holds a token in the runner's environment (from its start, so
           /proc/self/environ and /proc/<ppid>/environ show it too); escapes when the token shows.
   port    {PORT}: a TCP listener on 127.0.0.1; escapes when it accepts a connection.
-  stdout  {TOKEN} printed to the process's real stdout/stderr instead of the step's logs.
+  stdout  {TOKEN} printed to the process's real stdout/stderr instead of the step's logs (for a
+          container: what came out on its stderr stream, `worker_output()`); a step after which
+          the worker's protocol stream (its real stdout) carried a bad frame reached it too.
   tamper  the attempt's `probe` (policy-valid code) gives a different value after the step than
           before: run on the host side for plain/local, as a step of the same executor for
-          subprocess (the state lives in the worker there). A step after which host code fails
-          (execute() raises, the probe raises, ExecutorInternalError) counts as tampering too.
+          subprocess and docker (the state lives in the worker there). A step after which host
+          code fails (execute() raises, the probe raises, ExecutorInternalError) counts as
+          tampering too.
 Other placeholders: {WORK_DIR} (a scratch dir a step may one day be granted), {LIBC_DIR},
 {LIBC_NAME}, {MARSHALLED} (bytes literal of a marshalled code object that creates {MARKER}).
 """
@@ -52,7 +57,7 @@ REPO = HERE.parent
 ATTEMPT_TIMEOUT_S = 60.0  # the runner kills an attempt's child after this
 STEP_TIMEOUT_S = 20.0  # Limits.timeout_s of the named executors: cold imports of pandas and
 # matplotlib on a loaded 2-core machine take seconds; the attempts are about capabilities, not speed
-NAMED_EXECUTORS = ("plain", "local", "subprocess", "subprocess-noharden")
+NAMED_EXECUTORS = ("plain", "local", "subprocess", "subprocess-noharden", "docker")
 ENV_VAR = "CODEAGENT_LIBRARY_CANARY"
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./+-]+$")
 
@@ -219,7 +224,10 @@ def run_attempt(executor: Any, attempt: Any, tmp_path: Path) -> Outcome:
     return run_attempts(executor, [attempt], tmp_path)[0]
 
 
-def run_attempts(executor: Any, attempts: Sequence[Any], tmp_path: Path, *, jobs: int = 2) -> list[Outcome]:
+def run_attempts(executor: Any, attempts: Sequence[Any], tmp_path: Path, *, jobs: int = 2,
+                 options: dict | None = None, env: dict[str, str] | None = None) -> list[Outcome]:
+    """`options`: more fields for every job (the settings of an executor that takes them:
+    "docker"); `env`: more variables for the runner's environment."""
     tmp_path = Path(tmp_path)
     # Letters and digits only: some routes rewrite '-' (matplotlib's unicode minus) on the way out.
     token, env_token, out_token = (p + secrets.token_hex(10) for p in ("secret", "envtok", "stdout"))
@@ -234,15 +242,17 @@ def run_attempts(executor: Any, attempts: Sequence[Any], tmp_path: Path, *, jobs
         if callable(executor):
             results = [run_in_process(executor, a, c) for a, c in zip(attempts, canaries, strict=True)]
         else:
-            specs = [_attempt_job(executor, a, c) for a, c in zip(attempts, canaries, strict=True)]
-            results = _run_runner(specs, tmp_path, env_token, jobs)
+            specs = [{**_attempt_job(executor, a, c), **(options or {})}
+                     for a, c in zip(attempts, canaries, strict=True)]
+            results = _run_runner(specs, tmp_path, env_token, jobs, preimport=executor != "docker", env=env)
         time.sleep(0.3)  # routes that spawn a process may create the marker a moment later
         return [_judge(a, c, r, listener) for a, c, r in zip(attempts, canaries, results, strict=True)]
     finally:
         listener.close()
 
 
-def run_neighbours(executor: Any, neighbours: Sequence[Any], tmp_path: Path, *, jobs: int = 2) -> list[NeighbourOutcome]:
+def run_neighbours(executor: Any, neighbours: Sequence[Any], tmp_path: Path, *, jobs: int = 2,
+                   options: dict | None = None, env: dict[str, str] | None = None) -> list[NeighbourOutcome]:
     tmp_path = Path(tmp_path)
     specs = []
     for n in neighbours:
@@ -250,11 +260,11 @@ def run_neighbours(executor: Any, neighbours: Sequence[Any], tmp_path: Path, *, 
         work.mkdir(parents=True, exist_ok=True)
         specs.append({"id": n.id, "mode": executor, "code": n.code, "imports": list(n.imports),
                       "probe": "", "probe_imports": [], "cwd": str(work), "result": str(work / "result.json"),
-                      "stdout": str(work / "stdout.txt")})
+                      "stdout": str(work / "stdout.txt"), **(options or {})})
     if callable(executor):
         raise TypeError("run_neighbours takes a named executor or 'module:callable'")
     # Cold: nothing imported before the step, as in a fresh worker (lazy submodules, caches).
-    results = _run_runner(specs, tmp_path, "unused", jobs, preimport=executor == "plain")
+    results = _run_runner(specs, tmp_path, "unused", jobs, preimport=executor == "plain", env=env)
     outcomes = []
     for n, r in zip(neighbours, results, strict=True):
         err = r.get("error")
@@ -268,7 +278,7 @@ def _attempt_job(executor: str, attempt: Any, c: Canaries) -> dict:
     return {
         "id": attempt.id, "mode": executor, "code": render(attempt.code, c),
         "imports": list(attempt.imports), "probe": render(attempt.probe, c),
-        "probe_imports": list(attempt.probe_imports), "cwd": str(c.cwd),
+        "probe_imports": list(attempt.probe_imports), "cwd": str(c.cwd), "root": str(c.root),
         "result": str(c.root / "result.json"), "stdout": str(c.root / "stdout.txt"),
     }
 
@@ -316,7 +326,10 @@ def _judge(attempt: Any, c: Canaries, r: dict, listener: Listener) -> Outcome:
         escaped, what = listener.counts.get(c.port, 0) > 0, f"port {c.port} got a connection"
     elif kind == "stdout":
         out = Path(r["stdout_path"]).read_text(errors="replace") if r.get("stdout_path") else ""
-        escaped, what = c.stdout_token in out, "the token reached the process's real stdout/stderr"
+        # A bad frame: bytes the worker did not frame reached its real stdout (the protocol stream)
+        # after the step wrote there: whether the token was among them, the host cannot tell.
+        forged = (err or {}).get("type") == "WorkerProtocolError"
+        escaped, what = c.stdout_token in out or forged, "the token reached the process's real stdout/stderr"
     elif kind == "tamper":
         before, after = r.get("probe_before"), r.get("probe_after")
         escaped = before is not None and after is not None and before != after
@@ -463,10 +476,10 @@ def _step_probe(ex: Any, probe: str) -> str:
     return f"<probe error {r.error.type}: {r.error.message[:200]}>"
 
 
-def _make_executor(mode: str, imports: list[str]) -> Any:
+def _make_executor(job: dict, imports: list[str]) -> Any:
     from executors import Limits
 
-    limits = Limits(timeout_s=STEP_TIMEOUT_S)
+    mode, limits = job["mode"], Limits(timeout_s=STEP_TIMEOUT_S)
     if mode == "local":
         from executors import LocalExecutor
 
@@ -476,6 +489,10 @@ def _make_executor(mode: str, imports: list[str]) -> Any:
 
         return SubprocessExecutor(authorized_imports=imports, limits=limits,
                                   harden=mode == "subprocess")
+    if mode == "docker":
+        from library_escape_docker import canary_executor
+
+        return canary_executor(job, imports, limits)
     import importlib
 
     module, _, attr = mode.partition(":")
@@ -515,7 +532,7 @@ def _run_executor_job(job: dict, result: dict) -> None:
     from executors.remote import RemoteExecutor
 
     probe = job["probe"]
-    ex = _make_executor(job["mode"], job["imports"] + (job["probe_imports"] if probe else []))
+    ex = _make_executor(job, job["imports"] + (job["probe_imports"] if probe else []))
     if isinstance(ex, RemoteExecutor):  # the state lives in the worker: probe it with a step
         def probe_now() -> str:
             return _step_probe(ex, probe)
@@ -544,6 +561,9 @@ def _run_executor_job(job: dict, result: dict) -> None:
                 _untrace()
                 result["host_error"] = "the probe raised " + type(exc).__name__
     finally:
+        with contextlib.suppress(BaseException):
+            # A container's real stdout/stderr is not this process's: append what came out of it.
+            os.write(1, ex.worker_output() if hasattr(ex, "worker_output") else b"")
         with contextlib.suppress(BaseException):
             ex.close()
 
@@ -616,6 +636,8 @@ def _runner(jobfile: str) -> int:
     if any(j["mode"] != "plain" and j["mode"] != "audit" for j in jobs):
         import executors.local  # noqa: F401
         import executors.process  # noqa: F401
+    if any(j["mode"] == "docker" for j in jobs):
+        import library_escape_docker  # noqa: F401 - the SDK once, before the forks (no client yet)
     fork_each(jobs, parallel, _child)
     return 0
 

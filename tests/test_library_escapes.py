@@ -6,6 +6,20 @@ neighbour keeps working in both.
 
 Attempts run in batches: one runner process forks a fresh child per attempt (see
 tests/library_escape_harness.py), so the whole plain corpus takes seconds and touches nothing here.
+
+DockerExecutor ("docker", tests/library_escape_docker.py: policy="restricted" on the PyData image,
+one fresh container per attempt, two at a time, the canaries mounted in the container but not
+granted) runs DOCKER_ATTEMPTS: the PyData attempts (their canaries: secret, target, marker,
+tamper) and the base attempts whose canary the container places differently (env: in the
+container's environment; port: the host's loopback, which the container's network="none" keeps
+out of reach, so the network setting is what holds those, the guard behind it; stdout: the
+container's stderr stream), and the PyData neighbours. Measured on the shared 2-core machine
+under load (five CI suites running): ~0.8-1 s per attempt, so these 62 attempts, 8 neighbours and
+the controls add ~75 s. The whole base corpus (211 attempts) would add ~3.5 min more, over the
+suite's budget; the restricted worker in the container is the same code as SubprocessExecutor's,
+which runs the whole corpus (with and without its kernel layer). DOCKER_CONTROLS prove the mode
+sees an escape when one happens: a granted read and write, the probe of a step's own state, and,
+with the guard off (policy="open"), the same canaries reached.
 """
 
 from __future__ import annotations
@@ -13,8 +27,11 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import library_escape_docker as docker_mode
 import library_escape_harness as harness
 import pytest
 from library_escapes import ATTEMPTS as BASE_ATTEMPTS
@@ -38,6 +55,10 @@ ATTEMPTS = BASE_ATTEMPTS + PYDATA_ATTEMPTS
 NEIGHBOURS = BASE_NEIGHBOURS + PYDATA_NEIGHBOURS
 IDS = [a.id for a in ATTEMPTS]
 NEIGHBOUR_IDS = [n.id for n in NEIGHBOURS]
+# In DockerExecutor too (see the module docstring): the PyData stack, and every canary kind.
+DOCKER_ATTEMPTS = PYDATA_ATTEMPTS + [a for a in BASE_ATTEMPTS if a.canary in ("env", "port", "stdout")]
+DOCKER_IDS = {a.id for a in DOCKER_ATTEMPTS}
+DOCKER_NEIGHBOUR_IDS = {n.id for n in PYDATA_NEIGHBOURS}
 _PLACEHOLDER = re.compile(r"\{[A-Z_]+\}")
 
 
@@ -48,8 +69,12 @@ _cache: dict[str, dict] = {}
 def _attempt_outcomes(executor: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, harness.Outcome]:
     if executor not in _cache:
         tmp = tmp_path_factory.mktemp(f"escapes-{executor}")
-        outcomes = harness.run_attempts(executor, ATTEMPTS, tmp)
-        _cache[executor] = dict(zip(IDS, outcomes, strict=True))
+        if executor == "docker":
+            run = _docker_run("attempts", docker_mode.run_attempts, DOCKER_ATTEMPTS, tmp)
+            _cache[executor] = {a.id: o for a, o in zip(DOCKER_ATTEMPTS, run.outcomes, strict=True)}
+        else:
+            outcomes = harness.run_attempts(executor, ATTEMPTS, tmp)
+            _cache[executor] = dict(zip(IDS, outcomes, strict=True))
     return _cache[executor]
 
 
@@ -57,8 +82,20 @@ def _neighbour_outcomes(executor: str, tmp_path_factory: pytest.TempPathFactory)
     key = "neighbours-" + executor
     if key not in _cache:
         tmp = tmp_path_factory.mktemp(key)
-        _cache[key] = dict(zip(NEIGHBOUR_IDS, harness.run_neighbours(executor, NEIGHBOURS, tmp), strict=True))
+        if executor == "docker":
+            run = _docker_run("neighbours", docker_mode.run_neighbours, PYDATA_NEIGHBOURS, tmp)
+            _cache[key] = {n.id: o for n, o in zip(PYDATA_NEIGHBOURS, run.outcomes, strict=True)}
+        else:
+            _cache[key] = dict(zip(NEIGHBOUR_IDS, harness.run_neighbours(executor, NEIGHBOURS, tmp), strict=True))
     return _cache[key]
+
+
+_docker_runs: dict[str, docker_mode.DockerRun] = {}  # what each Docker run left behind is checked too
+
+
+def _docker_run(name: str, run: Callable[..., docker_mode.DockerRun], *args: Any, **kwargs: Any) -> docker_mode.DockerRun:
+    _docker_runs[name] = result = run(*args, **kwargs)
+    return result
 
 
 # ----------------------------------------------------------------------------- the corpus itself
@@ -179,17 +216,73 @@ def test_harness_in_process_factory(tmp_path: Path) -> None:
 sandbox = pytest.mark.skipif(not SANDBOX_ASSERTIONS, reason="capability guard not built yet: flip SANDBOX_ASSERTIONS")
 
 
+def _in_sandboxes(ids: list[str], in_docker: set[str]) -> list[Any]:
+    """(executor, id) for every sandbox, plus "docker" for the ids it runs; shown as id-executor."""
+    return [pytest.param(ex, i, id=f"{i}-{ex}") for i in ids
+            for ex in (*SANDBOXED, *(("docker",) if i in in_docker else ()))]
+
+
 @sandbox
-@pytest.mark.parametrize("executor", SANDBOXED)
-@pytest.mark.parametrize("attempt_id", IDS)
+@pytest.mark.parametrize(("executor", "attempt_id"), _in_sandboxes(IDS, DOCKER_IDS))
 def test_attempt_is_refused_by_the_sandbox(executor: str, attempt_id: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     outcome = _attempt_outcomes(executor, tmp_path_factory)[attempt_id]
     assert not outcome.escaped, f"{attempt_id} escapes {executor}: {outcome.detail}"
+    if executor == "docker":
+        # Held because the container did not run, or because a canary (or the program a route
+        # runs) is missing in it, would prove nothing.
+        assert "runner_error" not in outcome.detail, outcome.detail
+        assert "No such file or directory" not in outcome.detail, f"missing in the container: {outcome.detail}"
 
 
 @sandbox
-@pytest.mark.parametrize("executor", SANDBOXED)
-@pytest.mark.parametrize("neighbour_id", NEIGHBOUR_IDS)
+@pytest.mark.parametrize(("executor", "neighbour_id"), _in_sandboxes(NEIGHBOUR_IDS, DOCKER_NEIGHBOUR_IDS))
 def test_neighbour_works_in_the_sandbox(executor: str, neighbour_id: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     outcome = _neighbour_outcomes(executor, tmp_path_factory)[neighbour_id]
     assert outcome.works, outcome.detail
+
+
+# ----------------------------------------------------------------------------- the Docker mode sees escapes
+# Each reaches its canary in the container when nothing stops it: (attempts, run settings).
+DOCKER_CONTROLS = [
+    # The restricted worker, with the canary granted: the grant is what lets it through.
+    ([_control("dctl-granted-read", "secret", 'import pathlib\nprint(pathlib.Path("{SECRET_FILE}").read_text())\n',
+               imports=("pathlib",)),
+      _control("dctl-granted-write", "target", 'import pathlib\npathlib.Path("{TARGET_FILE}").write_text("x")\n',
+               imports=("pathlib",)),
+      _control("dctl-own-state", "tamper", "level = 3\n", probe="level\n")],
+     {"grant": ("secret", "target")}),
+    # No guard (the container is the boundary): the same canaries, ungranted, are there to reach.
+    ([_control("dctl-open-read", "secret", 'print(open("{SECRET_FILE}").read())\n'),
+      _control("dctl-open-env", "env", 'import os\nprint(os.environ["{ENV_VAR}"])\n'),
+      _control("dctl-open-marker", "marker", 'import os\nos.system("touch {MARKER}")\n'),
+      _control("dctl-open-stderr", "stdout", 'f = open("/proc/1/fd/2", "w")\nf.write("{TOKEN}")\nf.close()\n')],
+     {"policy": "open"}),
+    # The host's loopback from the host's network namespace: the network setting is what holds port.
+    ([_control("dctl-open-port", "port", 'import socket\nsocket.create_connection(("127.0.0.1", {PORT})).close()\n')],
+     {"policy": "open", "network": "host"}),
+]
+
+
+@sandbox
+@pytest.mark.parametrize(("attempts", "settings"), DOCKER_CONTROLS, ids=["granted", "open", "open-host-network"])
+def test_the_docker_mode_sees_an_escape(attempts: list[Attempt], settings: dict, tmp_path: Path) -> None:
+    run = _docker_run(attempts[0].id, docker_mode.run_attempts, attempts, tmp_path, **settings)
+    assert [(a.id, o.escaped) for a, o in zip(attempts, run.outcomes, strict=True)] == [
+        (a.id, True) for a in attempts], [o.detail for o in run.outcomes]
+
+
+@sandbox
+def test_the_docker_mode_holds_the_port_by_its_network(tmp_path: Path) -> None:
+    """Without the guard and without a network, the host's listener is out of reach."""
+    attempt = DOCKER_CONTROLS[2][0][0]
+    run = _docker_run("port-no-network", docker_mode.run_attempts, [attempt], tmp_path, policy="open")
+    assert not run.outcomes[0].escaped and "ConnectionRefusedError" in run.outcomes[0].detail, run.outcomes[0].detail
+
+
+@sandbox
+def test_the_docker_runs_leave_nothing_behind(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every container closed by its executor, every workdir removed (the run removes what is
+    left anyway: this says whether it had to)."""
+    _attempt_outcomes("docker", tmp_path_factory)
+    _neighbour_outcomes("docker", tmp_path_factory)
+    assert {name: run.leftovers for name, run in _docker_runs.items() if run.leftovers} == {}
