@@ -32,6 +32,7 @@ X = sm.add_constant(rng.normal(size=(5000, 4)))
 y = X @ np.array([1.0, 2.0, -1.0, 0.5, 0.0]) + rng.normal(size=5000)
 res = sm.OLS(y, X).fit()
 print([round(float(v), 2) for v in res.params], round(float(res.rsquared), 3))
+print(res.summary().tables[1])  # the coefficient table (the whole summary prints the clock time)
 """,
     "seaborn": """
 import matplotlib.pyplot as plt
