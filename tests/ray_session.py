@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import tempfile
 from collections.abc import Iterator
 from typing import Any
+
+from codeagent.batch.ray_backend import ray_session_root
 
 
 @contextlib.contextmanager
 def local_ray() -> Iterator[Any]:
     import ray
 
-    # short: Ray's unix sockets live under it (a socket path holds at most 107 bytes)
-    root = tempfile.mkdtemp(prefix="ray-")
+    root = ray_session_root()
     try:
         ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=root)
         try:

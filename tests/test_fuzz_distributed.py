@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -193,8 +194,13 @@ def test_ray_gives_the_in_process_report_and_its_reproducers_replay(in_process, 
     if problem:
         unavailable(f"distributed fuzzing on Ray needs Ray: {problem}")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+    ray_default = Path(tempfile.gettempdir()) / "ray"
+    sessions_before = set(ray_default.glob("session_*"))
     summary, saved = _campaign(tmp_path, "ray", "--backend", "ray", "--workers", "2")
     assert (summary, saved) == in_process
+    # the local Ray it started kept its session in a folder of its own, removed at the end
+    assert set(ray_default.glob("session_*")) == sessions_before
+    assert not list(Path(tempfile.gettempdir()).glob(f"ray-{os.getpid()}-*"))
     first = next(iter(saved))
     meta = json.loads(next(line for line in saved[first].splitlines() if line.startswith("# fuzz-meta: "))[13:])
     assert meta["origin"]["campaign_seed"] == 3

@@ -11,22 +11,34 @@ node needs codeagent installed (the same version), as with any Ray library.
 Where Ray comes from: `address=None` starts a local instance (or joins $RAY_ADDRESS when set),
 "auto" joins the cluster running on this machine (`ray start --head`), "ray://host:10001" or
 "host:6379" a remote one. A Ray already initialized by the caller is used as it is and left
-running; one started here is shut down when the batch ends.
+running; one started here is shut down when the batch ends, and a local one keeps its session
+folder (logs, sockets) in a temp folder of this process's own, removed then (Ray's default,
+/tmp/ray/session_*, stays behind forever).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Mapping
 from typing import Any
 
 from .pool import Event, Slot
 from .worker import TaskRunner
 
-__all__ = ["RayPool", "ray_available", "DEFAULT_ACTOR_OPTIONS"]
+__all__ = ["RayPool", "ray_available", "ray_session_root", "DEFAULT_ACTOR_OPTIONS"]
 
 DEFAULT_ACTOR_OPTIONS = {"num_cpus": 1, "max_restarts": 0, "max_task_retries": 0}
+
+
+def ray_session_root() -> str:
+    """A folder for a local Ray instance's sessions (`ray.init(_temp_dir=...)`), named after this
+    process so that one left by a killed process is swept by the next. Short: Ray's unix sockets
+    live under it, and a socket path holds at most 107 bytes."""
+    from executors.access import owned_tempdir
+
+    return owned_tempdir("ray-")
 
 
 def ray_available() -> str | None:
@@ -75,11 +87,14 @@ class RayPool:
 
         self.ray = ray
         self.owns_ray = not ray.is_initialized()
+        self.session_root: str | None = None
         if self.owns_ray:
             target = address or os.environ.get("RAY_ADDRESS") or "local"
             options = {"include_dashboard": False, "log_to_driver": False, **dict(init_options or {})}
             if target != "local":
                 options.pop("include_dashboard", None)  # only a new local instance takes it
+            elif "_temp_dir" not in options:
+                self.session_root = options["_temp_dir"] = ray_session_root()
             ray.init(address=target, **options)
         self.actor_class = ray.remote(BatchWorker).options(**{**DEFAULT_ACTOR_OPTIONS, **dict(actor_options or {})})
         self.runner_args = runner_args
@@ -138,3 +153,6 @@ class RayPool:
         self.slots.clear()
         if self.owns_ray and self.ray.is_initialized():
             self.ray.shutdown()
+        if self.session_root is not None:
+            shutil.rmtree(self.session_root, ignore_errors=True)
+            self.session_root = None
