@@ -39,10 +39,12 @@ removed and reported, and so is what is left in the runner's TMPDIR (the executo
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import secrets
 import shutil
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -87,6 +89,16 @@ class CanaryDockerExecutor(DockerExecutor):
         return worker
 
     def worker_output(self) -> bytes:
+        """What came out on the containers' stderr streams. Each container is stopped and its
+        stream read to the end first: stderr's frames travel apart from stdout's (two pipes
+        into dockerd), so they may still be on the way when the step's answer has come."""
+        for worker in self._workers:
+            with contextlib.suppress(Exception):
+                worker.client.api.kill(worker.id)
+            deadline = time.monotonic() + 10
+            with contextlib.suppress(Exception):
+                while worker.channel.read(1 << 16, timeout=max(0.01, deadline - time.monotonic())):
+                    pass
         return b"".join(bytes(w.channel.stderr_tail) for w in self._workers)
 
 

@@ -66,10 +66,20 @@ class CapabilityGuard:
             rules, prefix_rules = RULES, PREFIX_RULES
             library_rules, library_prefix_rules = LIBRARY_RULES, LIBRARY_PREFIX_RULES
             guard = self
+            # Events no rule of either table judges (builtins.id above all: matplotlib raises
+            # thousands a step), learnt as they come: one dict lookup instead of the walk below.
+            # Bounded: sys.audit() takes any name.
+            unjudged: dict[str, bool] = {}
 
             def audit(event: str, args: tuple) -> None:
-                if not guard._active:
+                if not guard._active or event in unjudged:
                     return
+                if len(unjudged) < 4096:
+                    prefix = event.partition(".")[0]
+                    if event not in rules and event not in library_rules and \
+                            prefix not in prefix_rules and prefix not in library_prefix_rules:
+                        unjudged[event] = True
+                        return
                 step = local.step
                 if step is None or step.suspended or step.busy:
                     return
