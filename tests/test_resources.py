@@ -713,3 +713,40 @@ def test_memory_cap_is_lifted_after_a_step_that_exhausted_it():
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report == {"error": "MemoryError", "restored": True, "big": 200 * 1024 * 1024}, report
+
+
+def test_a_host_thread_started_or_ended_between_steps_is_seen():
+    """The check for other host threads remembers its last answer while the same threads run
+    (caps.py): a thread started after a step, and its end, change the next step's headroom."""
+    import threading
+
+    from executors import LocalExecutor
+    from executors.restricted.caps import _other_host_threads
+
+    def recursion_limit() -> int:
+        """The process's recursion limit while the step runs (a host tool reads it)."""
+        return sys.getrecursionlimit()
+
+    ex = LocalExecutor(tools=[recursion_limit])
+
+    def limit() -> int:
+        r = ex.execute("recursion_limit()")
+        assert r.error is None, r.error
+        return r.output
+
+    try:
+        assert not _other_host_threads()
+        alone = limit()
+        stop = threading.Event()
+        thread = threading.Thread(target=stop.wait)
+        thread.start()
+        try:
+            assert _other_host_threads()
+            assert limit() >= 1000 > alone
+        finally:
+            stop.set()
+            thread.join()
+        assert not _other_host_threads()
+        assert limit() == alone
+    finally:
+        ex.close()

@@ -7,6 +7,7 @@ run leaves.
 
 from __future__ import annotations
 
+import operator
 import os
 import resource
 import sys
@@ -31,32 +32,33 @@ class ProcessCaps:
         return int(os.pread(self._statm, 128, 0).split()[0]) * self.page
 
     def enter(self, memory_mb: int | None, depth: int) -> None:
+        # (every step: written for few calls; the syscalls are a statm pread and two rlimits)
         with self.lock:
             # The recursion limit is per interpreter, not per thread: while other host threads
             # run, model recursion is bounded at 1000 frames rather than max_recursion_depth.
-            if _other_host_threads():
-                # Other host threads: never below Python's default (1000), which still keeps
-                # C recursion (repr of a deep structure) far from the C stack's end.
-                depth = max(depth, 1000)
+            # Other host threads: never below Python's default (1000), which still keeps C
+            # recursion (repr of a deep structure) far from the C stack's end.
+            if depth < 1000 and _other_host_threads():
+                depth = 1000
             if self.active == 0:
                 self.saved_recursion = sys.getrecursionlimit()
                 self.saved_as = None
                 sys.setrecursionlimit(depth)
             elif depth > sys.getrecursionlimit():
                 sys.setrecursionlimit(depth)
+            self.active += 1
             if memory_mb:
                 try:
-                    want = self._vm_bytes() + memory_mb * 1024 * 1024
-                    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+                    want = self._vm_bytes() + memory_mb * 1048576
+                    soft, hard = _getrlimit(_RLIMIT_AS)
                     if self.saved_as is None:  # (the first run: the host's own cap)
                         self.saved_as = (soft, hard)
-                    if hard != resource.RLIM_INFINITY:
-                        want = min(want, hard)
-                    if self.active == 0 or soft == resource.RLIM_INFINITY or want > soft:
-                        resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+                    if hard != _INFINITY and want > hard:
+                        want = hard
+                    if self.active == 1 or soft == _INFINITY or want > soft:
+                        _setrlimit(_RLIMIT_AS, (want, hard))
                 except (OSError, ValueError):
                     pass  # no /proc or no rlimits here: size checks still apply
-            self.active += 1
 
     def lift_memory(self) -> None:
         """Lift the address-space cap until the last active run leaves: for library code that
@@ -127,6 +129,16 @@ class ProcessCaps:
 
 
 PROCESS_CAPS = ProcessCaps()
+_getrlimit, _setrlimit = resource.getrlimit, resource.setrlimit
+_RLIMIT_AS, _INFINITY = resource.RLIMIT_AS, resource.RLIM_INFINITY
+
+
+# The threads of the process (threading's own registries: running, and started but not yet
+# running). Read as one C-level snapshot a step: the answer below is recomputed only when the
+# set of threads changed since the last step.
+_ACTIVE = getattr(threading, "_active", None)
+_LIMBO = getattr(threading, "_limbo", None)
+_seen: list = [None, False]  # (the threads last judged, the answer)
 
 
 def _other_host_threads() -> bool:
@@ -134,7 +146,22 @@ def _other_host_threads() -> bool:
     to be background helpers, like our watchdog). A thread that is just ending counts too: the
     limit is then more generous, never less (no is_alive() per thread: this runs every step)."""
     current = threading.current_thread()
-    return any(not t.daemon and t is not current for t in threading.enumerate())
+    if _ACTIVE is None or _LIMBO is None:  # (a threading without them: look at every thread)
+        threads = threading.enumerate()
+    else:
+        threads = (current, *_ACTIVE.values(), *_LIMBO)  # (C-level: no thread runs meanwhile)
+        seen = _seen[0]
+        if seen is not None and len(seen) == len(threads) and \
+                all(map(operator.is_, seen, threads)):
+            return _seen[1]
+    answer = False
+    for thread in threads:
+        if thread is not current and not thread.daemon:
+            answer = True
+            break
+    if _ACTIVE is not None:
+        _seen[0], _seen[1] = threads, answer
+    return answer
 
 
 def frame_depth() -> int:

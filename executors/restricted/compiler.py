@@ -35,6 +35,7 @@ _lock = threading.Lock()
 _cache: OrderedDict[tuple[str, frozenset[str], bool], Compiled] = OrderedDict()
 SOURCES: OrderedDict[str, list[str]] = OrderedDict()  # file name -> the source's lines
 _numbers = itertools.count(1)
+_last: list = [None]  # the entry made or served most recently (the end of both orders)
 
 
 def compile_step(code: str, reserved_names: frozenset[str], metered: bool) -> Compiled:
@@ -43,8 +44,10 @@ def compile_step(code: str, reserved_names: frozenset[str], metered: bool) -> Co
     with _lock:
         hit = _cache.get(key)
         if hit is not None:
-            _cache.move_to_end(key)
-            SOURCES.move_to_end(hit[2])
+            if hit is not _last[0]:  # (a step repeated: already the most recent of both)
+                _cache.move_to_end(key)
+                SOURCES.move_to_end(hit[2])
+                _last[0] = hit
             return hit
     filename = f"{STEP_FILE_PREFIX}{next(_numbers)}>"
     lines = code.splitlines()
@@ -52,6 +55,7 @@ def compile_step(code: str, reserved_names: frozenset[str], metered: bool) -> Co
     with _lock:
         _cache[key] = entry
         SOURCES[filename] = lines
+        _last[0] = entry
         while len(_cache) > _CACHE_SIZE:
             _, (_, _, old) = _cache.popitem(last=False)
             SOURCES.pop(old, None)

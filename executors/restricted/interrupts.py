@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import _signal  # signal's own C functions: its Python wrappers convert every handler to an enum
 import signal
-import threading
 from typing import Any
 
 from .names import LIVE
+from .watchdog import on_main_thread
 
 __all__ = ["HostInterrupts"]
 
@@ -38,8 +38,7 @@ class HostInterrupts:
 
     def __enter__(self) -> HostInterrupts:
         # (every step: _signal's functions take ~1 µs where signal's enum wrappers took ~15)
-        if (threading.current_thread() is threading.main_thread()
-                and _signal.getsignal(_SIGINT) is _DEFAULT):
+        if on_main_thread() and _signal.getsignal(_SIGINT) is _DEFAULT:
             self._previous = _signal.signal(_SIGINT, self._on_sigint)
         return self
 

@@ -216,6 +216,17 @@ SETTINGS: tuple[Setting, ...] = (
 
 _WARNING_HOOKS = tuple(name for name in ("showwarning", "_showwarnmsg_impl", "_showwarnmsg",
                                           "formatwarning") if hasattr(warnings, name))
+_get_hooks = operator.attrgetter(*_WARNING_HOOKS, "__name__")  # (always a tuple: one C call)
+
+
+def _warning_hooks(module: Any) -> tuple:
+    """The hooks as they are now (None for one the module no longer has)."""
+    try:
+        return _get_hooks(module)[:-1]
+    except AttributeError:
+        return tuple([getattr(module, name, None) for name in _WARNING_HOOKS])
+
+
 _CURRENT = threading.local()  # the StepSettings of the step running on this thread
 
 
@@ -262,7 +273,7 @@ class StepSettings:
         self.warning_filters = list(warnings.filters)
         # catch_warnings().__enter__() swaps these for a recorder: the host's warnings would be
         # swallowed, or shown by model code
-        self.warning_hooks = tuple([getattr(warnings, name, None) for name in _WARNING_HOOKS])
+        self.warning_hooks = _warning_hooks(warnings)
         _CURRENT.step = self
 
     def save_lazy(self, module: str) -> None:
@@ -284,10 +295,12 @@ class StepSettings:
                     restored.append(f"{setting.module}: {setting.what}")
             except Exception:  # noqa: BLE001 - never fail a step on the way out
                 continue
-        for name, hook in zip(_WARNING_HOOKS, self.warning_hooks, strict=False):
-            if getattr(warnings, name, None) is not hook:
-                setattr(warnings, name, hook)
-                restored.append(f"warnings: {name}")
+        hooks = self.warning_hooks
+        if not all(map(operator.is_, _warning_hooks(warnings), hooks)):
+            for name, hook in zip(_WARNING_HOOKS, hooks, strict=True):
+                if getattr(warnings, name, None) is not hook:
+                    setattr(warnings, name, hook)
+                    restored.append(f"warnings: {name}")
         saved_filters = self.warning_filters
         if saved_filters is not None and not (
                 warnings.filters is self.warning_list and len(self.warning_list) == len(saved_filters)

@@ -6,11 +6,12 @@ modules only.
 
 from __future__ import annotations
 
-import decimal
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from decimal import getcontext as _getcontext
+from decimal import setcontext as _setcontext
 from types import CodeType
 from typing import Any
 
@@ -257,8 +258,8 @@ class RestrictedRuntime:
                 error=error,
                 duration_s=time.perf_counter() - started,
                 output_repr=output_repr,
-                attachments=tuple(Attachment(p.media_type, p.data, p.name, p.width, p.height)
-                                  for p in pictures),
+                attachments=tuple([Attachment(p.media_type, p.data, p.name, p.width, p.height)
+                                   for p in pictures]) if pictures else (),
                 # counted only under a budget (without one, loops run unmetered: nothing counts)
                 operations=state.ops if self.limits.max_operations is not None else None,
             )
@@ -326,7 +327,11 @@ class RestrictedRuntime:
         exc: BaseException | None = None
         depth = frame_depth() + self.limits.max_recursion_depth + 12
         settings = self._settings
-        with decimal.localcontext():
+        # The step's decimal context is a copy (what decimal.localcontext() does, without the
+        # context manager): the model's precision or traps never reach the host's.
+        host_context = _getcontext()
+        _setcontext(host_context.copy())
+        try:
             alarm = False
             PROCESS_CAPS.enter(self.limits.max_memory_mb, depth)
             rendered = settled = released = False
@@ -362,6 +367,12 @@ class RestrictedRuntime:
                                 if not rendered:
                                     rendered = True
                                     self._capture_output(exc)
+                                    if (exc is None and render == self._render_output
+                                            and self._outcome[0] is None
+                                            and self._figures_before is None
+                                            and not state.generators.made):
+                                        settled = True  # (no value, error or figure to render)
+                                        continue
                                     # Render under the limits: model __repr__/__str__ run here.
                                     WATCHDOG.pause(state, False)
                                     render(exc)
@@ -388,6 +399,8 @@ class RestrictedRuntime:
                         continue
             finally:
                 self._leave_step(guard, released)
+        finally:
+            _setcontext(host_context)
         return exc
 
     def _capture_output(self, exc: BaseException | None) -> None:

@@ -187,7 +187,7 @@ class CpuAlarm:
         self.run: Run | None = None
 
     def arm(self, run: Run) -> bool:
-        if threading.current_thread() is not threading.main_thread():
+        if _get_ident() != _MAIN[0]:  # (the main thread's: signals are handled there only)
             return False
         if not self.ready:
             if signal.getsignal(signal.SIGVTALRM) not in (signal.SIG_DFL, signal.SIG_IGN, None):
@@ -195,12 +195,12 @@ class CpuAlarm:
             signal.signal(signal.SIGVTALRM, self._on_signal)
             self.ready = True
         self.run = run
-        signal.setitimer(signal.ITIMER_VIRTUAL, self.TICK_S, self.TICK_S)
+        _setitimer(_VIRTUAL, self.TICK_S, self.TICK_S)
         return True
 
     def disarm(self) -> None:
         self.run = None
-        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        _setitimer(_VIRTUAL, 0)
 
     def _on_signal(self, signum: int, frame: object) -> None:
         run = self.run
@@ -212,3 +212,14 @@ class CpuAlarm:
 
 
 CPU_ALARM = CpuAlarm()
+_get_ident = threading.get_ident
+_setitimer, _VIRTUAL = signal.setitimer, signal.ITIMER_VIRTUAL
+# The main thread's ident, read once (threading.main_thread() is a Python call): a forked child's
+# main thread is the one that forked.
+_MAIN = [threading.main_thread().ident]
+os.register_at_fork(after_in_child=lambda: _MAIN.__setitem__(0, _get_ident()))
+
+
+def on_main_thread() -> bool:
+    """This thread is the main one (signal handlers run there)."""
+    return _get_ident() == _MAIN[0]

@@ -115,7 +115,7 @@ def python_roots() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(dict.fromkeys(full)), tuple(dict.fromkeys(code_only))
 
 
-@dataclass
+@dataclass(slots=True)  # (one a step: slots make it and every hook lookup cheaper)
 class StepContext:
     """The state of the hook for one running step on one thread."""
 
