@@ -12,6 +12,7 @@ import os
 import resource
 import sys
 import threading
+from collections.abc import Iterable
 
 
 class ProcessCaps:
@@ -138,30 +139,29 @@ _RLIMIT_AS, _INFINITY = resource.RLIMIT_AS, resource.RLIM_INFINITY
 # set of threads changed since the last step.
 _ACTIVE = getattr(threading, "_active", None)
 _LIMBO = getattr(threading, "_limbo", None)
-_seen: list = [None, False]  # (the threads last judged, the answer)
+# (the threads last judged, the thread that asked, the answer): one tuple, stored at once
+_seen: list = [((), 0, False)]
 
 
 def _other_host_threads() -> bool:
     """A non-daemon thread besides this one is running host work (daemon threads are taken
     to be background helpers, like our watchdog). A thread that is just ending counts too: the
     limit is then more generous, never less (no is_alive() per thread: this runs every step)."""
-    current = threading.current_thread()
     if _ACTIVE is None or _LIMBO is None:  # (a threading without them: look at every thread)
-        threads = threading.enumerate()
-    else:
-        threads = (current, *_ACTIVE.values(), *_LIMBO)  # (C-level: no thread runs meanwhile)
-        seen = _seen[0]
-        if seen is not None and len(seen) == len(threads) and \
-                all(map(operator.is_, seen, threads)):
-            return _seen[1]
-    answer = False
-    for thread in threads:
-        if thread is not current and not thread.daemon:
-            answer = True
-            break
-    if _ACTIVE is not None:
-        _seen[0], _seen[1] = threads, answer
+        return _judge(threading.enumerate())
+    ident = threading.get_ident()
+    threads = (*_ACTIVE.values(), *_LIMBO)  # (C-level: no thread starts or ends meanwhile)
+    seen, asked, answer = _seen[0]
+    if asked == ident and len(seen) == len(threads) and all(map(operator.is_, seen, threads)):
+        return answer
+    answer = _judge(threads)
+    _seen[0] = (threads, ident, answer)
     return answer
+
+
+def _judge(threads: Iterable[threading.Thread]) -> bool:
+    current = threading.current_thread()
+    return any(thread is not current and not thread.daemon for thread in threads)
 
 
 def frame_depth() -> int:

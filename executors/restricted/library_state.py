@@ -274,7 +274,8 @@ class StepSettings:
         # catch_warnings().__enter__() swaps these for a recorder: the host's warnings would be
         # swallowed, or shown by model code
         self.warning_hooks = _warning_hooks(warnings)
-        _CURRENT.step = self
+        if self.lazy_rows:  # (touch() has nothing to snapshot otherwise)
+            _CURRENT.step = self
 
     def save_lazy(self, module: str) -> None:
         if module in self.lazy_saved:
@@ -286,7 +287,8 @@ class StepSettings:
 
     def restore(self) -> list[str]:
         """Put every setting back; returns what had to be restored (for tests and reports)."""
-        _CURRENT.step = None
+        if self.lazy_rows:
+            _CURRENT.step = None
         restored = []
         for setting, module, value in self.saved or ():
             try:

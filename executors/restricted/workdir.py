@@ -18,7 +18,9 @@ class _Workdirs:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._active = 0
-        self._saved: str | None = None  # the host's directory while a step holds the process
+        self._saved: bytes | None = None  # the host's directory while a step holds the process
+        # Paths as bytes, the kernel's form: no encoding or decoding a step.
+        self._encoded: dict[str, bytes] = {}
 
     def enter(self, workdir: str | None) -> None:
         """One more running step; the first one moves the process into its workdir."""
@@ -26,11 +28,16 @@ class _Workdirs:
             self._active += 1
             if workdir is None or self._active != 1:
                 return
+            target = self._encoded.get(workdir)
+            if target is None:
+                if len(self._encoded) > 64:
+                    self._encoded.clear()
+                target = self._encoded[workdir] = os.fsencode(workdir)
             try:
-                saved = os.getcwd()
-                if saved == workdir:  # already there (a worker lives in its workdir)
+                saved = os.getcwdb()
+                if saved == target:  # already there (a worker lives in its workdir)
                     return
-                os.chdir(workdir)
+                os.chdir(target)
             except OSError:  # the host's cwd or the workdir is gone: stay where we are
                 return
             self._saved = saved
