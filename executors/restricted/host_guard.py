@@ -192,7 +192,7 @@ class HostGuard:
         usual case, nothing changed, is one pass in C over every container's references."""
         if list(map(len, self._live)) == self._lengths and \
                 all(map(operator.is_, itertools.chain.from_iterable(self._live), self._held)) and \
-                all(c == s for c, s in self._bytearrays):
+                (not self._bytearrays or all(c == s for c, s in self._bytearrays)):
             return
         for container, saved in self._snapshots:
             if unchanged(container, saved):

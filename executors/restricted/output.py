@@ -47,6 +47,8 @@ class OutputBuffer:
         pass
 
     def getvalue(self) -> str:
+        if not self.total:  # (most steps print nothing)
+            return ""
         head = "".join(self.head)
         tail = "".join(self.tail)
         if self.total <= self.limit:
