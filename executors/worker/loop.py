@@ -16,6 +16,7 @@ import time
 from .errors import ToolError
 from .harden import CpuBackstop, cap_memory, confine, open_statm
 from .open_runtime import OpenRuntime, Step, StepError
+from .warm import warm_up as import_authorized
 from .wire import (
     DEFAULT_MAX_FRAME_BYTES,
     TAG,
@@ -202,9 +203,8 @@ class Worker:
         warm_up = getattr(self.runtime, "warm_up", None)
         if warm_up is not None:
             warm_up()
-        else:  # the open runtime: the same packages, imported here
-            from .warm import warm_up as import_authorized
-
+        else:  # the open runtime: the same packages (warm.py is imported with this module:
+            # once confined, the worker's own directory may be unreadable)
             import_authorized(self.authorized)
         self._drain_capture()  # what the libraries printed as they loaded is not a step's
         cap_memory(self.memory, statm)
