@@ -318,8 +318,10 @@ def print_kernel(k: dict, c: dict | None) -> None:
               "interleaved — medians, ms")
         print(f"{'':38}{'on':>9}{'off':>9}{'diff':>9}{'ratio':>8}   goal")
         print(f"{'cold start, wall':<38}{on:>9.2f}{off:>9.2f}{on - off:>+9.2f}{on / off:>7.2f}x   <= +2")
+        # the worker's rusage CPU can round to 0 with the confinement off: no ratio then
+        cpu_ratio = f"{con / coff:>7.2f}x" if coff else f"{'n/a':>8}"
         print(f"{'cold start, worker CPU (rusage)':<38}{con:>9.2f}{coff:>9.2f}{con - coff:>+9.2f}"
-              f"{con / coff:>7.2f}x   <= +2")
+              f"{cpu_ratio}   <= +2")
         print(f"{'  the confinement inside the worker, CPU':<38}{k['confine_cpu_inside']['median_ms']:>9.2f}")
         print(f"{'  the confinement inside the worker, wall':<38}{k['confine_wall_inside']['median_ms']:>9.2f}"
               "   (on a loaded machine wall is CPU plus the run queue)")

@@ -14,10 +14,10 @@ from .protocol import (
     Result,
     ToolCall,
     ToolErrorReply,
-    ToolResult,
     checked_attachments,
     decode_value,
     encode_value,
+    pack_frame,
 )
 
 __all__ = ["tool_reply", "step_result"]
@@ -37,7 +37,8 @@ def tool_reply(tools: Mapping[str, Callable[..., Any]], msg: ToolCall, max_frame
         kind = "ToolError" if isinstance(exc, ToolError) else type(exc).__name__
         return ToolErrorReply(call=msg.call, type=kind, message=_exc_text(exc)).frame(max_frame_bytes)
     try:
-        return ToolResult.model_construct(call=msg.call, value=encode_value(value)).frame(max_frame_bytes)
+        # (a `ToolResult`, framed from its fields: the value is the codec's plain tree already)
+        return pack_frame({"op": "tool_result", "call": msg.call, "value": encode_value(value)}, max_frame_bytes)
     except Exception as exc:
         return ToolErrorReply(
             call=msg.call, type=type(exc).__name__,
@@ -49,7 +50,7 @@ def step_result(msg: Result, limits: Limits, started: float) -> ExecutionResult:
     """A worker's result as the host returns it: decoded (ProtocolError on a bad value) and cut
     to the limits."""
     limit = limits.max_output_chars
-    output = decode_value(msg.output)
+    output = None if msg.output is None else decode_value(msg.output)
     error = None
     if msg.error is not None:
         e = msg.error
@@ -61,7 +62,7 @@ def step_result(msg: Result, limits: Limits, started: float) -> ExecutionResult:
         error=error,
         duration_s=time.perf_counter() - started,
         output_repr=None if msg.output_repr is None else truncate_text(msg.output_repr, limit),
-        attachments=checked_attachments(msg, limits.max_attachment_bytes),
+        attachments=checked_attachments(msg, limits.max_attachment_bytes) if msg.attachments else (),
         operations=msg.operations,
     )
 

@@ -16,6 +16,7 @@ import time
 from .errors import ToolError
 from .harden import CpuBackstop, cap_memory, confine, open_statm
 from .open_runtime import OpenRuntime, Step, StepError
+from .warm import warm_up as import_authorized
 from .wire import (
     DEFAULT_MAX_FRAME_BYTES,
     TAG,
@@ -50,21 +51,31 @@ def result_reply(request_id, step, logs: str, duration_s: float, wire=None) -> d
     """The `result` of one step. `step` is what a runtime returned (an ExecutionResult from the
     restricted runtime, a Step from the open one: the same fields); `wire`, the output as the
     codec's tree when the runtime made it inside the step (the restricted one does), is sent as
-    it is: the worker then never touches the model's value after the step."""
+    it is: the worker then never touches the model's value after the step.
+
+    Fields at their default (no output, no logs, no error, ...) are left out: the host's model
+    has the same defaults, and a trivial step's frame is a third of the size to write and parse.
+    (`attachments` always goes: on the host a missing list default is copied, a sent one is not.)"""
+    message = {"op": "result", "id": request_id, "duration_s": duration_s,
+               "attachments": attachments_to_wire(getattr(step, "attachments", ()))}
+    output = encode_value(step.output) if wire is None else wire
+    if output is not None:
+        message["output"] = output
+    if step.output_repr is not None:
+        message["output_repr"] = step.output_repr
+    if logs:
+        message["logs"] = logs
+    if step.is_final_answer:
+        message["is_final_answer"] = True
     err = step.error
-    return reply(
-        "result", request_id,
-        output=encode_value(step.output) if wire is None else wire,
-        output_repr=step.output_repr,
-        logs=logs,
-        is_final_answer=bool(step.is_final_answer),
-        error=None if err is None else {"type": err.type, "message": err.message, "lineno": err.lineno,
-                                        "line": err.line},
-        duration_s=duration_s,
-        restart=bool(getattr(step, "restart", False)),
-        attachments=attachments_to_wire(getattr(step, "attachments", ())),
-        operations=getattr(step, "operations", None),
-    )
+    if err is not None:
+        message["error"] = {"type": err.type, "message": err.message, "lineno": err.lineno, "line": err.line}
+    if getattr(step, "restart", False):
+        message["restart"] = True
+    operations = getattr(step, "operations", None)
+    if operations is not None:
+        message["operations"] = operations
+    return message
 
 
 class Worker:
@@ -93,7 +104,10 @@ class Worker:
     # -- channel ------------------------------------------------------------------------------
     def send(self, message: dict) -> None:
         data = pack_frame(message, self.max_frame_bytes)
-        view = memoryview(data)
+        n = os.write(self.fd_out, data)
+        if n == len(data):  # (the pipe took it all: almost always)
+            return
+        view = memoryview(data)[n:]
         while view:
             n = os.write(self.fd_out, view)
             view = view[n:]
@@ -202,9 +216,8 @@ class Worker:
         warm_up = getattr(self.runtime, "warm_up", None)
         if warm_up is not None:
             warm_up()
-        else:  # the open runtime: the same packages, imported here
-            from .warm import warm_up as import_authorized
-
+        else:  # the open runtime: the same packages (warm.py is imported with this module:
+            # once confined, the worker's own directory may be unreadable)
             import_authorized(self.authorized)
         self._drain_capture()  # what the libraries printed as they loaded is not a step's
         cap_memory(self.memory, statm)

@@ -33,6 +33,10 @@ __all__ = ["Deadline", "OpenRuntime", "Step", "StepError"]
 FINAL_ANSWER_NAME = "final_answer"
 RE_FIRE_S = 0.05  # after the deadline, how often code that swallowed the interrupt gets another
 _FILENAME = "<code>"
+# Sources compiled before, newest last: a model repeats itself and a retry resends the same block
+# (the host sends such a source as its ref alone). Code objects are immutable; the namespace is not
+# in them.
+_COMPILED_SOURCES = 64
 
 
 class Deadline(BaseException):
@@ -75,6 +79,7 @@ class OpenRuntime:
         self.fired = False  # the deadline passed during this step
         self.pending = False  # ... while a tool call was in flight: raise once it returns
         self.final_answer = self._final_answer  # one bound method: get_variables compares identity
+        self._compiled: dict[str, list] = {}  # source -> [body code, last expression node, its code]
         sys.setrecursionlimit(int(limits.get("max_recursion_depth") or 200) + 60)
         signal.signal(signal.SIGALRM, self._on_alarm)
         # No display here: pyplot draws off-screen, show() keeps figures open (headless Agg does
@@ -220,6 +225,8 @@ class OpenRuntime:
     def _render(self, output, capture: OutputBuffer, deadline: float | None) -> tuple:
         """The value as text and the step's figures as PNGs, in what is left of the step's time
         (both run model code: __repr__, tick formatters); figures are closed whatever happens."""
+        if output is None and "matplotlib.pyplot" not in sys.modules:
+            return None, []  # nothing to render, no figure: no model code to run, no timer to arm
         limit = int(self.limits.get("max_output_chars") or 20_000)
         text, pictures, notes = None, [], []
         old_out, old_err = sys.stdout, sys.stderr
@@ -255,14 +262,29 @@ class OpenRuntime:
         try:
             if timeout:
                 signal.setitimer(signal.ITIMER_REAL, float(timeout), RE_FIRE_S)
-            tree = compile(code, _FILENAME, "exec", ast.PyCF_ONLY_AST)
-            last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-            exec(compile(tree, _FILENAME, "exec"), self.globals)
-            if last is not None:
-                return eval(compile(ast.Expression(last.value), _FILENAME, "eval"), self.globals)
-            return None
+            entry = self._compiled.get(code)
+            if entry is None:
+                entry = self._compile(code)
+            exec(entry[0], self.globals)
+            if entry[1] is None:
+                return None
+            if entry[2] is None:  # (compiled once the body has run, as it always was)
+                entry[2] = compile(ast.Expression(entry[1].value), _FILENAME, "eval")
+            return eval(entry[2], self.globals)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def _compile(self, code: str) -> list:
+        """[the code without its last expression statement, that statement (None: there is
+        none), its code (compiled on first use)], kept for the next step that sends this source."""
+        tree = compile(code, _FILENAME, "exec", ast.PyCF_ONLY_AST)
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        entry = [compile(tree, _FILENAME, "exec"), last, None]
+        cache = self._compiled
+        cache[code] = entry
+        if len(cache) > _COMPILED_SOURCES:
+            del cache[next(iter(cache))]  # the oldest compiled
+        return entry
 
     def _timeout_error(self) -> StepError:
         return StepError("TimeoutError", f"execution exceeded the {self.limits.get('timeout_s')} s time limit "
