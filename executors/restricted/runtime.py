@@ -316,26 +316,20 @@ class RestrictedRuntime:
     def _under_limits(
         self, compiled: CodeType | None, render: Callable[[BaseException | None], None],
     ) -> BaseException | None:
-        """A step: run `compiled` in the namespace under every limit; then, with interrupts
-        paused, put its output (the final answer, or the last expression's value) in
-        `self._outcome[0]`; then `render(exc)` (which may run model code: __repr__) under the
-        limits again. Returns what the code raised. (`render` is called from this frame, as
-        the code is: both get the same recursion headroom.)"""
+        """A step: run `compiled` under every limit; then, interrupts paused, put its output
+        (the final answer or the last expression's value) in `self._outcome[0]`; then `render(exc)`
+        (model code: __repr__) under the limits again, from this frame (the code's headroom)."""
         self._start()
         state = self.state
         ns = state.ns
         exc: BaseException | None = None
         depth = frame_depth() + self.limits.max_recursion_depth + 12
-        settings = self._settings
-        # The step's decimal context is a copy (what decimal.localcontext() does, without the
-        # context manager): the model's precision or traps never reach the host's.
-        host_context = _getcontext()
+        host_context = _getcontext()  # the step's decimal context is a copy (localcontext's)
         _setcontext(host_context.copy())
         try:
-            alarm = False
+            alarm = rendered = settled = released = False
             PROCESS_CAPS.enter(self.limits.max_memory_mb, depth)
-            rendered = settled = released = False
-            settings.save()
+            self._settings.save()
             WORKDIRS.enter(self.workdir)
             WATCHDOG.ensure_running()  # (its thread is the host's: started outside the guard)
             self._pyplot.enter()
@@ -367,11 +361,8 @@ class RestrictedRuntime:
                                 if not rendered:
                                     rendered = True
                                     self._capture_output(exc)
-                                    if (exc is None and render == self._render_output
-                                            and self._outcome[0] is None
-                                            and self._figures_before is None
-                                            and not state.generators.made):
-                                        settled = True  # (no value, error or figure to render)
+                                    if self._nothing_to_render(exc, render):
+                                        settled = True
                                         continue
                                     # Render under the limits: model __repr__/__str__ run here.
                                     WATCHDOG.pause(state, False)
@@ -402,6 +393,11 @@ class RestrictedRuntime:
         finally:
             _setcontext(host_context)
         return exc
+
+    def _nothing_to_render(self, exc: BaseException | None, render: Callable) -> bool:
+        """No value, error, figure or generator: the render pauses can be skipped."""
+        return (exc is None and render == self._render_output and self._outcome[0] is None
+                and self._figures_before is None and not self.state.generators.made)
 
     def _capture_output(self, exc: BaseException | None) -> None:
         """The step's output (its final answer, or its last expression's value) into the outcome;
