@@ -94,6 +94,9 @@ def serve_http(server: MCPServer) -> None:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
+    # Listen before the line is printed: a client that connects while uvicorn still starts
+    # waits in the backlog instead of being refused (a slow machine lost that race in CI).
+    sock.listen(64)
     app = server.streamable_http_app(json_response=True)
     print(f"listening on http://127.0.0.1:{port}/mcp", file=sys.stderr, flush=True)
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
