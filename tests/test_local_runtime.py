@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -214,6 +215,52 @@ def test_the_watchdog_never_interrupts_a_step_the_runtime_is_finishing():
     assert not interrupted and run.reason == "timeout"
 
 
+_NEXT_STEP_WAKES_NOTHING = r"""
+import threading, time
+from executors.restricted.watchdog import Watchdog
+
+class Run:
+    in_tool = ended = fired = settling = False
+    generation = 1
+    thread_id = threading.get_ident()
+    def expire(self, reason): pass
+
+def until(condition):
+    end = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < end
+        time.sleep(0.001)
+
+wd, run = Watchdog(), Run()
+run.deadline = time.monotonic() + 60
+wd.watch(run)
+until(lambda: wd._wake_at == run.deadline)  # the thread has seen the step
+wd.unwatch(run)
+with wd.lock:
+    wd._cond.notify()  # the thread looks again while the run is between steps: its entry goes
+until(lambda: id(run) not in wd._queued)
+notified = []
+wd._cond.notify = lambda n=1: notified.append(n)
+run.ended, run.generation, run.deadline = False, 2, time.monotonic() + 60
+wd.watch(run)
+assert id(run) in wd._queued and notified == [], notified
+print("ok")
+"""
+
+
+def test_the_next_step_of_a_run_wakes_no_watchdog_thread():
+    """The watchdog drops an ended run at once (it keeps no reference to it) but still wakes at
+    that entry's deadline, so the run's next step (a later deadline) needs no notify: a step
+    costs no thread switch. (Before, every step of a worker woke the thread under load.) In a
+    process of its own: the watchdog's thread never ends."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _NEXT_STEP_WAKES_NOTHING], capture_output=True, text=True,
+                          timeout=120, cwd=str(Path(__file__).resolve().parents[1]))
+    assert proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+
+
 def test_a_generator_is_closed_when_its_step_ends():
     """Its cleanup runs inside the step (the host never runs it when it drops the generator); in
     the next step it is exhausted. Generator expressions, which have no cleanup, live on."""
@@ -252,3 +299,23 @@ def test_no_descriptor_stays_open_on_the_workdir_after_close():
                 continue
 
     assert not [t for t in targets() if t.startswith(workdir)]
+
+
+def test_a_process_without_statm_is_not_asked_for_it_every_step(monkeypatch):
+    """Where /proc/self/statm cannot be opened (a confined worker: Landlock closes /proc) the
+    per-step address-space cap is skipped, as before, but the open is not retried every step."""
+    from executors.restricted import caps
+
+    opened = []
+
+    def refuse(path, *args, **kwargs):
+        opened.append(path)
+        raise PermissionError(13, "Permission denied", path)
+
+    process_caps = caps.ProcessCaps()
+    monkeypatch.setattr(caps.os, "open", refuse)
+    for _ in range(3):
+        process_caps.enter(256, 200)
+        process_caps.leave()
+    assert opened == ["/proc/self/statm"]
+    assert process_caps.address_space() == 0

@@ -137,12 +137,22 @@ class Watchdog:
 
     def _loop(self) -> None:
         with self._cond:
+            # _LAZY_NOTE: an ended run leaves the heap as soon as the thread sees it (no
+            # reference to a closed executor's state is kept), but the thread still wakes at that
+            # entry's deadline. The same run's next step then finds a wake-up due no later than
+            # its own deadline and needs no notify: a step costs no thread switch (else every step
+            # woke this thread, which then took the GIL while the step ran or right after it).
+            # Waking early is always safe: the loop only recomputes.
+            lazy = _NEVER
             while True:
                 now = time.monotonic()
+                if lazy <= now:
+                    lazy = _NEVER
                 while self._heap and (self._heap[0][3].ended or self._heap[0][0] <= now):
-                    _, _, generation, run = heapq.heappop(self._heap)
+                    deadline, _, generation, run = heapq.heappop(self._heap)
                     self._queued.discard(id(run))
                     if run.ended:
+                        lazy = min(lazy, deadline) if deadline > now else lazy
                         continue
                     if run.generation != generation:
                         if run.deadline != _NEVER:
@@ -158,10 +168,11 @@ class Watchdog:
                     elif not run.in_tool or now > run.deadline + TOOL_GRACE_S:
                         _set_async_exc(run.thread_id, Interrupt)
                         run.fired = True
+                due = min(self._heap[0][0], lazy) if self._heap else lazy
                 if self._expired:
                     timeout = REFIRE_S
-                elif self._heap and self._heap[0][0] - now < threading.TIMEOUT_MAX:
-                    timeout = max(0.0, self._heap[0][0] - now)
+                elif due - now < threading.TIMEOUT_MAX:
+                    timeout = max(0.0, due - now)
                 else:
                     timeout = None
                 self._wake_at = float("inf") if timeout is None else now + timeout
