@@ -24,12 +24,19 @@ class ProcessCaps:
         self.saved_as: tuple[int, int] | None = None
         self.saved_recursion = sys.getrecursionlimit()
         self.page = os.sysconf("SC_PAGE_SIZE")
-        self._statm: int | None = None
+        self._statm: int | None = None  # -1: it cannot be opened here (no /proc, or confined)
 
     def _vm_bytes(self) -> int:
         # A kept-open /proc file re-read with pread: a few microseconds instead of an open().
+        # One that cannot be opened is not tried again every step (a confined worker: Landlock
+        # closes /proc; the worker's own process cap holds its memory there).
         if self._statm is None:
-            self._statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                self._statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                self._statm = -1
+        if self._statm < 0:
+            raise OSError("/proc/self/statm cannot be read in this process")
         return int(os.pread(self._statm, 128, 0).split()[0]) * self.page
 
     def enter(self, memory_mb: int | None, depth: int) -> None:
@@ -48,7 +55,7 @@ class ProcessCaps:
             elif depth > sys.getrecursionlimit():
                 sys.setrecursionlimit(depth)
             self.active += 1
-            if memory_mb:
+            if memory_mb and self._statm != -1:
                 try:
                     want = self._vm_bytes() + memory_mb * 1048576
                     soft, hard = _getrlimit(_RLIMIT_AS)
