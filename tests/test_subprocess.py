@@ -422,6 +422,17 @@ def test_workers_survive_the_thread_that_started_them():
         ex.close()
 
 
+@pytest.mark.parametrize("policy", ["restricted", "open"])
+def test_a_stray_sigint_does_not_kill_the_worker(policy):
+    """Ctrl-C belongs to the host (the worker has a session of its own): a SIGINT sent to the
+    worker between steps leaves it running with its variables."""
+    with SubprocessExecutor(policy=policy) as ex:
+        assert ex.execute("kept = 41").error is None
+        os.kill(worker_pid(ex), signal.SIGINT)
+        r = ex.execute("kept + 1")
+        assert r.output == 42 and not r.state_lost, r
+
+
 @pytest.mark.parametrize("how", ["bare copy", "module"])
 def test_worker_program_standalone(tmp_path, how):
     """The worker package copied alone into an empty directory and started by the host's boot

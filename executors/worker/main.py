@@ -38,6 +38,10 @@ def main(argv: list[str] | None = None) -> int:
         memory = spec.get("memory")  # applied once the worker is ready (harden.cap_memory)
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # RLIMIT_FSIZE -> OSError, not death
+    # Ctrl-C is the host's (the worker is in a session of its own, a terminal's never reaches
+    # it): a stray SIGINT must not kill a worker mid-protocol, and the restricted runtime then
+    # keeps no per-step SIGINT handler here (two syscalls a step).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     fd_in, fd_out, capture = protect_channel()
     sys.stdin = None  # model code reading input() gets an error, not the channel
     worker = Worker(fd_in, fd_out, capture, memory=memory)
