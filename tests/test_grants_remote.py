@@ -352,9 +352,14 @@ def test_later_workers_share_namespaces_and_stay_confined(needs_landlock, needs_
     port, hits = listener
     with SubprocessExecutor(policy="open", access=grants(area)) as first:
         ok(first, "1")
+        runtime_exposed = first._hardening["mounts"]["namespace"]  # made, or joined itself
     with SubprocessExecutor(policy="open", access=grants(area)) as ex:
         ok(ex, "1")
         assert "joined" in ex._hardening["network_namespace"]["note"]
+        # the joined mount namespace is the runtime's: a module not loaded yet still imports
+        assert ex._hardening["mounts"]["namespace"] is runtime_exposed
+        assert ok(ex, "import sys\n'plistlib' in sys.modules") is False
+        assert ok(ex, "import plistlib\nplistlib.loads(plistlib.dumps({'a': 1}))") == {"a": 1}
         assert ok(ex, PROBE.format(port=port)) in ("PermissionError", "OSError")
         refused(ex, "open('/etc/passwd').read()")
         assert ok(ex, f"open({str(area['read'] / 'data.txt')!r}).read()") == "read data\n"

@@ -746,6 +746,40 @@ def test_bad_users_are_refused():
             hardening.privileges.resolve_user(user)  # pure: looks the user up, changes nothing
 
 
+def test_users_given_as_ids_resolve_without_the_password_database():
+    """A (uid, gid) pair is what the executors pass: no /etc/passwd lookup, no `pwd` import."""
+    assert hardening.privileges.resolve_user((65534, 65534)) == ("65534", 65534, 65534)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import hardening; sys.modules.pop('pwd', None); "
+            "hardening.privileges.resolve_user((65534, 65534)); print('pwd' in sys.modules)")
+    out = subprocess.run([sys.executable, "-I", "-c", code, WORKER_DIR], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_the_runtime_read_set_follows_sys_path(tmp_path, monkeypatch):
+    """python_paths() is memoized per process (a zygote computes it for its workers), on the
+    sys values it reads: a sys.path entry added or removed is seen at once."""
+    before = hardening.python_paths()
+    assert hardening.python_paths() == before and hardening.python_paths() is not hardening.python_paths()
+    monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path)])
+    added = hardening.python_paths()
+    assert set(added) - set(before) == {str(tmp_path)} and len(added) == len(before) + 1
+    monkeypatch.undo()
+    assert hardening.python_paths() == before
+    assert hardening.python_paths(network=True) == [p for p, _ in hardening.python_paths_explained(network=True)]
+
+
+def test_the_interface_list_is_the_same_with_or_without_the_socket_module(monkeypatch):
+    """The network namespace check lists interfaces with if_nameindex when _socket is loaded
+    (cheaper in a forked worker) and from /proc/self/net/dev otherwise: the same names."""
+    import _socket  # noqa: F401 - loaded, so the first answer uses it
+
+    with_socket = hardening.privileges._interfaces()
+    monkeypatch.delitem(sys.modules, "_socket")
+    without = hardening.privileges._interfaces()
+    assert with_socket and sorted(with_socket) == sorted(without)
+
+
 def test_reports_are_frozen_and_plain(needs_landlock):
     report, _ = run_child(restrict=landlock_only())
     rebuilt = hardening.LandlockReport(**{k: v for k, v in report.items()})

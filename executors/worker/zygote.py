@@ -83,6 +83,13 @@ def _preload(paths: list) -> None:
         sysconfig.get_paths()
     except Exception:  # noqa: BLE001
         pass
+    try:  # the runtime's read set, memoized for every child (network or not)
+        from .hardening import python_paths
+
+        python_paths(network=False)
+        python_paths(network=True)
+    except Exception:  # noqa: BLE001 - a child computes it (or fails) as a worker would
+        pass
 
 
 def _serve(control: socket.socket) -> int:

@@ -253,6 +253,7 @@ class Ruleset:
 
     def _add_path_rules(self, grants) -> None:
         by_inode: dict = {}  # (dev, ino) -> [path, fd, is_dir, access]; /lib and /usr/lib merge
+        labels: dict = {}  # access mask -> its names: a few masks over ~20 rules
         try:
             for paths, access in grants:
                 for path in paths:
@@ -266,7 +267,10 @@ class Ruleset:
                     self.close()
                     raise HardeningError(exc.errno, f"Landlock refused the rule on {path}: {exc}")
                 kind = "dir" if is_dir else "file"
-                self._rules.append(Rule(path=path, kind=kind, access=names(FS_RIGHTS, access)))
+                label = labels.get(access)
+                if label is None:
+                    label = labels[access] = names(FS_RIGHTS, access)
+                self._rules.append(Rule(path=path, kind=kind, access=label))
         finally:
             for _path, fd, _is_dir, _access in by_inode.values():
                 os.close(fd)
