@@ -539,3 +539,34 @@ def test_cli_rejects_a_malformed_tools_spec(capsys: pytest.CaptureFixture[str]) 
         fuzz_cli.run_fuzz(_args(tools=["no-colon"]))
     assert stopped.value.code == 2  # a usage mistake (1 means the campaign found something)
     assert "codeagent fuzz: --tools wants MODULE:ATTR" in capsys.readouterr().err
+
+
+def test_each_examples_collection_skips_what_the_host_held_before(tmp_path: Path) -> None:
+    """Every example ends with a full gc collection (a model object's finalizer counts too). Run
+    from a big host (a test runner with the PyData stack imported: millions of objects), walking
+    all of those each time made an example ~15x slower, and a forked child's first walk copied
+    every page they sit on. So what existed before the campaign is frozen: in the forked child
+    for good, in this process until the session closes, which leaves gc as it found it."""
+    import gc
+
+    from executors.local import LocalExecutor
+
+    seen = tmp_path / "freeze-counts"
+
+    def factory() -> LocalExecutor:
+        with open(seen, "a") as f:
+            f.write(f"{os.getpid()} {gc.get_freeze_count()}\n")
+        return LocalExecutor(limits=Limits(timeout_s=2.0))
+
+    with Session(factory, margin_s=2.0) as session:  # isolated: built again in a forked child
+        assert session.isolated
+        assert session.run("program", "print(1)").status == "equal"
+    built_in = {int(pid): int(count) for pid, count in (line.split() for line in seen.read_text().splitlines())}
+    children = {pid: count for pid, count in built_in.items() if pid != os.getpid()}
+    assert children and all(count > 0 for count in children.values()), built_in
+
+    before = gc.get_freeze_count()
+    with Session(factory, margin_s=2.0, isolate=False) as session:
+        assert gc.get_freeze_count() >= before and (before or gc.get_freeze_count() > 0)
+        assert session.run("program", "print(1)").status == "equal"
+    assert gc.get_freeze_count() == before
