@@ -117,6 +117,7 @@ class RunState:
         self.fired = False
         self.generation = 0
         self.generators = GeneratorTracker()  # closed at the end of every step
+        self.host_tracing: Any = None  # the host's trace/profile functions, off for the step
 
     # called by the watchdog thread, or by a guard
     def expire(self, reason: str) -> None:

@@ -41,6 +41,8 @@ from .caps import PROCESS_CAPS, frame_depth
 from .compiler import SOURCES, compile_step
 from .errors import PolicyError
 from .evaluators import check_library_source
+from .host_tracing import resume as resume_tracing
+from .host_tracing import suspend as suspend_tracing
 from .interrupts import HostInterrupts
 from .library_hooks import install_hooks, install_new_hooks
 from .library_packages import LibraryPackages
@@ -326,6 +328,7 @@ class RestrictedRuntime:
         depth = frame_depth() + self.limits.max_recursion_depth + 12
         host_context = _getcontext()  # the step's decimal context is a copy (localcontext's)
         _setcontext(host_context.copy())
+        suspend_tracing(state)  # (a host debugger never sees the model's frames)
         try:
             alarm = rendered = settled = released = False
             PROCESS_CAPS.enter(self.limits.max_memory_mb, depth)
@@ -337,18 +340,16 @@ class RestrictedRuntime:
             try:
                 ns[LIVE] = True
                 try:
-                    # Interrupts flow from here on (the deadline may even be past already).
-                    WATCHDOG.watch(state)
+                    WATCHDOG.watch(state)  # interrupts flow from here on (even past the deadline)
                     alarm = CPU_ALARM.arm(state)
                     if compiled is not None:
                         exec(compiled, ns)
                 except BaseException as raised:  # noqa: BLE001 - everything is reported
                     exc = raised
-                # From here on an interrupt may still land anywhere: one pending, and one the
-                # watchdog was sending as we stopped it (plain stores of `settling` stop new ones:
-                # the watchdog and the CPU alarm check it). A delivery can even land on a loop's
-                # back edge, outside its `try`: the outer loop catches that one, and by then
-                # none is left (see _SETTLE_NOTE).
+                # From here on an interrupt may still land anywhere: one pending, one being sent
+                # as we stop the watchdog (plain stores of `settling` stop new ones: the watchdog
+                # and the CPU alarm check it), even on a loop's back edge outside its `try`: the
+                # outer loop catches that one, and by then none is left (see _SETTLE_NOTE).
                 state.settling = True
                 while not settled:
                     try:
@@ -392,6 +393,7 @@ class RestrictedRuntime:
                 self._leave_step(guard, released)
         finally:
             _setcontext(host_context)
+            resume_tracing(state)
         return exc
 
     def _nothing_to_render(self, exc: BaseException | None, render: Callable) -> bool:

@@ -12,6 +12,8 @@ from ..worker.codec import decode_value, encode_value
 from .budget import RunState
 from .capabilities import GUARD
 from .errors import LimitExceeded
+from .host_tracing import resume as resume_tracing
+from .host_tracing import suspend as suspend_tracing
 from .names import LIVE
 from .watchdog import WATCHDOG, Interrupt
 
@@ -39,6 +41,7 @@ def tool_proxy(name: str, fn: Callable[..., Any], state: RunState) -> Callable[.
         step = current()
         if step is not None:
             step.suspended += 1
+        resume_tracing(state, keep=True)  # a breakpoint in a tool still stops (host_tracing.py)
         try:
             # ... and what it returns is a copy: the host's object is not the model's to change
             result = decode_value(encode_value(fn(*args, **kwargs), binary=True))
@@ -50,6 +53,8 @@ def tool_proxy(name: str, fn: Callable[..., Any], state: RunState) -> Callable[.
             raise ToolError(f"tool '{name}' failed: {type(exc).__name__}: {_safe_text(exc)}") from None
         finally:
             state.in_tool = False
+            # (what the host's tracing is now: the tool may have started or ended a debugger)
+            suspend_tracing(state)
             if step is not None:
                 step.suspended -= 1
         state.check_clock()

@@ -26,6 +26,32 @@ _clear_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void
     ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
 )
 
+
+
+class _Dropped(BaseException):
+    """What `_drop_pending` puts in a pending interrupt's place, and takes at once."""
+
+
+def _drop_pending(thread_id: int) -> None:
+    """Drop an interrupt sent to a thread but not delivered yet. In the thread itself, not with
+    PyThreadState_SetAsyncExc(id, NULL) alone: when nothing was pending (the interrupt was
+    delivered already, the usual case) that leaves the interpreter's async-exception flag raised
+    for good (CPython 3.11 lowers it only as it delivers one), so every later call and loop back
+    edge of the process takes the eval loop's slow path (~5% on calls), and under a host trace
+    function the loop spins at the next function entry: the host hung (a step that hit its time
+    limit under sys.settrace). A marker takes the pending one's place and is delivered here, at
+    the loop's first back edge, which lowers the flag."""
+    if thread_id != _get_ident():
+        _clear_async_exc(thread_id, None)
+        return
+    try:
+        _set_async_exc(thread_id, _Dropped)  # (a C call's return may deliver it: in the try)
+        while True:
+            pass
+    except _Dropped:
+        pass
+
+
 REFIRE_S = 0.02
 _NEVER = float("inf")  # the deadline of a run without a timeout
 # Host tools are not interrupted at the deadline, but a tool that is still running this long
@@ -114,8 +140,7 @@ class Watchdog:
             run.ended = True
             self._expired.discard(run)
             if run.fired:
-                # Clear an interrupt that was sent but not yet delivered.
-                _clear_async_exc(run.thread_id, None)
+                _drop_pending(run.thread_id)  # one sent but not yet delivered
                 run.fired = False
 
     def pause(self, run: Run, paused: bool) -> None:
@@ -129,7 +154,7 @@ class Watchdog:
                 with self.lock:  # see _LOCK_NOTE
                     run.settling = paused
                     if paused and run.fired:
-                        _clear_async_exc(run.thread_id, None)
+                        _drop_pending(run.thread_id)
                         run.fired = False
                 return
             except Interrupt:
