@@ -326,9 +326,9 @@ class RestrictedRuntime:
         ns = state.ns
         exc: BaseException | None = None
         depth = frame_depth() + self.limits.max_recursion_depth + 12
+        suspend_tracing(state)  # (a host debugger never sees the model's frames)
         host_context = _getcontext()  # the step's decimal context is a copy (localcontext's)
         _setcontext(host_context.copy())
-        suspend_tracing(state)  # (a host debugger never sees the model's frames)
         try:
             alarm = rendered = settled = released = False
             PROCESS_CAPS.enter(self.limits.max_memory_mb, depth)

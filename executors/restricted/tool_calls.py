@@ -41,8 +41,8 @@ def tool_proxy(name: str, fn: Callable[..., Any], state: RunState) -> Callable[.
         step = current()
         if step is not None:
             step.suspended += 1
-        resume_tracing(state, keep=True)  # a breakpoint in a tool still stops (host_tracing.py)
         try:
+            resume_tracing(state, keep=True)  # a breakpoint in a tool stops (host_tracing.py)
             # ... and what it returns is a copy: the host's object is not the model's to change
             result = decode_value(encode_value(fn(*args, **kwargs), binary=True))
         except (FinalAnswer, LimitExceeded, Interrupt):

@@ -44,10 +44,11 @@ def _drop_pending(thread_id: int) -> None:
     if thread_id != _get_ident():
         _clear_async_exc(thread_id, None)
         return
+    # (our signal handlers raise nothing here: the run is settling or ended by then)
     try:
-        _set_async_exc(thread_id, _Dropped)  # (a C call's return may deliver it: in the try)
-        while True:
-            pass
+        if _set_async_exc(thread_id, _Dropped) == 1:  # (a C call's return may deliver it)
+            while True:
+                pass
     except _Dropped:
         pass
 
