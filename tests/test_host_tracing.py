@@ -55,6 +55,7 @@ def test_host_trace_and_profile_functions_see_tools_but_never_the_models_frames(
     def lookup(key: str) -> str:
         return key.upper()
 
+    before = sys.gettrace(), sys.getprofile()  # (a coverage run's own, put back below)
     with LocalExecutor(tools={"lookup": lookup}) as ex:
         sys.settrace(tracer)
         sys.setprofile(profiler)
@@ -64,8 +65,8 @@ def test_host_trace_and_profile_functions_see_tools_but_never_the_models_frames(
                                 "[twice(lookup('a')), Box()]")
             assert sys.gettrace() is tracer and sys.getprofile() is profiler
         finally:
-            sys.settrace(None)
-            sys.setprofile(None)
+            sys.settrace(before[0])
+            sys.setprofile(before[1])
     assert result.error is None and result.output_repr == "['AA', box]"
     for kind, files in seen.items():
         assert __file__ in files, kind  # the tool ran traced (a breakpoint in it stops)
