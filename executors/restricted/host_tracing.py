@@ -46,13 +46,12 @@ def suspend(state: Any) -> None:
     state.host_tracing = (trace, profile)
 
 
-def resume(state: Any, *, keep: bool = False) -> None:
-    """Put back what `suspend` took off (keep: the step goes on, `suspend` follows)."""
+def resume(state: Any) -> None:
+    """Put back what `suspend` took off."""
     saved = state.host_tracing
     if saved is None:
         return
-    if not keep:
-        state.host_tracing = None
+    state.host_tracing = None
     trace, profile = saved
     if trace is not None:
         _settrace(trace)

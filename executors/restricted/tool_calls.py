@@ -42,7 +42,7 @@ def tool_proxy(name: str, fn: Callable[..., Any], state: RunState) -> Callable[.
         if step is not None:
             step.suspended += 1
         try:
-            resume_tracing(state, keep=True)  # a breakpoint in a tool stops (host_tracing.py)
+            resume_tracing(state)  # a breakpoint in a tool stops (host_tracing.py)
             # ... and what it returns is a copy: the host's object is not the model's to change
             result = decode_value(encode_value(fn(*args, **kwargs), binary=True))
         except (FinalAnswer, LimitExceeded, Interrupt):

@@ -27,7 +27,6 @@ _clear_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void
 )
 
 
-
 class _Dropped(BaseException):
     """What `_drop_pending` puts in a pending interrupt's place, and takes at once."""
 
