@@ -28,7 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from codeagent import CodeAgent, ScriptedModel, demo, tool  # noqa: E402
+from codeagent import CodeAgent, ScriptedModel, tool
+from codeagent.cli import demo  # noqa: E402
 from executors.local import LocalExecutor  # noqa: E402
 from executors.process import SubprocessExecutor  # noqa: E402
 

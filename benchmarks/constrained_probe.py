@@ -2,7 +2,7 @@
 
 Starts llama-cpp-python's OpenAI server on 127.0.0.1 (as benchmarks/weak_model_e2e.py does), then:
 
-1. Spellings: which constraint spellings the server honours (codeagent.constrain.probe, one
+1. Spellings: which constraint spellings the server honours (codeagent.models.constrain.probe, one
    spelling at a time: json_schema, json_object + schema, grammar, guided_json, guided_grammar).
 2. Single calls: for 8 tasks (weak_model_e2e's four, and four that need two or three tool calls),
    every step of the task is asked once with the conversation so far written as it should have
@@ -59,8 +59,9 @@ from weak_model_e2e import (  # noqa: E402
 )
 
 from codeagent import ScriptedModel, SingleCallAgent  # noqa: E402
-from codeagent.agent import ActionRefused  # noqa: E402
-from codeagent.constrain import (  # noqa: E402
+from codeagent.agent.code_agent import ActionRefused  # noqa: E402
+from codeagent.agent.single_call import check_single_call, render_tool_line  # noqa: E402
+from codeagent.models.constrain import (  # noqa: E402
     fewshot_messages,
     fewshot_text,
     probe_constraint,
@@ -69,10 +70,9 @@ from codeagent.constrain import (  # noqa: E402
     single_call_grammar,
     single_call_schema,
 )
-from codeagent.constrain.probe import sdk_sender  # noqa: E402
-from codeagent.constrain.schemas import SCALAR_ANSWER_SCHEMA, python_literal  # noqa: E402
+from codeagent.models.constrain.probe import sdk_sender  # noqa: E402
+from codeagent.models.constrain.schemas import SCALAR_ANSWER_SCHEMA, python_literal  # noqa: E402
 from codeagent.parsing import CodeParseError, fix_final_answer, parse_code  # noqa: E402
-from codeagent.single_call import check_single_call, render_tool_line  # noqa: E402
 
 # -- the tools and tasks ------------------------------------------------------------------------
 

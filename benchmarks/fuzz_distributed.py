@@ -40,7 +40,7 @@ from batch_throughput import ray_fixed_cost  # noqa: E402 - the same measurement
 
 from codeagent.batch.fuzz_shards import run_fuzz_shards  # noqa: E402
 from executors.fuzzing import CommandOptions, executor_factory, fuzz  # noqa: E402
-from executors.fuzzing.distributed import run_distributed  # noqa: E402
+from executors.fuzzing.campaigns.distributed import run_distributed  # noqa: E402
 
 SEED = 20260
 Config = tuple[str, str | None, int]  # section, backend (None: in process), workers

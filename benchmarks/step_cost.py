@@ -46,9 +46,9 @@ ex.close()
 
 def bytecodes(steps: int = 20) -> tuple[float, list[tuple[str, float]]]:
     from executors import LocalExecutor
-    from executors.restricted import runtime
+    from executors.restricted.execution import runtime
 
-    # A step takes a host's trace function off its thread (host_tracing.py): this counter is
+    # A step takes a host's trace function off its thread (restricted/host/tracing.py): this counter is
     # the measuring instrument, not a host debugger, so it stays on (where the tree has the step).
     if hasattr(runtime, "suspend_tracing"):
         runtime.suspend_tracing = lambda state: None
@@ -94,8 +94,8 @@ def cold() -> dict[str, float]:
     sys.path.insert(0, str(HERE))
     from real_programs import corpus
 
-    from executors.restricted.checker import PolicyChecker
-    from executors.restricted.instrument import Instrumenter
+    from executors.restricted.compiler.checker import PolicyChecker
+    from executors.restricted.compiler.instrument import Instrumenter
 
     def best(fn, arg) -> float:  # noqa: ANN001
         times = []

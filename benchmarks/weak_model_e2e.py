@@ -35,7 +35,7 @@ sys.path[:0] = [str(HERE / "data_tasks"), str(HERE.parent)]
 from modes import MODES, make_agent  # noqa: E402
 
 from codeagent import OpenAIModel, tool  # noqa: E402
-from codeagent.auto import choose_mode  # noqa: E402
+from codeagent.agent.auto import choose_mode  # noqa: E402
 
 UNCLEAN_KINDS = frozenset({"model", "executor"})
 

@@ -9,21 +9,21 @@ from __future__ import annotations
 from typing import Any
 
 _LAZY = {
-    "CodeAgent": ".agent",
-    "RunResult": ".run",
-    "RunFailed": ".run",
-    "RunInterrupted": ".run",
-    "OpenAIModel": ".models",
-    "ScriptedModel": ".scripted",
-    "Model": ".models",
-    "ModelReply": ".models",
-    "Tool": ".tools",
-    "tool": ".tools",
+    "CodeAgent": ".agent.code_agent",
+    "RunResult": ".runs.record",
+    "RunFailed": ".runs.record",
+    "RunInterrupted": ".runs.record",
+    "OpenAIModel": ".models.openai_model",
+    "ScriptedModel": ".models.scripted",
+    "Model": ".models.openai_model",
+    "ModelReply": ".models.openai_model",
+    "Tool": ".tools.tool",
+    "tool": ".tools.tool",
     "parse_code": ".parsing",
     "CodeParseError": ".parsing",
-    "SingleCallAgent": ".single_call",
-    "ToolCallingAgent": ".tool_calling",
-    "auto_agent": ".auto",
+    "SingleCallAgent": ".agent.single_call",
+    "ToolCallingAgent": ".agent.tool_calling",
+    "auto_agent": ".agent.auto",
 }
 
 __all__ = sorted(_LAZY)

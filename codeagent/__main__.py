@@ -1,3 +1,3 @@
-from codeagent.cli import main
+from codeagent.cli.main import main
 
 raise SystemExit(main())

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .replies import Usage
+from .models.replies import Usage
 
 __all__ = [
     "Event",
@@ -113,7 +113,7 @@ class Observation(Event):
 
 
 class ErrorEvent(Event):
-    """kind: a `codeagent.run.ErrorKind` value (parse, execution, repeated_action, ...)."""
+    """kind: a `codeagent.runs.record.ErrorKind` value (parse, execution, repeated_action, ...)."""
 
     type: Literal["error"] = "error"
     kind: str

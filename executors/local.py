@@ -18,7 +18,7 @@ from .base import ExecutionResult, ExecutorBase, Limits, extra_imports
 from .importable import ensure_importable
 from .restricted import RestrictedRuntime
 from .restricted.capabilities import Grants
-from .restricted.workdir import release_descriptors
+from .restricted.host.workdir import release_descriptors
 
 __all__ = ["LocalExecutor"]
 

@@ -1,5 +1,5 @@
 """Hypothesis strategies that generate programs for fuzzing any executor (re-exported from
-`executors.fuzzing`, where they live: program_strategy.py, escapes.py, bombs.py).
+`executors.fuzzing`, where they live: differential/strategy.py, attacks/escapes.py, attacks/bombs.py).
 
 Needs `hypothesis` (and `hypothesmith` for `programs(mode="grammar")`): both come with the
 project's `dev` extra, or `pip install hypothesis hypothesmith`. They are imported here, not by
@@ -26,9 +26,9 @@ Three families:
 
 from __future__ import annotations
 
-from .fuzzing.bombs import BOMB_KINDS, Bomb, resource_bombs
-from .fuzzing.escapes import REACH_TOKEN, EscapeAttempt, escape_attempts
-from .fuzzing.program_strategy import programs
+from .fuzzing.attacks.bombs import BOMB_KINDS, Bomb, resource_bombs
+from .fuzzing.attacks.escapes import REACH_TOKEN, EscapeAttempt, escape_attempts
+from .fuzzing.differential.strategy import programs
 
 __all__ = [
     "Bomb",

@@ -35,21 +35,21 @@ instead of hanging your test run.
 
 from __future__ import annotations
 
-from .fuzzing.campaign import fuzz
-from .fuzzing.checks import (
+from .fuzzing.campaigns.campaign import fuzz
+from .fuzzing.campaigns.checks import (
     check_bombs_contained,
     check_executor,
     check_matches_cpython,
     check_no_escape,
     check_no_internal_errors,
 )
-from .fuzzing.compare import REFUSAL_TYPES  # noqa: F401 - importable from here, as before
-from .fuzzing.evaluate import evaluate_bomb, evaluate_escape, evaluate_program  # noqa: F401
-from .fuzzing.host_state import host_fingerprint
-from .fuzzing.oracle import Reference, run_cpython  # noqa: F401
-from .fuzzing.outcome import FAILING, FuzzReport, Outcome  # noqa: F401
-from .fuzzing.probes import add, probe_tools  # noqa: F401
-from .fuzzing.session import CANARY_ENV, Session
+from .fuzzing.campaigns.session import CANARY_ENV, Session
+from .fuzzing.differential.compare import REFUSAL_TYPES  # noqa: F401 - importable from here, as before
+from .fuzzing.differential.oracle import Reference, run_cpython  # noqa: F401
+from .fuzzing.judging.evaluate import evaluate_bomb, evaluate_escape, evaluate_program  # noqa: F401
+from .fuzzing.judging.host_state import host_fingerprint
+from .fuzzing.judging.outcome import FAILING, FuzzReport, Outcome  # noqa: F401
+from .fuzzing.judging.probes import add, probe_tools  # noqa: F401
 
 __all__ = [
     "Outcome",

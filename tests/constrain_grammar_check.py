@@ -1,4 +1,4 @@
-"""Check every GBNF grammar codeagent.constrain emits with llama.cpp's own grammar parser.
+"""Check every GBNF grammar codeagent.models.constrain emits with llama.cpp's own grammar parser.
 
 llama-cpp-python is not in the test venv (it builds from source), so this is a script:
 
@@ -41,7 +41,7 @@ def build_cases() -> list[dict[str, Any]]:
     from pydantic import BaseModel
 
     from codeagent import tool
-    from codeagent.constrain import (
+    from codeagent.models.constrain import (
         code_action_grammar,
         code_action_text,
         fewshot_messages,
@@ -49,7 +49,7 @@ def build_cases() -> list[dict[str, Any]]:
         single_call_grammar,
         single_call_schema,
     )
-    from codeagent.constrain.probe import PROBE_SCHEMA
+    from codeagent.models.constrain.probe import PROBE_SCHEMA
 
     class Unit(enum.Enum):
         C = "celsius"

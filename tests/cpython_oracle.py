@@ -3,7 +3,7 @@
 `run_cpython(code)` executes `code` in a fresh namespace with stdout captured and returns what an
 executor returns: the printed text, the value of the last expression statement, and the error
 (type, message, line number) if the code raised. Coverage tests compare executors against it.
-It is the fuzzing campaigns' oracle (`executors.fuzzing.oracle`), with real builtins and no time
+It is the fuzzing campaigns' oracle (`executors.fuzzing.differential.oracle`), with real builtins and no time
 limit, and with several snippets sharing one namespace like successive execute() calls.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from executors.fuzzing.oracle import Reference, run_in_namespace, split_last_expression
+from executors.fuzzing.differential.oracle import Reference, run_in_namespace, split_last_expression
 
 __all__ = ["Reference", "run_cpython", "split_last_expression", "SNIPPET_FILENAME"]
 

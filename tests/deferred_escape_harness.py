@@ -346,7 +346,11 @@ def _run_job(job: dict, result: dict, executor: Any) -> Any:
     this one closed it or the executor failed)."""
     import matplotlib.pyplot as plt
 
-    from executors.fuzzing.registries import registry_changes, registry_fingerprint, restricted_to
+    from executors.fuzzing.judging.registries import (
+        registry_changes,
+        registry_fingerprint,
+        restricted_to,
+    )
 
     os.chdir(job["cwd"])
     paths = {"tool_dir": job["tool_dir"], "secret": job["secret"]}
@@ -433,7 +437,7 @@ def _packages(imports: list[str], always: tuple[str, ...] | None = None) -> tupl
     """The packages whose registries are fingerprinted: `always` (default: the data packages),
     the stdlib defaults, and what the step authorizes."""
     from executors.base import DEFAULT_AUTHORIZED_IMPORTS
-    from executors.fuzzing.registries import REGISTRY_PACKAGES
+    from executors.fuzzing.judging.registries import REGISTRY_PACKAGES
 
     return tuple(dict.fromkeys([*(REGISTRY_PACKAGES if always is None else always), *DEFAULT_AUTHORIZED_IMPORTS,
                                 *(i.removesuffix(".*") for i in imports)]))
@@ -523,7 +527,7 @@ def _runner(jobfile: str) -> int:
     _warm_up()
     attempts = [one for job in spec["jobs"] for one in job["group"]]
     if any(one["fingerprint"] for one in attempts):
-        from executors.fuzzing.registries import registry_fingerprint
+        from executors.fuzzing.judging.registries import registry_fingerprint
 
         for one in attempts:  # what the steps import is loaded before the baseline
             with contextlib.suppress(Exception):

@@ -42,7 +42,7 @@ class RuntimeEmulation:
     def before(self) -> None:
         import importlib
 
-        from executors.restricted import library_state
+        from executors.restricted.libraries import state as library_state
 
         for action in self.actions:
             what, _, arg = action.removeprefix("runtime:").partition(":")

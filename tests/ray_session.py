@@ -8,7 +8,7 @@ import shutil
 from collections.abc import Iterator
 from typing import Any
 
-from codeagent.batch.ray_backend import ray_session_root
+from codeagent.batch.backends.ray_actors import ray_session_root
 
 
 @contextlib.contextmanager

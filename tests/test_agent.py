@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from openai_stub import OpenAIStub
 
 from codeagent import CodeAgent, OpenAIModel, RunResult, ScriptedModel, tool
-from codeagent.agent import LAST_STEP_NOTE, normalize_code
+from codeagent.agent.code_agent import LAST_STEP_NOTE, normalize_code
+from codeagent.agent.memory import Memory, estimate_tokens, truncate_middle
 from codeagent.events import RunEnd
-from codeagent.memory import Memory, estimate_tokens, truncate_middle
 
 CALLS: list[tuple[int, int]] = []
 
@@ -287,7 +287,7 @@ def test_custom_executor_gets_the_tools():
 
 @pytest.mark.parametrize("place", ["local", "subprocess"])
 def test_the_agent_hands_its_tools_to_any_executor(place):
-    from codeagent.cli import make_executor
+    from codeagent.cli.main import make_executor
 
     executor = make_executor(place)
     replies = [code("add('x', 1)"), code("total = add(20, 22)\nprint(total)"), code("final_answer(total)")]

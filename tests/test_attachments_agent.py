@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from openai_stub import OpenAIStub
 
 from codeagent import CodeAgent, OpenAIModel, RunResult, ScriptedModel, ToolCallingAgent
-from codeagent.attachments import IMAGE_TOKENS, AttachmentRecord, content_text, vision_capable
+from codeagent.agent.memory import IMAGES_DROPPED, Memory, estimate_tokens
 from codeagent.events import Observation
-from codeagent.memory import IMAGES_DROPPED, Memory, estimate_tokens
-from codeagent.models import ModelReply, ToolCall, merge_system_into_user
+from codeagent.models.openai_model import ModelReply, ToolCall, merge_system_into_user
+from codeagent.tools.attachments import IMAGE_TOKENS, AttachmentRecord, content_text, vision_capable
 from executors import Attachment, LocalExecutor
 
 

@@ -6,8 +6,8 @@ import pytest
 from openai_stub import OpenAIStub
 
 from codeagent import CodeAgent, OpenAIModel, SingleCallAgent, ToolCallingAgent, auto_agent, tool
-from codeagent.auto import MODE_ENV, choose_mode
-from codeagent.models import ModelError
+from codeagent.agent.auto import MODE_ENV, choose_mode
+from codeagent.models.openai_model import ModelError
 
 CODE_OK = "Thought: compute.\n<code>\nfinal_answer(17 * 23)\n</code>"
 TOOL_OK = {"tool_calls": [{"name": "multiply", "arguments": {"a": 17, "b": 23}}]}

@@ -448,7 +448,7 @@ def test_sigint_then_resume_records_every_task_exactly_once(tmp_path):
 
 @pytest.fixture(scope="module")
 def ray_instance():
-    from codeagent.batch.ray_backend import ray_available
+    from codeagent.batch.backends.ray_actors import ray_available
 
     problem = ray_available()
     if problem:

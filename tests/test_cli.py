@@ -14,7 +14,7 @@ import pytest
 from openai_stub import OpenAIStub
 from unavailable import unavailable
 
-from codeagent import demo
+from codeagent.cli import demo
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -126,7 +126,7 @@ def test_demo_json_and_real_endpoint():
 
 def test_fuzz_subcommand_delegates_or_explains():
     proc = codeagent("fuzz", "--help")
-    if importlib.util.find_spec("codeagent.fuzz") is None:
+    if importlib.util.find_spec("codeagent.cli.fuzz") is None:
         assert proc.returncode == 2 and "fuzzing module is not available" in proc.stderr
     else:
         assert proc.returncode == 0 and "usage: codeagent fuzz" in proc.stdout

@@ -1,4 +1,4 @@
-"""The compile cache (executors/restricted/compiler.py) never serves a stale program.
+"""The compile cache (executors/restricted/execution/compile_step.py) never serves a stale program.
 
 Its key must hold everything that changes the compiled result (the source, the names the code may
 not rebind, whether an operation budget is metered); what the authorized imports and the other
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from executors import Limits, LocalExecutor
-from executors.restricted import compiler
+from executors.restricted.execution import compile_step as compiler
 
 SOURCES = [
     "x = 1\nx",

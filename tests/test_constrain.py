@@ -1,4 +1,4 @@
-"""codeagent.constrain: schemas, grammars, request fields, the probe and few-shot examples.
+"""codeagent.models.constrain: schemas, grammars, request fields, the probe and few-shot examples.
 
 Laws (hypothesis):
 - every JSON instance of a generated single-call schema becomes, through `to_call`, one Python call
@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from codeagent import tool
-from codeagent.constrain import (
+from codeagent.models.constrain import (
     PROBE_ORDER,
     SPELLINGS,
     arguments_schema,
@@ -45,9 +45,9 @@ from codeagent.constrain import (
     single_call_schema,
     to_call,
 )
-from codeagent.constrain.probe import PROBE_SCHEMA, probe_conforms, sdk_sender
-from codeagent.constrain.schemas import python_literal
-from codeagent.tools import ToolArgumentError, tools_by_name
+from codeagent.models.constrain.probe import PROBE_SCHEMA, probe_conforms, sdk_sender
+from codeagent.models.constrain.schemas import python_literal
+from codeagent.tools.tool import ToolArgumentError, tools_by_name
 
 # -- tools with every kind of parameter the schemas must describe ------------------------------
 
@@ -686,6 +686,6 @@ def test_grammars_load_in_llama_cpp():
 def test_to_call_takes_any_mapping():
     from types import MappingProxyType
 
-    from codeagent.constrain.schemas import to_call
+    from codeagent.models.constrain.schemas import to_call
 
     assert to_call(MappingProxyType({"name": "add", "arguments": {"a": 1}})) == "add(a=1)"

@@ -23,17 +23,17 @@ from codeagent import (
     auto_agent,
     tool,
 )
-from codeagent.auto import MODE_ENV
-from codeagent.constrain import (
+from codeagent.agent.auto import MODE_ENV
+from codeagent.agent.memory import Memory
+from codeagent.events import ErrorEvent, Notice, RunEnd
+from codeagent.models.constrain import (
     SCALAR_ANSWER_SCHEMA,
     Constraint,
     code_action_grammar,
     code_action_schema,
     single_call_schema,
 )
-from codeagent.events import ErrorEvent, Notice, RunEnd
-from codeagent.memory import Memory
-from codeagent.models import ModelError
+from codeagent.models.openai_model import ModelError
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Task: hi"}]
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
@@ -331,7 +331,7 @@ def test_examples_sit_between_the_system_prompt_and_the_task_and_always_stay():
 
 
 def test_unconstrained_single_call_gets_the_examples_too_and_they_can_be_switched_off():
-    from codeagent.formats import SingleCall
+    from codeagent.agent.formats import SingleCall
 
     model = ScriptedModel(['<code>final_answer("Tokyo")</code>'] * 2)
     SingleCallAgent(model, [capital_of]).run("Capital of Japan?")
@@ -349,7 +349,7 @@ def test_scripted_model_can_stand_for_a_constraining_endpoint():
 
 
 def test_cli_run_sends_the_constraint(capsys):
-    from codeagent.cli import main
+    from codeagent.cli.main import main
 
     with OpenAIStub(["Thought: done.\n<code>\nfinal_answer(42)\n</code>"]) as stub:
         status = main(["run", "2 + 40?", "--base-url", stub.base_url, "--model", "m", "--constrain", "grammar"])

@@ -77,7 +77,7 @@ def test_generated_data_programs_use_numpy_and_pandas_only_when_authorized():
     from hypothesis import HealthCheck, given, settings
 
     from executors.fuzzing import programs
-    from executors.fuzzing.program_strategy import data_libraries
+    from executors.fuzzing.differential.strategy import data_libraries
 
     assert data_libraries(["numpy.*", "pandas"]) == ("numpy", "pandas")
     assert data_libraries(["math"]) == () and data_libraries(None) == ()

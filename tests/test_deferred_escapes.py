@@ -27,8 +27,8 @@ from deferred_escapes import ATTEMPTS, CANARIES, CLASSES, NEIGHBOURS, Attempt, a
 from deferred_host import HOST_ONLY, LIFECYCLE_ACTIONS, TOOL_NAMES, VALUE_ACTIONS
 
 from executors.base import DEFAULT_AUTHORIZED_IMPORTS
-from executors.restricted.checker import inspect_tree
-from executors.restricted.sandbox_modules import Authorization
+from executors.restricted.compiler.checker import inspect_tree
+from executors.restricted.libraries.sandbox_modules import Authorization
 
 pytestmark = pytest.mark.timeout(900)
 IDS = [a.id for a in ATTEMPTS]
@@ -178,7 +178,7 @@ def test_attempt_is_held(mode: str, attempt_id: str, tmp_path_factory: pytest.Te
 @pytest.mark.parametrize("attempt_id", [a.id for a in ATTEMPTS if a.klass == "shared"])
 def test_registries_unchanged_in_process(attempt_id: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     """The module-level mutable state of numpy, pandas, matplotlib, the default stdlib set and
-    what the attempt authorizes (enumerated generically: executors.fuzzing.registries) is the
+    what the attempt authorizes (enumerated generically: executors.fuzzing.judging.registries) is the
     same after a shared-state attempt in LocalExecutor as before it."""
     changes = _outcomes("local", tmp_path_factory)[attempt_id].registry_changes
     assert changes == (), f"{attempt_id} changed {', '.join(changes)}"

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from openai_stub import OpenAIStub
 
 from codeagent import CodeAgent, OpenAIModel, ScriptedModel, SingleCallAgent, ToolCallingAgent, tool
-from codeagent.constrain import to_call
+from codeagent.models.constrain import to_call
 from codeagent.parsing import DIALECTS, CodeParseError, UnknownToolError, parse_code
 from codeagent.parsing.calls import ARGUMENT_KEYS, BOOKKEEPING, NAME_KEYS
 from codeagent.parsing.json_calls import tool_calls_to_code

@@ -25,9 +25,9 @@ from codeagent import (
     ToolCallingAgent,
     tool,
 )
-from codeagent.cli import build_parser
+from codeagent.cli.main import build_parser
 from codeagent.events import Event, RunEnd
-from codeagent.models import ModelError
+from codeagent.models.openai_model import ModelError
 from executors.importable import NotImportable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,7 +82,7 @@ USAGE_MISTAKES = {
     "run --out under a file": (["run", "t", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
                                 "--out", "{ok}/runs"], "argument --out: cannot create {ok}/runs"),
     "run --tools of a broken module": (["run", "t", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
-                                        "--tools", "codeagent.cli:no_such_attr"], "has no attribute 'no_such_attr'"),
+                                        "--tools", "codeagent.cli.main:no_such_attr"], "has no attribute 'no_such_attr'"),
 }
 
 

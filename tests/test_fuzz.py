@@ -24,12 +24,12 @@ from conftest import executor_class
 from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hseed
 
-from codeagent import fuzz as fuzz_cli
+from codeagent.cli import fuzz as fuzz_cli
 from executors import ExecutionError, ExecutionResult, FinalAnswer, Limits
 from executors.access import owned_tempdir, sweep_dead_owners
-from executors.fuzzing.library_escapes import library_plan
-from executors.fuzzing.library_routes import CARRIERS as LIBRARY_CARRIERS
-from executors.fuzzing.library_routes import KIND_EFFECT, TAMPERS
+from executors.fuzzing.attacks.library_escapes import library_plan
+from executors.fuzzing.attacks.library_routes import CARRIERS as LIBRARY_CARRIERS
+from executors.fuzzing.attacks.library_routes import KIND_EFFECT, TAMPERS
 from executors.strategies import (
     BOMB_KINDS,
     Bomb,
@@ -438,7 +438,7 @@ def _args(**over: Any) -> argparse.Namespace:
 def test_cli_runs_a_campaign_and_writes_json(tmp_path: Path) -> None:
     out = tmp_path / "summary.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "codeagent.fuzz", "--executor", "local", "--examples", "30",
+        [sys.executable, "-m", "codeagent.cli.fuzz", "--executor", "local", "--examples", "30",
          "--properties", "cpython", "escapes", "--timeout", "1", "--seed", "5",
          "--save-dir", str(tmp_path / "fails"), "--json", str(out)],
         capture_output=True, text=True, timeout=120, cwd=ROOT,
@@ -458,7 +458,7 @@ def test_cli_exits_nonzero_and_saves_replayable_failures(tmp_path: Path, monkeyp
     saved = sorted((tmp_path / "fails").glob("escape-escape-*.py"))
     assert saved, capsys.readouterr().out
     text = saved[0].read_text()
-    assert "# rerun: python -m codeagent.fuzz --replay" in text
+    assert "# rerun: python -m codeagent.cli.fuzz --replay" in text
     compile(text, str(saved[0]), "exec")
     # Replaying the saved file against the unsafe executor escapes again; against local it holds.
     assert fuzz_cli.run_fuzz(_args(replay=[str(saved[0])])) == 1
@@ -519,8 +519,8 @@ def test_old_import_paths_are_the_package_objects() -> None:
 def test_the_fuzzing_package_sits_below_the_executors() -> None:
     """Importing every fuzzing module loads no place where code runs (they are built lazily)."""
     code = ("import importlib, pkgutil, sys\nimport executors.fuzzing as f\n"
-            "for m in pkgutil.iter_modules(f.__path__):\n"
-            "    importlib.import_module('executors.fuzzing.' + m.name)\n"
+            "for m in pkgutil.walk_packages(f.__path__, 'executors.fuzzing.'):\n"
+            "    importlib.import_module(m.name)\n"
             "import executors.strategies, executors.testing\n"
             "print(sorted(k for k in sys.modules if k.startswith(('executors.', 'codeagent'))"
             " and not k.startswith('executors.fuzzing')))")

@@ -26,15 +26,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hseed
 from test_fuzz import _args
 
-from codeagent import fuzz as fuzz_cli
+from codeagent.cli import fuzz as fuzz_cli
 from executors import ExecutionError, ExecutionResult, FinalAnswer, Limits
 from executors.fuzzing import Session, fuzz
-from executors.fuzzing.campaign import check_families
-from executors.fuzzing.deferred import FORMS, deferred_plan
-from executors.fuzzing.escapes import DEFAULT_FAMILIES, FAMILIES
-from executors.fuzzing.host_touches import touch_like_a_host
-from executors.fuzzing.probes import probe_tools
-from executors.restricted.checker import inspect_tree
+from executors.fuzzing.attacks.deferred import FORMS, deferred_plan
+from executors.fuzzing.attacks.escapes import DEFAULT_FAMILIES, FAMILIES
+from executors.fuzzing.campaigns.campaign import check_families
+from executors.fuzzing.judging.host_touches import touch_like_a_host
+from executors.fuzzing.judging.probes import probe_tools
+from executors.restricted.compiler.checker import inspect_tree
 from executors.strategies import escape_attempts
 
 pytestmark = pytest.mark.timeout(600)
@@ -198,7 +198,7 @@ def test_cli_finds_the_deferred_class_for_a_users_tools(tmp_path: Path, monkeypa
 def test_cli_deferred_campaign_on_the_hardened_worker(tmp_path: Path) -> None:
     out = tmp_path / "summary.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "codeagent.fuzz", "--executor", "subprocess", "--examples", "12",
+        [sys.executable, "-m", "codeagent.cli.fuzz", "--executor", "subprocess", "--examples", "12",
          "--properties", "escapes", "--escape-families", "deferred", "--authorized-imports", *WRITERS,
          "--timeout", "10", "--seed", "3", "--json", str(out)],
         capture_output=True, text=True, timeout=300, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from unavailable import unavailable
 
-from codeagent import fuzz as fuzz_cli
+from codeagent.cli import fuzz as fuzz_cli
 from executors.fuzzing import (
     CommandOptions,
     FuzzReport,
@@ -33,10 +33,10 @@ from executors.fuzzing import (
     report_to_dict,
     run_command,
 )
-from executors.fuzzing.campaign import PROPERTIES, phase_plan
+from executors.fuzzing.campaigns.campaign import PROPERTIES, phase_plan
 
 TESTS = Path(__file__).resolve().parent
-_ORACLE = os.path.join("fuzzing", "oracle.py")
+_ORACLE = os.path.join("fuzzing", "differential", "oracle.py")
 
 
 def scale(n: int) -> int:
@@ -130,8 +130,8 @@ def test_escape_families_narrow_the_attempts_and_travel_with_the_shards():
     shard tasks a distributed run hands out."""
     from executors import LocalExecutor
     from executors.fuzzing import CommandOptions, fuzz
-    from executors.fuzzing.distributed import shard_tasks
-    from executors.fuzzing.shards import plan_shards
+    from executors.fuzzing.campaigns.distributed import shard_tasks
+    from executors.fuzzing.campaigns.shards import plan_shards
 
     imports = ["numpy.*", "pandas.*"]
     labels: list[str] = []
@@ -158,7 +158,7 @@ def _campaign(tmp_path: Path, name: str, *flags: str, fresh_process: bool = Fals
             "--tools", TOOLS_SPEC, "--save-dir", str(out), "--json", str(tmp_path / f"{name}.json"), *flags]
     if fresh_process:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])}
-        proc = subprocess.run([sys.executable, "-m", "codeagent.fuzz", *args], capture_output=True, text=True,
+        proc = subprocess.run([sys.executable, "-m", "codeagent.cli.fuzz", *args], capture_output=True, text=True,
                               env=env, cwd=TESTS.parent, timeout=300)
         assert proc.returncode == 0, proc.stderr[-2000:]
     else:
@@ -188,7 +188,7 @@ def test_a_local_process_pool_gives_the_in_process_report(in_process, tmp_path):
 
 
 def test_ray_gives_the_in_process_report_and_its_reproducers_replay(in_process, tmp_path, monkeypatch, capsys):
-    from codeagent.batch.ray_backend import ray_available
+    from codeagent.batch.backends.ray_actors import ray_available
 
     problem = ray_available()
     if problem:

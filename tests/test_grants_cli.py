@@ -18,7 +18,8 @@ import pytest
 from openai_stub import OpenAIStub
 from test_attachments_agent import PNG, FigureExecutor
 
-from codeagent import CodeAgent, ScriptedModel, cli
+from codeagent import CodeAgent, ScriptedModel
+from codeagent.cli import main as cli
 from executors import Access, LocalExecutor, SubprocessExecutor
 
 ROOT = Path(__file__).resolve().parents[1]

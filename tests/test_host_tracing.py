@@ -1,6 +1,6 @@
 """A host's debugger, coverage or profiler (sys.settrace / sys.setprofile) and in-process steps:
 the model's frames are never handed to them, a step still ends at its limits, and what the host
-set is there again afterwards (executors/restricted/host_tracing.py)."""
+set is there again afterwards (executors/restricted/host/tracing.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_a_step_under_a_host_tracer_ends_at_its_time_limit_and_the_host_goes_on():
-    # In a child process: before host_tracing.py this hung the host for good (the interrupt
+    # In a child process: before restricted/host/tracing.py this hung the host for good (the interrupt
     # landed in the tracer; CPython's removal of it was refused by the step's guard).
     script = textwrap.dedent("""
         import sys
@@ -100,7 +100,7 @@ def test_dropping_an_interrupt_leaves_no_flag_raised_for_the_next_trace_function
     # set, the eval loop spun at the next function entry (watchdog._drop_pending).
     script = textwrap.dedent("""
         import sys, threading
-        from executors.restricted.watchdog import _drop_pending
+        from executors.restricted.limits.watchdog import _drop_pending
 
         _drop_pending(threading.get_ident())  # nothing pending: the usual case (it was delivered)
         total = sum(i for i in range(10_000))  # (and nothing is raised later)

@@ -21,9 +21,10 @@ PACKAGES = ("codeagent", "executors")
 MAX_FILE_LINES = 500
 MAX_FUNCTION_LINES = 80
 MAX_TOP_MODULES = 8  # modules at the top of executors/ (besides __init__): the rest live in a subpackage
+MAX_FOLDER_MODULES = 12  # modules at the top of any other folder (besides __init__, __main__): about 10
 # executors/ in floors, lowest first: a module imports only from its own floor or from below.
 # The worker runs from a bare directory (a container, a subprocess) with the standard library only;
-# it loads the restricted runtime by name (executors.restricted.served), never by an import.
+# it loads the restricted runtime by name (executors.restricted.execution.served), never by an import.
 FLOORS = (
     ("executors.worker",),                                              # stdlib only
     ("executors.base", "executors.access", "executors.importable"),     # the contract, the grants
@@ -33,6 +34,15 @@ FLOORS = (
     ("executors", "executors.fuzzing", "executors.strategies", "executors.testing"),  # public face, fuzzing
     ("codeagent",),
 )
+# Rooms inside a package, lowest first: a room imports only from its own room or from one listed
+# before it (a room is a subpackage, or a module at the package's top). Rooms on one line are
+# level: neither imports the other.
+ROOMS = {
+    "executors.restricted": (
+        ("compiler", "capabilities"), ("guards",), ("limits",), ("host",), ("libraries",), ("execution",),
+    ),
+    "executors.fuzzing": (("_hypothesis",), ("differential",), ("attacks",), ("judging",), ("campaigns",)),
+}
 # executors/ is being split by other work in flight; its size checks report (xfail) until the lead
 # switches them on after merging.
 ENFORCE_EXECUTORS_SIZE = True
@@ -145,11 +155,11 @@ def oversized(package: str) -> list[str]:
 
 def test_the_graph_sees_both_kinds_of_import():
     graph = import_graph()
-    assert "codeagent.run" in graph["codeagent.agent"]  # from .run import ...
-    assert "executors.base" in graph["codeagent.agent"]  # from executors.base import ...
-    assert "executors.process" in graph["codeagent.agent"]  # imported inside a function
-    assert "codeagent.run" in graph["codeagent.scripted"]  # ScriptedModel.from_run
-    assert "executors.local" in graph["codeagent.auto"]  # imported inside a function
+    assert "codeagent.runs.record" in graph["codeagent.agent.code_agent"]  # from .run import ...
+    assert "executors.base" in graph["codeagent.agent.code_agent"]  # from executors.base import ...
+    assert "executors.process" in graph["codeagent.agent.code_agent"]  # imported inside a function
+    assert "codeagent.runs.record" in graph["codeagent.models.scripted"]  # ScriptedModel.from_run
+    assert "executors.local" in graph["codeagent.agent.auto"]  # imported inside a function
 
 
 def test_the_cycle_finder_finds_a_circle():
@@ -193,7 +203,7 @@ def test_no_import_runs_back_up_a_floor():
 
 
 def test_the_floor_check_sees_an_upward_import():
-    assert floor_of("executors.worker.loop") < floor_of("executors.restricted.runtime")
+    assert floor_of("executors.worker.loop") < floor_of("executors.restricted.execution.runtime")
     assert floor_of("executors.remote.link") < floor_of("executors.process.executor")
     assert floor_of("executors.container") == floor_of("executors.docker.image")
 
@@ -204,6 +214,74 @@ def test_the_top_of_executors_is_small_and_every_subpackage_says_its_job():
     for init in sorted((ROOT / "executors").glob("*/__init__.py")):
         doc = ast.get_docstring(parsed(init)[1])
         assert doc and len(doc.split()) >= 8, f"{init.relative_to(ROOT)}: a docstring that says its job"
+
+
+def folders_over_the_limit() -> list[str]:
+    """Folders of either package with more than MAX_FOLDER_MODULES modules at their top."""
+    found = []
+    for package in PACKAGES:
+        for init in sorted((ROOT / package).rglob("__init__.py")):
+            folder = init.parent
+            if folder == ROOT / "executors":
+                continue  # MAX_TOP_MODULES, below
+            top = sorted(p.stem for p in folder.glob("*.py") if p.stem not in ("__init__", "__main__"))
+            if len(top) > MAX_FOLDER_MODULES:
+                found.append(f"{folder.relative_to(ROOT)}: {len(top)} modules")
+    return found
+
+
+def test_every_folder_holds_about_ten_modules_at_its_top():
+    assert not folders_over_the_limit(), folders_over_the_limit()
+
+
+def test_every_folder_says_its_job():
+    for package in PACKAGES:
+        for init in sorted((ROOT / package).rglob("__init__.py")):
+            doc = ast.get_docstring(parsed(init)[1])
+            assert doc and len(doc.split()) >= 8, f"{init.relative_to(ROOT)}: a docstring that says its job"
+
+
+def room_of(package: str, module: str) -> int | None:
+    """The room's index in ROOMS[package] of a module inside `package`, else None."""
+    if not module.startswith(package + "."):
+        return None
+    name = module[len(package) + 1:].split(".")[0]
+    for i, level in enumerate(ROOMS[package]):
+        if name in level:
+            return i
+    raise AssertionError(f"{package}.{name} is in no room: add it to ROOMS")
+
+
+def upward_room_imports(graph: dict[str, set[str]]) -> list[str]:
+    found = []
+    for package in ROOMS:
+        for name, targets in graph.items():
+            here = room_of(package, name)
+            if here is None:
+                continue
+            for target in targets:
+                there = room_of(package, target)
+                if there is not None and there > here:
+                    found.append(f"{name} imports {target}, a room above it")
+                elif there == here and (name.split(".")[len(package.split("."))]
+                                        != target.split(".")[len(package.split("."))]):
+                    found.append(f"{name} imports {target}, a room level with it")
+    return sorted(found)
+
+
+def test_rooms_import_only_from_rooms_below():
+    assert not upward_room_imports(import_graph()), upward_room_imports(import_graph())
+
+
+def test_the_room_check_sees_an_upward_import():
+    graph = {"executors.restricted.compiler.policy": {"executors.restricted.execution.runtime"},
+             "executors.restricted.limits.budget": {"executors.restricted.capabilities"},
+             "executors.fuzzing.differential.strategy": {"executors.fuzzing._hypothesis"}}
+    assert upward_room_imports(graph) == [
+        "executors.restricted.compiler.policy imports executors.restricted.execution.runtime, a room above it"]
+    graph = {"executors.restricted.compiler.policy": {"executors.restricted.capabilities.table"}}
+    assert upward_room_imports(graph) == [
+        "executors.restricted.compiler.policy imports executors.restricted.capabilities.table, a room level with it"]
 
 
 def test_codeagent_files_and_functions_stay_small():

@@ -40,8 +40,8 @@ from library_escapes import NEIGHBOURS as BASE_NEIGHBOURS
 from library_escapes_pydata import PYDATA_ATTEMPTS, PYDATA_NEIGHBOURS
 
 from executors.base import DEFAULT_AUTHORIZED_IMPORTS
-from executors.restricted.checker import inspect_tree
-from executors.restricted.sandbox_modules import Authorization
+from executors.restricted.compiler.checker import inspect_tree
+from executors.restricted.libraries.sandbox_modules import Authorization
 
 # Every attempt must be refused (or contained) by LocalExecutor and SubprocessExecutor, and every
 # neighbour must keep working in both (set False to study the corpus against plain CPython only).

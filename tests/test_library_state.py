@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from executors.restricted.library_hooks import install_hooks
-from executors.restricted.library_state import SETTINGS, StepSettings
+from executors.restricted.libraries.hooks import install_hooks
+from executors.restricted.libraries.state import SETTINGS, StepSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -142,7 +142,7 @@ def test_a_library_the_host_loads_later_is_hooked_before_the_next_step():
     """Native file checks go into a library loaded after the last look (by the host, between
     steps), not only into those loaded when an executor was built or through a trusted import."""
     pytest.importorskip("pyarrow")
-    code = ("import sys\nfrom executors.restricted.library_hooks import install_hooks, install_new_hooks\n"
+    code = ("import sys\nfrom executors.restricted.libraries.hooks import install_hooks, install_new_hooks\n"
             "install_hooks()\nassert 'pyarrow' not in sys.modules\nimport pyarrow\n"
             "assert not hasattr(pyarrow.memory_map, '__wrapped__')\ninstall_new_hooks()\n"
             "print(hasattr(pyarrow.memory_map, '__wrapped__'), isinstance(pyarrow.OSFile, type))\n")

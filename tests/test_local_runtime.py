@@ -92,9 +92,9 @@ def test_instrumenter_and_namespace_share_their_names():
     target the rewritten code stores itself): both sides take them from names.py."""
     import ast
 
-    from executors.restricted import names
-    from executors.restricted.instrument import instrument
-    from executors.restricted.runtime import RestrictedRuntime
+    from executors.restricted.compiler import names
+    from executors.restricted.compiler.instrument import instrument
+    from executors.restricted.execution.runtime import RestrictedRuntime
 
     program = (
         "class C:\n    n = 2\n    n **= 2\n    def m(self):\n        self._x = 1\n        return self._x\n"
@@ -120,7 +120,7 @@ def test_reducers_of_a_generator_expression_keep_their_meaning():
     """Without a budget `sum`/`any`/`all` of a generator expression call CPython's reducer (see
     instrument.visit_Call): the same answers; a name the code rebound is the code's; the deadline
     and a budget the user sets still stop them; after a reset an old function stops at once."""
-    from executors.restricted.errors import SandboxFinished
+    from executors.restricted.guards.errors import SandboxFinished
 
     with LocalExecutor(limits=Limits(timeout_s=1)) as ex:
         ex.execute("row = [3, 1, 2]")
@@ -185,7 +185,7 @@ def test_the_watchdog_never_interrupts_a_step_the_runtime_is_finishing():
     interrupt there would escape execute() (seen on a loaded machine)."""
     import itertools as _it
 
-    from executors.restricted.watchdog import TOOL_GRACE_S, WATCHDOG, Interrupt
+    from executors.restricted.limits.watchdog import TOOL_GRACE_S, WATCHDOG, Interrupt
 
     class FakeRun:
         def __init__(self):
@@ -217,7 +217,7 @@ def test_the_watchdog_never_interrupts_a_step_the_runtime_is_finishing():
 
 _NEXT_STEP_WAKES_NOTHING = r"""
 import threading, time
-from executors.restricted.watchdog import Watchdog
+from executors.restricted.limits.watchdog import Watchdog
 
 class Run:
     in_tool = ended = fired = settling = False
@@ -304,7 +304,7 @@ def test_no_descriptor_stays_open_on_the_workdir_after_close():
 def test_a_process_without_statm_is_not_asked_for_it_every_step(monkeypatch):
     """Where /proc/self/statm cannot be opened (a confined worker: Landlock closes /proc) the
     per-step address-space cap is skipped, as before, but the open is not retried every step."""
-    from executors.restricted import caps
+    from executors.restricted.limits import process_caps as caps
 
     opened = []
 

@@ -16,12 +16,12 @@ import pytest
 from unavailable import IN_CI
 
 from codeagent import CodeAgent, ScriptedModel, SingleCallAgent, ToolCallingAgent, tool
-from codeagent.constrain.schemas import arguments_schema
+from codeagent.agent.tool_calling import tool_schema
 from codeagent.mcp import MCPStartError, MCPTools
 from codeagent.mcp.schema import python_name, signature_of
-from codeagent.replies import ModelReply, ToolCall
-from codeagent.tool_calling import tool_schema
-from codeagent.tools import ToolArgumentError, ToolTimeoutError
+from codeagent.models.constrain.schemas import arguments_schema
+from codeagent.models.replies import ModelReply, ToolCall
+from codeagent.tools.tool import ToolArgumentError, ToolTimeoutError
 from executors.base import ToolError
 
 if importlib.util.find_spec("mcp") is None and not IN_CI:  # bootstrap.sh installs the mcp extra; CI must have it
@@ -124,7 +124,7 @@ def test_single_call_agent_calls_an_mcp_tool(servers):
 
 
 def test_a_tool_with_its_own_timeout_still_hands_images_to_the_step():
-    from codeagent.tools import attach
+    from codeagent.tools.tool import attach
     from executors.base import Attachment
 
     @tool(timeout_s=5)

@@ -9,7 +9,13 @@ import pytest
 from openai_stub import OpenAIStub
 
 from codeagent import ModelReply, OpenAIModel, ScriptedModel
-from codeagent.models import ModelError, Usage, cut_at_stop, merge_system_into_user, split_reasoning
+from codeagent.models.openai_model import (
+    ModelError,
+    Usage,
+    cut_at_stop,
+    merge_system_into_user,
+    split_reasoning,
+)
 
 MESSAGES = [{"role": "system", "content": "You write code."}, {"role": "user", "content": "Task: say hi"}]
 

@@ -2,7 +2,7 @@
 
 The property: whenever RestrictedPython's transformer (`compile_restricted_exec`) rejects a
 generated program for a *security* reason, our policy refuses that program too — statically,
-by `executors.restricted.checker.inspect_tree`, with a violation on the lines of the construct
+by `executors.restricted.compiler.checker.inspect_tree`, with a violation on the lines of the construct
 RestrictedPython named (one rule is enforced at run time instead: the import of `builtins`,
 which LocalExecutor refuses when the statement runs).
 
@@ -54,8 +54,8 @@ from RestrictedPython.transformer import INSPECT_ATTRIBUTES, RestrictingNodeTran
 
 from executors import LocalExecutor
 from executors.fuzzing import escape_attempts, probe_tools, programs
-from executors.restricted.checker import inspect_tree
-from executors.restricted.policy import (
+from executors.restricted.compiler.checker import inspect_tree
+from executors.restricted.compiler.policy import (
     DEFINABLE_DUNDERS,
     FORBIDDEN_ATTRIBUTES,
     READABLE_DUNDERS,

@@ -339,7 +339,7 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 
 def test_the_worker_package_is_stdlib_only():
     """It runs from a bare read-only directory: only the standard library and its own modules (the
-    restricted runtime is a plugin it loads by name, `executors.restricted.served`)."""
+    restricted runtime is a plugin it loads by name, `executors.restricted.execution.served`)."""
     allowed = set(sys.stdlib_module_names) | {"__future__"}
     worker_dir = Path(__file__).resolve().parent.parent / "executors" / "worker"
     for path in sorted(worker_dir.glob("*.py")):

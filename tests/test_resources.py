@@ -518,7 +518,7 @@ def test_a_deadline_already_past_still_names_the_timeout(local_executor_factory,
     """The step's error is named before rendering, which the same past deadline cuts short (on a
     loaded machine it did, and the error read "LimitExceeded: the code failed")."""
     from executors import Limits
-    from executors.restricted import runtime
+    from executors.restricted.execution import runtime
 
     def cut_short(*_args, **_kwargs):
         raise runtime.Interrupt()
@@ -717,11 +717,11 @@ def test_memory_cap_is_lifted_after_a_step_that_exhausted_it():
 
 def test_a_host_thread_started_or_ended_between_steps_is_seen():
     """The check for other host threads remembers its last answer while the same threads run
-    (caps.py): a thread started after a step, and its end, change the next step's headroom."""
+    (limits/process_caps.py): a thread started after a step, and its end, change the next step's headroom."""
     import threading
 
     from executors import LocalExecutor
-    from executors.restricted.caps import _other_host_threads
+    from executors.restricted.limits.process_caps import _other_host_threads
 
     def recursion_limit() -> int:
         """The process's recursion limit while the step runs (a host tool reads it)."""

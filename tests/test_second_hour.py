@@ -224,7 +224,7 @@ def test_fuzz_usage_mistakes_are_one_line(tmp_path, args, says):
 
 def test_fuzz_without_hypothesis_names_the_extra():
     proc = subprocess.run([sys.executable, "-c", "import sys; sys.modules['hypothesis'] = None\n"
-                           "from codeagent.cli import main; sys.exit(main(['fuzz', '--examples', '2']))"],
+                           "from codeagent.cli.main import main; sys.exit(main(['fuzz', '--examples', '2']))"],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     one_line_usage_error(proc, "fuzz", "pip install 'codeagent[fuzz]'")
 
@@ -331,7 +331,7 @@ def test_an_executor_never_closed_leaves_no_folder_when_its_process_exits(tmp_pa
 
 def test_run_exec_and_batch_share_the_executor_flags():
     from codeagent.batch.cli import build_parser as batch_parser
-    from codeagent.cli import build_parser
+    from codeagent.cli.main import build_parser
 
     wanted = {"--executor", "--import", "--packages", "--timeout", "--read", "--write", "--workdir", "--network"}
     sub = build_parser()._subparsers._group_actions[0].choices  # noqa: SLF001 - argparse keeps them here
@@ -436,7 +436,7 @@ def test_compare_lists_changes_in_id_order(tmp_path):
 def test_a_callers_own_executor_settings_reach_the_executor():
     """executor_options from Python (run_batch(executor_options=...)): a Limits given whole is kept,
     a timeout from the flags goes on top of it, and tools reach the constructor."""
-    from codeagent.executor_options import make_executor
+    from codeagent.cli.executor_options import make_executor
     from executors import Limits
 
     def ping() -> str:

@@ -409,7 +409,7 @@ ATTEMPTS: list[Attempt] = [
                 pass
             def __call__(self, name, *args, **kwargs):
                 return name
-        E = enum.Enum('E', {'check_attr_name': 1}, module='executors.restricted.guards', type=Passthrough)
+        E = enum.Enum('E', {'check_attr_name': 1}, module='executors.restricted.guards.operations', type=Passthrough)
         enum.global_enum(E)
         """) + OS("getattr(add, '__globals__')['os']"), cpython=False),
     A("enum_global_enum_overwrites_builtins", textwrap.dedent("""
@@ -1162,7 +1162,7 @@ def test_no_internal_frames_in_errors(local_executor):
     r = local_executor.execute("def f():\n    return 1 / 0\nf()")
     assert r.error is not None and r.error.type == "ZeroDivisionError"
     assert r.error.lineno == 2
-    for internal in ("runtime.py", "local.py", "policy.py", "guards.py", "budget.py", "executors/restricted",
+    for internal in ("runtime.py", "local.py", "policy.py", "operations.py", "budget.py", "executors/restricted",
                      "Traceback (most recent call last)", "site-packages"):
         assert internal not in r.error.message
         assert internal not in r.logs

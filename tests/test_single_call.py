@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 from openai_stub import OpenAIStub
 
 from codeagent import CodeAgent, OpenAIModel, ScriptedModel, SingleCallAgent, tool
-from codeagent.agent import ActionRefused
+from codeagent.agent.code_agent import ActionRefused
+from codeagent.agent.formats import SingleCall
+from codeagent.agent.single_call import call_fingerprint, check_single_call
 from codeagent.events import CodeAction, ErrorEvent, FinalAnswerEvent, RunEnd
-from codeagent.formats import SingleCall
-from codeagent.single_call import call_fingerprint, check_single_call
 
 CALLS: list[tuple] = []
 

@@ -8,6 +8,7 @@ import time
 from openai_stub import OpenAIStub
 
 from codeagent import OpenAIModel, RunResult, ScriptedModel, ToolCallingAgent, tool
+from codeagent.agent.tool_calling import tool_schema
 from codeagent.events import (
     CodeAction,
     ErrorEvent,
@@ -17,8 +18,7 @@ from codeagent.events import (
     RunEnd,
     RunStart,
 )
-from codeagent.models import ModelReply, ToolCall
-from codeagent.tool_calling import tool_schema
+from codeagent.models.openai_model import ModelReply, ToolCall
 
 BARRIER = threading.Barrier(2, timeout=5)
 

@@ -6,7 +6,7 @@ import pytest
 from pydantic import BaseModel
 
 from codeagent import Tool, tool
-from codeagent.tools import ToolArgumentError, ToolTimeoutError, safe_repr, tools_by_name
+from codeagent.tools.tool import ToolArgumentError, ToolTimeoutError, safe_repr, tools_by_name
 from executors import ToolError
 
 

@@ -18,7 +18,7 @@ from tracing_support import Tree, spans  # noqa: F401  (the fixture)
 
 from codeagent import CodeAgent, ScriptedModel, SingleCallAgent, ToolCallingAgent, tool
 from codeagent.batch.testing import add, boom  # add(a, b); boom(message) raises RuntimeError
-from codeagent.replies import ModelReply, ToolCall
+from codeagent.models.replies import ModelReply, ToolCall
 
 make_executor = executors_under_test.make_executor  # the fixture: every place code can run
 ROOT = Path(__file__).resolve().parents[1]

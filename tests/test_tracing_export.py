@@ -117,7 +117,7 @@ def test_a_local_batch_of_five_tasks_arrives_as_five_traces(traced_driver, tmp_p
 
 
 def test_a_ray_batch_of_five_tasks_arrives_as_five_traces(traced_driver, tmp_path):
-    from codeagent.batch.ray_backend import ray_available
+    from codeagent.batch.backends.ray_actors import ray_available
 
     problem = ray_available()
     if problem:

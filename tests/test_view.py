@@ -28,8 +28,8 @@ from view_runs import (
 )
 
 from codeagent import RunResult
-from codeagent.attachments import AttachmentRecord
-from codeagent.run import StepRecord
+from codeagent.runs.record import StepRecord
+from codeagent.tools.attachments import AttachmentRecord
 from codeagent.view import Site, ViewError, render_run, write_site
 from codeagent.view.figures import BadImage, check_png, figure_html
 from codeagent.view.html import relative_link, tag
@@ -158,7 +158,7 @@ def test_the_run_header_shows_mode_model_executor_and_isolation(kinds_page):
 
 
 def test_a_success_shows_the_final_answer_and_reasoning_is_collapsed(tmp_path):
-    from codeagent.replies import ModelReply
+    from codeagent.models.replies import ModelReply
 
     run = scripted_run([ModelReply(text=code("final_answer({'total': 42})"), reasoning="let me think <b>hard</b>")])
     html = render_run(run)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from view_runs import code, data_run, scripted_run, write_batch
 
-from codeagent.cli_view import main
+from codeagent.cli.view import main
 from codeagent.view.server import make_server
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from codeagent import CodeAgent, SingleCallAgent, ToolCallingAgent
-from codeagent.models import ModelReply
-from codeagent.run import ErrorKind
+from codeagent.models.openai_model import ModelReply
+from codeagent.runs.record import ErrorKind
 
 MODES = ("code", "single_call", "tool_calling")
 # Steps whose error the loop fed back to the model so it could try again (format problems).

@@ -37,7 +37,7 @@ from places import EXECUTORS, Places, docker_problem  # noqa: E402
 from suite import TASKS, TOOLS  # noqa: E402
 
 from codeagent import OpenAIModel, ScriptedModel  # noqa: E402
-from codeagent.models import ModelReply, ToolCall  # noqa: E402
+from codeagent.models.openai_model import ModelReply, ToolCall  # noqa: E402
 
 SUITES = {"tools": (TASKS, TOOLS, scripted.SCRIPTED), "files": (FILE_TASKS, FILE_TOOLS, files_scripted.SCRIPTED)}
 SUITE_OF = {t.id: name for name, (tasks, _, _) in SUITES.items() for t in tasks}

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from codeagent.cli_options import (
+from codeagent.cli.options import (
     Parser,
     add_executor_options,
     count,
@@ -29,7 +29,7 @@ from codeagent.cli_options import (
     seconds_or_none,
     task_after_tools,
 )
-from codeagent.cli_options import executor_options as cli_executor_options
+from codeagent.cli.options import executor_options as cli_executor_options
 
 from ..mcp.cli import add_client_options, server_specs
 from ..tracing.cli import add_trace_option
@@ -129,8 +129,8 @@ def _agent_options(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
 def check_setup(args: argparse.Namespace, executor_options: dict[str, Any]) -> None:
     """What every task would meet, checked once before the first: the tools import, and the
     executor starts with these flags (a mistake is exit 2 here, not an `error` row per task)."""
-    from codeagent.executor_options import SetupError, make_executor
-    from codeagent.tools import ToolSpecError, load_tools
+    from codeagent.cli.executor_options import SetupError, make_executor
+    from codeagent.tools.tool import ToolSpecError, load_tools
 
     try:
         load_tools(args.tools or ())

@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from codeagent.tools import load_tools
+from codeagent.tools.tool import load_tools
 
 __all__ = ["cli_agent", "load_tools", "AGENT_MODES"]
 

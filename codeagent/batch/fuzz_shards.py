@@ -1,6 +1,6 @@
 """Fuzz campaign shards as batch tasks: `codeagent fuzz --backend local|ray` runs through run_batch.
 
-Each shard (executors.fuzzing.shards: one hypothesis run of up to 1,000 examples, a seed and a
+Each shard (executors.fuzzing.campaigns.shards: one hypothesis run of up to 1,000 examples, a seed and a
 count rather than the programs) is one batch task, so the driver's ~5 ms per task is spent once
 per thousand examples, and the batch machinery gives the campaign what it gives agent runs:
 worker processes or Ray actors on any node, a worker killed and replaced when a shard wedges it,
@@ -39,8 +39,8 @@ class _ShardAgent:
     """Runs the shard task it is given (JSON text) and returns its report as the run's output."""
 
     def run(self, task: str) -> Any:
-        from codeagent.agent import RunResult
-        from executors.fuzzing.distributed import run_shard_task
+        from codeagent.agent.code_agent import RunResult
+        from executors.fuzzing.campaigns.distributed import run_shard_task
 
         t0 = time.perf_counter()
         report = run_shard_task(json.loads(task))

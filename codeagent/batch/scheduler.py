@@ -22,7 +22,7 @@ from executors.base import timeout_seconds
 from ..tracing.batch import TRACE_KEY, batch_span, worker_config
 from ..tracing.export import TracingUnavailable
 from ..tracing.export import setup as setup_tracing
-from .pool import Event, Pool, Slot
+from .backends.pool import Event, Pool, Slot
 from .progress import make_progress
 from .store import ResultStore
 from .summary import BatchSummary, answers_match
@@ -216,10 +216,10 @@ class _Batch:
 def _make_pool(backend: str, runner_args: tuple[Any, ...], address: str | None,
                ray_options: Mapping[str, Any] | None, ray_init: Mapping[str, Any] | None) -> Pool:
     if backend == "local":
-        from .local import LocalPool
+        from .backends.local import LocalPool
 
         return LocalPool(runner_args)
-    from .ray_backend import RayPool
+    from .backends.ray_actors import RayPool
 
     try:
         return RayPool(runner_args, address=address, actor_options=ray_options, init_options=ray_init)

@@ -1,7 +1,7 @@
 """The command line's MCP flags: `--mcp-stdio "CMD ARGS"` / `--mcp-url URL` for `run` and `batch`, and
-`codeagent mcp-serve` (the flags `codeagent.cli` adds beside its executor options, and the serving).
+`codeagent mcp-serve` (the flags `codeagent.cli.main` adds beside its executor options, and the serving).
 
-`codeagent.cli` owns the executor flags and builds executors; this module never imports it (no
+`codeagent.cli.main` owns the executor flags and builds executors; this module never imports it (no
 import circle): `mcp-serve` receives the executor factory.
 """
 

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..tools import Tool, attach
+from ..tools.tool import Tool, attach
 from .connection import EventLoop, MCPStartError, ServerConnection, ServerSpec, require_mcp
 from .results import result_value
 from .schema import describe, python_name, returns_of, signature_of

@@ -30,7 +30,7 @@ from typing import Any
 
 from executors.base import ToolError
 
-from ..tools import ToolTimeoutError
+from ..tools.tool import ToolTimeoutError
 
 __all__ = ["ServerSpec", "EventLoop", "ServerConnection", "MCPStartError", "require_mcp"]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from executors.base import Attachment, ToolError
 
-from ..memory import truncate_middle
+from ..agent.memory import truncate_middle
 from .schema import unwrapped_result
 
 __all__ = ["result_value", "image_attachment"]

@@ -27,10 +27,10 @@ from pydantic import BaseModel
 
 from executors.base import ExecutorError
 
+from ..agent.memory import truncate_middle
+from ..agent.observation import observation_text
 from ..events import NOT_JSON, plain_json
-from ..grants import access_rule, files_section
-from ..memory import truncate_middle
-from ..observation import observation_text
+from ..tools.grants import access_rule, files_section
 
 __all__ = ["RunPythonOutput", "Sessions", "build_server", "tool_description", "run_python_result"]
 

@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..agent.memory import truncate_middle
 from ..events import NOT_JSON, plain_json
-from ..memory import truncate_middle
 
 __all__ = ["Settings", "settings", "run_settings", "configure", "render", "input_messages", "output_message",
            "OPT_IN_ENV", "CAPTURE_ENV", "MAX_CHARS_ENV", "LATEST"]

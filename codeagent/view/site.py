@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..attachments import AttachmentRecord
 from ..batch.store import META, RESULTS, RUNS, read_results
 from ..batch.summary import BatchSummary, compare
 from ..batch.tasks import run_file_name
+from ..tools.attachments import AttachmentRecord
 from .html import Safe, relative_link, tag
 from .page import page
 from .run_page import RunContext, run_body, run_title

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..batch.store import META, RESULTS
 from ..batch.summary import natural_key
-from ..run import RunResult
+from ..runs.record import RunResult
 
 __all__ = ["ViewError", "kind_of", "load_run", "run_files", "figure_files", "fingerprint", "last_session",
            "natural_key", "batch_dir", "folder_listing"]

@@ -18,7 +18,7 @@ from .html import Safe, tag
 
 __all__ = ["step_html", "highlight", "error_label", "thought_of", "not_returned"]
 
-# What each ErrorKind value means on the page (codeagent.run.ErrorKind).
+# What each ErrorKind value means on the page (codeagent.runs.record.ErrorKind).
 KIND_LABELS = {
     "parse": "no code found in the reply",
     "invalid_action": "action refused: not one allowed call",

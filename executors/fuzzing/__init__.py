@@ -4,32 +4,26 @@ Needs `hypothesis` (and `hypothesmith` for grammar-level programs), from the pro
 extra. Names are imported on first use, so the checks that need no hypothesis at import time
 (the oracle, `Session`) load without it.
 
-What generates examples (hypothesis strategies):
-    program_strategy.py  programs(): data programs (statements in program_expressions.py and
-                         program_idioms.py) or hypothesmith grammar programs
-    escapes.py           escape_attempts(): primitives (escape_primitives.py) written in a style
-                         and a carrier (escape_rendering.py), aimed at an effect (escape_preamble.py)
-    library_escapes.py   the "library" family: library carriers x payload routes (the tables in
-                         library_routes.py), drawn for the authorized, importable modules only
-    attempt.py           EscapeAttempt, what both of them build
-    bombs.py             resource_bombs(): time, memory, output, recursion and process bombs
-What judges them:
-    oracle.py            the CPython reference (also the differential tests' oracle)
-    compare.py           a program's result against the reference: equal/refused/divergent/mismatch
-    host_state.py        host-process state an in-process executor must not change
-    canaries.py          the secret file and the canary tree beside the marker (reads, writes)
-    evaluate.py          one example on a live executor → an Outcome
-    outcome.py           Outcome and FuzzReport
-What runs them:
-    runners.py           the executor inline or in a forked child; session.py: Session
-    campaign.py          fuzz(): a campaign; checks.py: check_*() for your own test suite
-    probes.py            probe_tools(): tools of every usual shape, each hiding a way out
-What the command line uses (`codeagent fuzz` is a thin dispatcher over these):
-    command.py           CommandOptions, run_command(), replay_failures()
-    shards.py            a campaign as shards (one hypothesis run each) and their reports merged;
-                         distributed.py: shard tasks as JSON for any worker pool (--backend)
-    factories.py         executors and tools named on a command line
-    console.py           progress line, summary table, figures; failures.py: saved failing examples
+The rooms, lowest first (each imports only from those before it; tests/test_layout.py):
+    differential/ what ordinary code looks like: programs() (strategy.py: data programs whose
+                  statements come from expressions.py, idioms.py and data_idioms.py, or
+                  hypothesmith grammar programs); the CPython reference (oracle.py) and a
+                  result compared with it (compare.py: equal/refused/divergent/mismatch)
+    attacks/      what hostile code looks like: escape_attempts() (escapes.py: primitives.py
+                  written in a style and a carrier of rendering.py, aimed at an effect of
+                  preamble.py), the "library" family (library_escapes.py over the tables of
+                  library_routes.py), deferred.py (model-made objects for the host),
+                  resource_bombs() (bombs.py), EscapeAttempt (attempt.py), and the canary
+                  files outside every grant (canaries.py)
+    judging/      one example on a live executor → an Outcome (evaluate.py, outcome.py);
+                  host-process and package state that must not change (host_state.py,
+                  registries.py), what a host does with a step's values (host_touches.py),
+                  probe_tools() (probes.py: tools of every usual shape, each hiding a way out)
+    campaigns/    where examples run: runners.py (inline or a forked child), session.py,
+                  fuzz() (campaign.py), check_*() for your own suite (checks.py); what the
+                  command line uses (`codeagent fuzz` is a thin dispatcher): command.py,
+                  shards.py + distributed.py (a campaign as shards for any worker pool),
+                  factories.py, console.py, failures.py, determinism.py
 
 `executors.strategies` and `executors.testing` re-export the public names, as before.
 """
@@ -41,29 +35,29 @@ from typing import Any
 
 _LAZY = {
     # strategies
-    "programs": ".program_strategy", "escape_attempts": ".escapes", "EscapeAttempt": ".attempt",
-    "resource_bombs": ".bombs", "Bomb": ".bombs", "BOMB_KINDS": ".bombs",
-    "REACH_TOKEN": ".escape_preamble",
+    "programs": ".differential.strategy", "escape_attempts": ".attacks.escapes", "EscapeAttempt": ".attacks.attempt",
+    "resource_bombs": ".attacks.bombs", "Bomb": ".attacks.bombs", "BOMB_KINDS": ".attacks.bombs",
+    "REACH_TOKEN": ".attacks.preamble",
     # checks
-    "Reference": ".oracle", "run_cpython": ".oracle", "run_in_namespace": ".oracle",
-    "Outcome": ".outcome", "FuzzReport": ".outcome", "FAILING": ".outcome",
-    "SAFETY_FAILURES": ".outcome", "REFUSAL_TYPES": ".compare",
-    "host_fingerprint": ".host_state", "probe_tools": ".probes",
-    "evaluate_program": ".evaluate", "evaluate_escape": ".evaluate", "evaluate_bomb": ".evaluate",
-    "Session": ".session", "CANARY_ENV": ".session", "fuzz": ".campaign",
-    "check_no_escape": ".checks", "check_bombs_contained": ".checks",
-    "check_matches_cpython": ".checks", "check_no_internal_errors": ".checks",
-    "check_executor": ".checks",
+    "Reference": ".differential.oracle", "run_cpython": ".differential.oracle", "run_in_namespace": ".differential.oracle",
+    "Outcome": ".judging.outcome", "FuzzReport": ".judging.outcome", "FAILING": ".judging.outcome",
+    "SAFETY_FAILURES": ".judging.outcome", "REFUSAL_TYPES": ".differential.compare",
+    "host_fingerprint": ".judging.host_state", "probe_tools": ".judging.probes",
+    "evaluate_program": ".judging.evaluate", "evaluate_escape": ".judging.evaluate", "evaluate_bomb": ".judging.evaluate",
+    "Session": ".campaigns.session", "CANARY_ENV": ".campaigns.session", "fuzz": ".campaigns.campaign",
+    "check_no_escape": ".campaigns.checks", "check_bombs_contained": ".campaigns.checks",
+    "check_matches_cpython": ".campaigns.checks", "check_no_internal_errors": ".campaigns.checks",
+    "check_executor": ".campaigns.checks",
     # the command line
-    "CommandOptions": ".command", "run_command": ".command", "replay_failures": ".command",
-    "check_options": ".command",
+    "CommandOptions": ".campaigns.command", "run_command": ".campaigns.command", "replay_failures": ".campaigns.command",
+    "check_options": ".campaigns.command",
     # distributed campaigns
-    "ShardSpec": ".shards", "plan_shards": ".shards", "run_shard": ".shards", "merge_reports": ".shards",
-    "report_to_dict": ".shards", "report_from_dict": ".shards",
-    "shard_tasks": ".distributed", "run_shard_task": ".distributed", "run_tasks_inline": ".distributed",
-    "executor_factory": ".factories", "load_tools": ".factories", "EXECUTOR_KINDS": ".factories",
-    "Progress": ".console", "report_table": ".console", "summary_dict": ".console",
-    "save_failure": ".failures", "read_failure": ".failures",
+    "ShardSpec": ".campaigns.shards", "plan_shards": ".campaigns.shards", "run_shard": ".campaigns.shards", "merge_reports": ".campaigns.shards",
+    "report_to_dict": ".campaigns.shards", "report_from_dict": ".campaigns.shards",
+    "shard_tasks": ".campaigns.distributed", "run_shard_task": ".campaigns.distributed", "run_tasks_inline": ".campaigns.distributed",
+    "executor_factory": ".campaigns.factories", "load_tools": ".campaigns.factories", "EXECUTOR_KINDS": ".campaigns.factories",
+    "Progress": ".campaigns.console", "report_table": ".campaigns.console", "summary_dict": ".campaigns.console",
+    "save_failure": ".campaigns.failures", "read_failure": ".campaigns.failures",
 }
 
 __all__ = sorted(_LAZY)

@@ -99,7 +99,7 @@ class Worker:
         self.cpu = CpuBackstop()
         self.sources = SourceRefs()  # the steps' sources the host sent, by ref
         self._error_types: dict[str, type] = {}
-        self._served = None  # executors.restricted.served under the restricted policy
+        self._served = None  # executors.restricted.execution.served under the restricted policy
 
     # -- channel ------------------------------------------------------------------------------
     def send(self, message: dict) -> None:
@@ -408,7 +408,7 @@ class Worker:
 
 #: The restricted policy's runtime, a plugin of this package: imported by name from the package
 #: paths the host sends (this stdlib-only package never imports the floors above it).
-RESTRICTED_RUNTIME = "executors.restricted.served"
+RESTRICTED_RUNTIME = "executors.restricted.execution.served"
 
 
 def _load_restricted(package_paths: list):

@@ -2,7 +2,7 @@
 
 A library that compiles source it built itself, from its own names and signatures, never from a
 string the model wrote, compiles without the policy check (capabilities/table.py `judge_compile`);
-whatever else a library compiles is checked with the policy (restricted/evaluators.py). Each entry
+whatever else a library compiles is checked with the policy (restricted/guards/evaluators.py). Each entry
 says what may be compiled and why. Stdlib only (the worker imports it).
 """
 
@@ -28,7 +28,7 @@ _IMPORT_LINE = r"(?:import [\w.]+|from [\w.]+ import (?:\*|\w+))"
 # their own names and signatures, never from a string the model wrote:
 # (path inside site-packages, function) -> (the sources allowed, as a regex; None: whatever it
 # builds) and the reason. What else a library compiles is checked with the policy
-# (restricted/evaluators.py): sympify's and lambdify's expressions, patsy's and formulaic's
+# (restricted/guards/evaluators.py): sympify's and lambdify's expressions, patsy's and formulaic's
 # formula terms, pandas' eval/query, numexpr.
 LIBRARY_CODE_GENERATORS: dict[tuple[str, str], tuple[str | None, str]] = {
     ("networkx/utils/decorators.py", "compile"): (

@@ -50,7 +50,7 @@ class Grants:
     write: tuple[str, ...] = ()
     network: bool = False
     check_source: Callable[[Any], str | None] | None = None
-    libraries: Any = frozenset()  # `top in libraries` (a frozenset, or library_packages.py's)
+    libraries: Any = frozenset()  # `top in libraries` (a frozenset, or libraries/packages.py's)
 
     @classmethod
     def of(cls, read: Iterable[str] = (), write: Iterable[str] = (), network: bool = False,

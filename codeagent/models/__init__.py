@@ -1,0 +1,3 @@
+"""Models: the client of OpenAI-compatible servers, the scripted model, what a reply holds,
+and constrained decoding (constrain/).
+"""

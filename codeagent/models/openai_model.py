@@ -1,0 +1,463 @@
+"""Models: anything with `complete(messages, stop) -> ModelReply`.
+
+`OpenAIModel` talks to OpenAI or any OpenAI-compatible server (vLLM, Ollama, llama.cpp, LM Studio)
+through the `openai` SDK, and copes with weak endpoints: no system role, no `stop` support,
+reasoning text (`reasoning_content` fields, `<think>` blocks) that must stay out of the code.
+`ScriptedModel` replays fixed replies for tests, examples and offline demos (or a saved run).
+The reply types live in `codeagent.models.replies`, the `<think>` stripper in `codeagent.parsing.reasoning`
+(one for models and parser alike); both are re-exported here.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from ..parsing.reasoning import split_reasoning
+from ..tools.attachments import content_text, has_images, strip_images, vision_capable
+from .constrain.probe import server_error_text
+from .constrain.request import Constraint, check_constrain
+from .replies import ModelReply, ToolCall, Usage
+
+DEFAULT_TIMEOUT_S = 120.0  # one request; the SDK's retries each get as long again
+DEFAULT_MAX_RETRIES = 3
+
+__all__ = [
+    "Usage",
+    "ModelReply",
+    "ToolCall",
+    "Model",
+    "ModelError",
+    "OpenAIModel",
+    "check_model",
+    "split_reasoning",
+    "cut_at_stop",
+    "merge_system_into_user",
+]
+
+Message = Mapping[str, Any]
+
+
+class ModelError(RuntimeError):
+    """The model endpoint failed for good (after the SDK's retries); says which setting to check.
+
+    `status` is the HTTP status the endpoint answered with, None when the failure was not an HTTP
+    answer (unreachable, timed out, no choices, a scripted model out of replies).
+    """
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@runtime_checkable
+class Model(Protocol):
+    model_id: str
+
+    def complete(self, messages: Sequence[Message], stop: Sequence[str] | None = None) -> ModelReply: ...
+
+
+def check_model(model: Any) -> Any:
+    """`model` if it can be asked for replies (has `complete`), else a TypeError that says what to pass.
+
+    Agents call this when they are made, so a model name or a missing model fails there and not
+    at the first step with "'str' object has no attribute 'complete'".
+    """
+    if model is None:
+        raise TypeError(
+            "model is required: pass model=OpenAIModel('model-name', base_url=...) for a server, "
+            "or model=ScriptedModel([...replies...]) to replay fixed replies offline"
+        )
+    if isinstance(model, str):
+        raise TypeError(
+            f"model must be a model object, not the string {model!r}: pass "
+            f"model=OpenAIModel({model!r}) (add base_url=... for a local OpenAI-compatible server)"
+        )
+    if not callable(getattr(model, "complete", None)):
+        raise TypeError(
+            f"model must have a complete(messages, stop) method (OpenAIModel, ScriptedModel or your "
+            f"own class), got {type(model).__name__}"
+        )
+    return model
+
+
+def _sentence(text: Any) -> str:
+    """`text` without its final period, to be followed by one (the SDK's messages end in one)."""
+    return str(text).rstrip().rstrip(".")
+
+
+def cut_at_stop(text: str, stop: Sequence[str] | None) -> str:
+    """What a server honoring `stop` would have returned: the text before the first stop sequence."""
+    if not stop:
+        return text
+    cut = len(text)
+    for s in stop:
+        if s:
+            i = text.find(s, 0, cut + len(s))
+            if i != -1 and i < cut:
+                cut = i
+    return text[:cut]
+
+
+def merge_system_into_user(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """For endpoints without a system role: prepend the system text to the first user message."""
+    system = [content_text(m.get("content")) for m in messages if m.get("role") == "system"]
+    rest = [dict(m) for m in messages if m.get("role") != "system"]
+    if not system:
+        return rest
+    preamble = "\n\n".join(system)
+    for m in rest:
+        if m.get("role") == "user":
+            content = m.get("content")
+            if isinstance(content, list):  # text and images: the preamble is one more text part, first
+                m["content"] = [{"type": "text", "text": preamble}, *content]
+            else:
+                m["content"] = f"{preamble}\n\n{content or ''}"
+            return rest
+    return [{"role": "user", "content": preamble}, *rest]
+
+
+def _usage_from(raw: Any) -> Usage:
+    if raw is None:
+        return Usage()
+    p = int(getattr(raw, "prompt_tokens", 0) or 0)
+    c = int(getattr(raw, "completion_tokens", 0) or 0)
+    t = int(getattr(raw, "total_tokens", 0) or 0) or p + c
+    return Usage(prompt_tokens=p, completion_tokens=c, total_tokens=t)
+
+
+def tries_text(timeout: float, retries: int) -> str:
+    """What a model request may take in all, in words: "3 tries of 60 s" (or "60 s")."""
+    tries = retries + 1
+    return f"{tries} tries of {timeout:g} s" if tries > 1 else f"{timeout:g} s"
+
+
+class OpenAIModel:
+    """A chat-completions model over the `openai` SDK.
+
+    model_id: the model name the server knows (`gpt-4o-mini`, `qwen2.5-coder:7b`, ...).
+    base_url: the server's `/v1` URL; default `$OPENAI_BASE_URL`, else OpenAI itself.
+    api_key: default `$OPENAI_API_KEY`; local servers that need none get a placeholder.
+    system_role=False: merge the system prompt into the first user message.
+    supports_stop=False: do not send `stop`; the reply is cut client-side instead.
+    request_options: extra request fields (`temperature`, `max_tokens`, or server-specific ones,
+        which are sent through `extra_body`).
+    max_retries / timeout: the SDK's retry (429, 5xx, connection errors) and per-request timeout.
+    adapt: when the server answers HTTP 400 about `stop`, the system role or images, switch that
+        option off and retry once (recorded in `.adaptations`), instead of failing the run.
+    vision: whether the model takes images (figures the agent's code made are then sent as image
+        parts of the observation). "auto" (default): True for model names known to (gpt-4o, gpt-4.1,
+        claude-3, gemini, llava, qwen2.5-vl, pixtral, ... see `codeagent.tools.attachments`), else False.
+        A model without vision reads a one-line description of each figure instead.
+    constrain: constrained decoding, for the requests an agent sends with a `Constraint`: None (no
+        constraint), a spelling ("json_schema": OpenAI's response_format, also vLLM's and Ollama's;
+        "json_object": llama-cpp-python's {"type": "json_object", "schema": ...}; "grammar": a GBNF
+        grammar, the llama.cpp family; "guided_json" / "guided_grammar": vLLM's fields), or "auto":
+        at first use a probe of a few tiny requests picks the spelling the endpoint honours
+        (remembered per endpoint and model; None when none works). A constrained request the
+        endpoint rejects (HTTP 400, 422 or 500) is sent again with the next spelling ("auto") or
+        without a constraint; the probe's verdict and every fallback are recorded in `.adaptations`,
+        which the agents report as events. With any constrain setting, ToolCallingAgent's requests
+        also carry tool_choice="required" (dropped if the endpoint rejects it).
+    """
+
+    scripted = False
+    provider_name = "openai"  # gen_ai.provider.name in traces: the API it speaks (codeagent.tracing)
+
+    def __init__(
+        self,
+        model_id: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        system_role: bool = True,
+        supports_stop: bool = True,
+        request_options: Mapping[str, Any] | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        adapt: bool = True,
+        client: Any = None,
+        vision: bool | str = "auto",
+        constrain: str | None = None,
+    ) -> None:
+        if not isinstance(model_id, str) or not model_id.strip():
+            raise TypeError(f"OpenAIModel needs the model's name as a string, e.g. OpenAIModel('gpt-4o-mini'), "
+                            f"got {model_id!r}")
+        if vision not in (True, False, "auto"):
+            raise ValueError(f"vision must be True, False or 'auto' (known vision model names), got {vision!r}")
+        self.model_id = model_id
+        self.vision: bool = vision_capable(model_id) if vision == "auto" else bool(vision)
+        if isinstance(timeout, (int, float)):  # (an httpx.Timeout passes as it is)
+            from executors.base import timeout_seconds
+
+            timeout = timeout_seconds(timeout, "timeout")
+        if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
+            raise ValueError(f"max_retries must be a whole number >= 0, got {max_retries!r}")
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.adapt = adapt
+        self.adaptations: list[str] = []
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self.system_role = system_role
+        self.supports_stop = supports_stop
+        self.request_options = dict(request_options or {})
+        self.set_constrain(constrain)
+        if client is None:
+            import openai
+
+            key = api_key or os.environ.get("OPENAI_API_KEY")
+            if not key:
+                if not self.base_url:
+                    raise ModelError(
+                        "no API key: set OPENAI_API_KEY (or pass api_key=...), or point base_url "
+                        "at a local OpenAI-compatible server"
+                    )
+                key = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) accept any key
+            client = openai.OpenAI(base_url=self.base_url, api_key=key, max_retries=max_retries, timeout=timeout)
+        self.client = client
+
+    def _request(
+        self, messages: Sequence[Message], stop: Sequence[str] | None, tools: Sequence[Mapping[str, Any]] | None = None,
+        fields: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The `create` arguments; `fields`: the constraint's request fields (`_constraint_fields`)."""
+        msgs = merge_system_into_user(messages) if not self.system_role else [dict(m) for m in messages]
+        if not self.vision and has_images(msgs):
+            msgs = strip_images(msgs)  # their text describes each image
+        known = _create_parameters(self.client)
+        request: dict[str, Any] = {"model": self.model_id, "messages": msgs}
+        extra: dict[str, Any] = {}
+        for key, value in {**self.request_options, **(fields or {})}.items():
+            (request if key in known else extra)[key] = value
+        if extra:
+            request["extra_body"] = {**request.get("extra_body", {}), **extra}
+        if stop and self.supports_stop:
+            request["stop"] = list(stop)[:4]  # the API accepts at most 4
+        if tools:
+            request["tools"] = [dict(t) for t in tools]
+        return request
+
+    # -- constrained decoding ----------------------------------------------------------------
+
+    def set_constrain(self, constrain: str | None) -> None:
+        """Change the `constrain` setting (see the class doc); "auto" probes again at first use."""
+        self.constrain = check_constrain(constrain)
+        self._spelling: str | None = None if constrain == "auto" else constrain
+        self._resolved = constrain != "auto"
+        self._confirmed = False  # a constrained request in this spelling has been answered
+        self._tried: list[str] = []  # spellings rejected by the probe or by a real request
+        self._tool_choice = constrain is not None
+
+    def constraint_spelling(self) -> str | None:
+        """The spelling constrained requests use now (None: none); runs the "auto" probe once."""
+        if not self._resolved:
+            self._resolved = True
+            from .constrain.probe import PROBE_ORDER
+
+            result = _probe(self)
+            self._spelling = result.spelling
+            if result.spelling is not None:
+                self._tried = [s for s in PROBE_ORDER[: PROBE_ORDER.index(result.spelling) + 1]]
+            self.adaptations.append(f"constrain='auto': {result.describe()}")
+        return self._spelling
+
+    def _constraint_fields(self, constraint: Constraint | None, has_tools: bool) -> dict[str, Any]:
+        if constraint is None:
+            return {}
+        fields: dict[str, Any] = {}
+        if constraint.schema is not None or constraint.grammar is not None:  # only then is a probe worth it
+            fields = constraint.fields(self.constraint_spelling())
+        if constraint.tool_choice and has_tools and self._tool_choice:
+            fields["tool_choice"] = constraint.tool_choice
+        return fields
+
+    def _constraint_rejected(self, exc: Any, fields: Mapping[str, Any], constraint: Constraint | None) -> bool:
+        """A constrained request failed with `exc`: fall back (next spelling, or none); True to retry."""
+        status = getattr(exc, "status_code", None)
+        message = _short(server_error_text(exc), 160)
+        if "tool_choice" in fields and status in (400, 422) and (
+                "tool_choice" in message or "required" in message):
+            self._tool_choice = False
+            self.adaptations.append(f"the endpoint rejected tool_choice='required' (HTTP {status}): not sent again")
+            return True
+        spelling = self._spelling
+        if constraint is None or spelling is None or status not in (400, 422, 500) or fields.keys() <= {"tool_choice"}:
+            return False
+        self._tried.append(spelling)
+        following = None
+        if self.constrain == "auto":
+            from .constrain.probe import PROBE_ORDER
+
+            following = next((s for s in PROBE_ORDER if s not in self._tried and constraint.expressible(s)), None)
+        self._spelling, self._confirmed = following, False
+        then = f"trying constrain={following!r}" if following else "continuing without a constraint"
+        self.adaptations.append(f"the endpoint rejected the constrained request (constrain={spelling!r}, "
+                                f"HTTP {status}: {message}); {then}")
+        return True
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        stop: Sequence[str] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        constraint: Constraint | None = None,
+    ) -> ModelReply:
+        """One chat completion. `tools`: OpenAI tool schemas; native calls come back in `.tool_calls`.
+        `constraint`: what to decode, sent in this model's `constrain` spelling (ignored when None)."""
+        import openai
+
+        where = self.base_url or "api.openai.com"
+        try:
+            while True:
+                fields = self._constraint_fields(constraint, bool(tools))
+                request = self._request(messages, stop, tools, fields)
+                client = self.client
+                if fields and not self._confirmed and hasattr(client, "with_options"):
+                    # the first request in a spelling: a rejection (llama-cpp-python answers an unknown
+                    # response_format with HTTP 500) is an answer to act on, not a fault to retry
+                    client = client.with_options(max_retries=0)
+                try:
+                    response = client.chat.completions.create(**request)
+                    self._confirmed = self._confirmed or bool(fields)
+                    break
+                except openai.APIStatusError as exc:
+                    if not (self._adapted_to(exc, request) or self._constraint_rejected(exc, fields, constraint)):
+                        raise
+        except openai.APIStatusError as exc:
+            hint = {
+                401: " Check the API key (--api-key-env / OPENAI_API_KEY).",
+                403: " Check the API key's permissions.",
+                404: " Check the model name (--model) and the base URL (--base-url, it usually ends in /v1).",
+            }.get(exc.status_code, "")
+            if exc.status_code == 400 and "system" in str(exc).lower() and self.system_role:
+                hint = " If this server has no system role, use system_role=False (--no-system-role)."
+            raise ModelError(
+                f"model endpoint {where} returned HTTP {exc.status_code}: {_sentence(_short(exc.message))}.{hint}",
+                status=exc.status_code,
+            ) from exc
+        except openai.APITimeoutError as exc:
+            raise ModelError(f"model endpoint {where} timed out{self.waited()}: raise OpenAIModel(timeout=...) "
+                             "(--model-timeout) or check the server") from exc
+        except openai.APIConnectionError as exc:
+            raise ModelError(
+                f"cannot reach the model endpoint {where}: {_sentence(exc)}. "
+                "Check base_url (--base-url) or OPENAI_BASE_URL, and that the server is running."
+            ) from exc
+        if not getattr(response, "choices", None):
+            raise ModelError(f"model endpoint {where} returned no choices")
+        choice = response.choices[0]
+        message = choice.message
+        raw_text = (getattr(message, "content", None) or "") if message is not None else ""
+        field_reasoning = None
+        if message is not None:
+            field_reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
+        text, think = split_reasoning(raw_text)
+        text = cut_at_stop(text, stop)
+        reasoning = "\n\n".join(r for r in (field_reasoning, think) if isinstance(r, str) and r) or None
+        return ModelReply(
+            text=text, usage=_usage_from(getattr(response, "usage", None)), reasoning=reasoning,
+            finish_reason=getattr(choice, "finish_reason", None),
+            tool_calls=_tool_calls_from(getattr(message, "tool_calls", None) if message is not None else None),
+        )
+
+    def waited(self) -> str:
+        """How long a request that timed out waited in all: every try gets the whole timeout."""
+        if not isinstance(self.timeout, (int, float)):
+            return ""
+        tries = self.max_retries + 1
+        if tries == 1:
+            return f" after {tries_text(self.timeout, self.max_retries)}"
+        return (f" after {tries_text(self.timeout, self.max_retries)} each ({tries * self.timeout:g} s "
+                "in all; fewer tries: max_retries=, --model-retries)")
+
+    def _adapted_to(self, exc: Any, request: Mapping[str, Any]) -> bool:
+        """Switch off what a weak endpoint rejected (`stop`, the system role); True to retry."""
+        if not self.adapt or getattr(exc, "status_code", None) != 400:
+            return False
+        message = str(getattr(exc, "message", exc)).lower()
+        if "stop" in request and "stop" in message:
+            self.supports_stop = False
+            self.adaptations.append("the endpoint rejected `stop`: replies are cut client-side")
+            return True
+        if self.system_role and "system" in message and any(m.get("role") == "system" for m in request["messages"]):
+            self.system_role = False
+            self.adaptations.append("the endpoint rejected the system role: it is merged into the first user message")
+            return True
+        if self.vision and "image" in message and has_images(request["messages"]):
+            self.vision = False
+            self.adaptations.append("the endpoint rejected images: figures are described in text")
+            return True
+        return False
+
+    def __repr__(self) -> str:
+        return f"OpenAIModel({self.model_id!r}, base_url={self.base_url!r})"
+
+
+def _tool_calls_from(raw: Any) -> tuple[ToolCall, ...]:
+    """OpenAI `message.tool_calls` as ToolCall objects; arguments that are not JSON stay text."""
+    import json
+
+    calls = []
+    for item in raw or ():
+        function = getattr(item, "function", None)
+        name = getattr(function, "name", None)
+        if not isinstance(name, str):
+            continue
+        arguments: Any = getattr(function, "arguments", None) or "{}"
+        if isinstance(arguments, str):
+            try:
+                decoded = json.loads(arguments)
+            except ValueError:
+                decoded = None
+            arguments = decoded if isinstance(decoded, dict) else arguments
+        calls.append(ToolCall(id=str(getattr(item, "id", "") or ""), name=name, arguments=arguments))
+    return tuple(calls)
+
+
+# The "auto" probe's verdict per (base_url, model_id): the probe costs a few requests, once.
+_PROBED: dict[tuple[str, str], Any] = {}
+
+
+def _probe(model: OpenAIModel) -> Any:
+    """Which spelling `model`'s endpoint honours (a ProbeResult), probed once per endpoint and model.
+    A probe that cannot reach the endpoint is not remembered: it says so, and the run goes on."""
+    import openai
+
+    from .constrain.probe import ProbeResult, probe_constraint, sdk_sender
+
+    key = (model.base_url or "api.openai.com", model.model_id)
+    if key not in _PROBED:
+        try:
+            result = probe_constraint(sdk_sender(model.client, model.model_id))
+        except openai.APIError as exc:
+            return ProbeResult(None, (("probe", f"the probe request failed: {_short(exc, 160)}"),))
+        _PROBED[key] = result
+    return _PROBED[key]
+
+
+_CREATE_PARAMS: dict[type, frozenset[str]] = {}
+
+
+def _create_parameters(client: Any) -> frozenset[str]:
+    """Keyword names `chat.completions.create` accepts natively (the rest go in extra_body)."""
+    completions = client.chat.completions
+    key = type(completions)
+    if key not in _CREATE_PARAMS:
+        try:
+            _CREATE_PARAMS[key] = frozenset(inspect.signature(completions.create).parameters)
+        except (TypeError, ValueError):
+            _CREATE_PARAMS[key] = frozenset({"temperature", "max_tokens", "top_p", "seed"})
+    return _CREATE_PARAMS[key]
+
+
+def _short(text: Any, limit: int = 300) -> str:
+    text = re.sub(r"^Error code: \d+ - ", "", str(text))  # the SDK's prefix repeats the status
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _image_count(messages: Sequence[Message]) -> int:
+    return sum(1 for m in messages if isinstance(m.get("content"), list)
+               for p in m["content"] if isinstance(p, Mapping) and p.get("type") == "image_url")

@@ -1,0 +1,99 @@
+"""`ScriptedModel`: a model that replays fixed replies (tests, examples, offline demos, replays of a
+saved run). It behaves like an endpoint (stop sequences, estimated usage, constraints recorded)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..parsing.reasoning import split_reasoning
+from ..runs.record import RunResult
+from ..tools.attachments import IMAGE_TOKENS, content_text
+from .constrain.request import Constraint, check_constrain
+from .openai_model import Message, ModelError, _image_count, _short, cut_at_stop
+from .replies import ModelReply, Usage
+
+__all__ = ["ScriptedModel"]
+
+
+def _estimate_tokens(text: str) -> int:
+    return (len(text) + 3) // 4
+
+
+class ScriptedModel:
+    """Replays fixed replies in order: for tests, examples and offline demos.
+
+    It behaves like a server that honors `stop` (each reply is cut at the first stop sequence) and
+    reports an estimated usage. `scripted = True` lets the agent and the CLI say so in their output.
+    constrain: a constraint spelling to act as if the endpoint honoured (agents then build their
+        constrained prompts and constraints); each call's `Constraint` is kept in `.constraints`.
+    """
+
+    scripted = True
+    provider_name = "codeagent.scripted"  # gen_ai.provider.name in traces
+
+    def __init__(self, replies: Iterable[str | ModelReply], *, model_id: str = "scripted",
+                 vision: bool = False, constrain: str | None = None) -> None:
+        if isinstance(replies, (str, bytes, ModelReply)) or not isinstance(replies, Iterable):
+            shown = _short(repr(replies), 60)
+            raise TypeError(f"ScriptedModel takes a list of replies, one per model call, got "
+                            f"{type(replies).__name__} {shown}: wrap it in a list, ScriptedModel([{shown}])")
+        self.replies = [r if isinstance(r, ModelReply) else ModelReply(text=str(r)) for r in replies]
+        self.model_id = model_id
+        self.vision = bool(vision)  # True: the agent sends it figures as image parts (see .calls)
+        self.calls: list[list[dict[str, Any]]] = []
+        self.stops: list[list[str] | None] = []
+        self.tools: list[list[dict[str, Any]] | None] = []  # the `tools=` of each call
+        if check_constrain(constrain) == "auto":
+            raise ValueError("ScriptedModel has no endpoint to probe: give it a spelling, e.g. constrain='grammar'")
+        self.constrain = constrain
+        self.constraints: list[Constraint | None] = []  # the `constraint=` of each call
+        self._next = 0
+
+    @classmethod
+    def from_run(cls, run: Any) -> ScriptedModel:
+        """Replay a saved `RunResult` (or its JSON path): the same replies, step by step."""
+        if isinstance(run, (str, os.PathLike)):
+            run = RunResult.load(run)
+        return cls(run.replies(), model_id=f"scripted (replay of {run.model})")
+
+    @property
+    def remaining(self) -> int:
+        return len(self.replies) - self._next
+
+    def constraint_spelling(self) -> str | None:
+        return self.constrain
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        stop: Sequence[str] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        constraint: Constraint | None = None,
+    ) -> ModelReply:
+        self.constraints.append(constraint)
+        self.calls.append([dict(m) for m in messages])
+        self.stops.append(list(stop) if stop else None)
+        self.tools.append([dict(t) for t in tools] if tools else None)
+        if self._next >= len(self.replies):
+            raise ModelError(f"ScriptedModel ran out of replies after {len(self.replies)}: give it one reply per model call")
+        reply = self.replies[self._next]
+        self._next += 1
+        text, think = split_reasoning(reply.text)
+        text = cut_at_stop(text, stop)
+        reasoning = "\n\n".join(r for r in (reply.reasoning, think) if r) or None
+        usage = reply.usage
+        if usage == Usage():
+            prompt = sum(_estimate_tokens(content_text(m.get("content"))) for m in messages)
+            prompt += IMAGE_TOKENS * _image_count(messages)
+            completion = _estimate_tokens(reply.text)
+            usage = Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
+        return ModelReply(
+            text=text, usage=usage, reasoning=reasoning, finish_reason="tool_calls" if reply.tool_calls else "stop",
+            tool_calls=reply.tool_calls,
+        )
+
+    def __repr__(self) -> str:
+        return f"ScriptedModel({len(self.replies)} replies, {self.remaining} left)"
+

@@ -1,0 +1,3 @@
+"""Attacks: escape attempts (primitives, rendering, library routes, deferred objects) and
+resource bombs, as hypothesis strategies and data tables.
+"""

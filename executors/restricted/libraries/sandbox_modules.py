@@ -1,0 +1,331 @@
+"""Authorized imports for the restricted runtime: module proxies and the guarded `__import__`.
+
+Model code never holds a real module. It gets a read-only proxy whose attributes are the
+module's public members, minus module-valued attributes (`re.enum`, `random._os` is private
+anyway) unless that submodule is authorized too, minus the dangerous members listed in policy.
+A few members are then replaced by sandbox-aware versions (patches.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import types
+import warnings
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..compiler.policy import FORBIDDEN_BUILTINS, HIDDEN_MODULE_MEMBERS, IO_ALLOWED
+from ..guards.errors import ImportPolicyError
+from ..host.guard import HostGuard
+from ..limits.budget import RunState
+from .patches import PATCHES, PatchContext, patch_members
+from .rules import hidden_reason, module_refusal
+
+# Submodules that are part of what their parent is for (`os.path` is posixpath): authorizing the
+# parent authorizes them.
+_PART_OF_PARENT = frozenset({"os.path"})
+
+_READ_ONLY: dict[type, Callable[[Any], Any]] = {
+    list: tuple, dict: types.MappingProxyType, set: frozenset, bytearray: bytes,
+}
+
+
+def _reaches(proxy: Any, parts: list[str]) -> bool:
+    """Does the proxy already lead to the submodule `parts` (each a member or a lazy member)?"""
+    for part in parts:
+        if type(proxy) is not ModuleProxy:
+            return False
+        members = proxy.__dict__
+        lazy = members["_lazy"]
+        if part not in members and (lazy is None or part not in lazy[1]):
+            return False
+        try:
+            proxy = getattr(proxy, part)
+        except AttributeError:
+            return False
+    return type(proxy) is ModuleProxy
+
+
+class ModuleProxy:
+    """A read-only namespace standing in for a module. Has no `__name__` on purpose: CPython's
+    `from m import x` falls back to `sys.modules[m.__name__ + '.x']` when `x` is missing."""
+
+    def __init__(self, label: str, members: dict[str, Any], lazy: Any = None) -> None:
+        object.__setattr__(self, "_label", label)
+        object.__setattr__(self, "_lazy", lazy)  # (resolve, names): members made on first use
+        self.__dict__.update(members)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called for missing names.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        lazy = self.__dict__["_lazy"]
+        if lazy is not None and type(name) is str:
+            value = lazy[0](name)
+            if value is not _ABSENT:
+                self.__dict__[name] = value
+                return value
+        raise AttributeError(
+            f"module '{self._label}' has no attribute '{name}' in the sandbox "
+            "(private, hidden, or a submodule that is not authorized)"
+        )
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"module '{self._label}' is read-only in the sandbox")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"module '{self._label}' is read-only in the sandbox")
+
+    def __dir__(self) -> list[str]:
+        lazy = self.__dict__["_lazy"]
+        names = {k for k in self.__dict__ if not k.startswith("_")}
+        return sorted(names | (lazy[1] if lazy is not None else set()))
+
+    def __repr__(self) -> str:
+        return f"<module '{self._label}'>"
+
+
+_ABSENT = object()
+
+
+def public_child(parent: str, child: str) -> bool:
+    """Is `parent.child` part of `parent`'s public API? What `pkg.*` authorizes is the package's
+    public API, not every module in it: a package's internals (`pandas.core.accessor`,
+    `concurrent.futures.thread`) are reachable only where the public API hands them out.
+
+    The rule, from what the package itself says: a name with a leading underscore never; a
+    package with an `__all__` that names submodules exports exactly those (pandas, numpy, scipy,
+    scikit-learn, email, xml); one whose `__all__` names none exports none if it is in the
+    standard library (which lists or documents every public submodule: name one exactly to
+    authorize it) and, in a third-party package, every submodule without a leading underscore
+    (matplotlib's, statsmodels' convention); a package without `__all__`, every such submodule."""
+    if child.startswith("_"):
+        return False
+    key = (parent, child)
+    known = _PUBLIC.get(key)
+    if known is None:
+        known = _PUBLIC[key] = _public_child(parent, child)
+    return known
+
+
+_PUBLIC: dict[tuple[str, str], bool] = {}
+
+
+def _public_child(parent: str, child: str) -> bool:
+    import sys
+
+    try:
+        module = sys.modules.get(parent) or importlib.import_module(parent)
+    except Exception:  # noqa: BLE001 - the import will fail the same way and say why
+        return True
+    names = getattr(module, "__all__", None)
+    if not isinstance(names, (list, tuple)):
+        return True
+    names = [n for n in names if type(n) is str]
+    if child in names:
+        return True
+    if any(_is_submodule(module, parent, n) for n in names):
+        return False
+    return parent.split(".")[0] not in sys.stdlib_module_names
+
+
+def _is_submodule(module: types.ModuleType, parent: str, name: str) -> bool:
+    if isinstance(getattr(module, name, None), types.ModuleType):
+        return True
+    if not hasattr(module, "__path__"):
+        return False
+    try:
+        return importlib.util.find_spec(f"{parent}.{name}") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+class Authorization:
+    """Which module names may be imported: exact names and "pkg.*" patterns (the package's
+    public API, see `public_child`)."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.exact: set[str] = set()
+        self.prefixes: list[str] = []
+        for name in names:
+            if name == "*":
+                raise ValueError("authorizing every module ('*') is not supported by the restricted policy")
+            if name.endswith(".*"):
+                base = name[:-2]
+                self.exact.add(base)
+                self.prefixes.append(base + ".")
+            else:
+                self.exact.add(name)
+
+    def allows(self, name: str) -> bool:
+        if name in self.exact:
+            return True
+        for prefix in self.prefixes:
+            if name.startswith(prefix):
+                parent, *children = [prefix[:-1], *name[len(prefix):].split(".")]
+                for child in children:
+                    if not public_child(parent, child):
+                        return False
+                    parent = f"{parent}.{child}"
+                return True
+        return False
+
+    def on_path(self, name: str) -> bool:
+        """`name` is an authorized module or a package on the way to one."""
+        if self.allows(name):
+            return True
+        dotted = name + "."
+        return any(a.startswith(dotted) for a in self.exact)
+
+
+class SandboxImporter:
+    def __init__(
+        self, authorized: Iterable[str], state: RunState, print_fn: Callable[..., None], host: HostGuard
+    ) -> None:
+        self.auth = Authorization(authorized)
+        self.host = host
+        self.patch_ctx = PatchContext(state, host, print_fn)
+        self.cache: dict[str, ModuleProxy] = {}
+        self.sandbox_builtins: dict[str, Any] = {}  # what `import builtins` gives: set by the namespace
+
+    # the builtin `__import__` seen by model code
+    def __call__(self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+        if type(fromlist) is list:
+            # C code of a library (numpy's lazy `_methods`) imports through the `__import__` of
+            # the frame it runs under: PyImport_Import passes a list, the compiler never does
+            # (model code's import statements pass None or a tuple). It is the library's own
+            # import: it happens, and the library gets the module from sys.modules, not us.
+            return importlib.import_module(name)
+        if level:
+            raise ImportPolicyError("relative imports are not allowed")
+        if not isinstance(name, str) or not name or any(p.startswith("_") for p in name.split(".")):
+            raise ImportPolicyError(f"importing {name!r} is not allowed")
+        if not self.auth.allows(name) and not (fromlist and self.auth.on_path(name)):
+            raise ImportPolicyError(self._refusal(name))
+        refused = module_refusal(name)
+        if refused is not None:
+            raise ImportPolicyError(
+                f"importing '{name}' is not allowed in the sandbox even though it is authorized: "
+                f"{refused}")
+        proxy = self.proxy(name)
+        if fromlist:
+            for item in fromlist:
+                if not isinstance(item, str) or item.startswith("_") or item == "*":
+                    raise ImportPolicyError(f"importing {item!r} from {name} is not allowed")
+                if item not in proxy.__dict__ and not hasattr(proxy, item):
+                    full = f"{name}.{item}"
+                    if self.auth.allows(full):
+                        self._load(full)
+                        proxy = self.proxy(name, refresh=True)
+                    else:
+                        raise ImportPolicyError(
+                            f"cannot import '{item}' from '{name}': it is not available in the "
+                            f"sandbox (private, a module that is not authorized, or hidden)"
+                        )
+            return proxy
+        top = name.split(".")[0]
+        if top != name:
+            self._load(name)
+            cached = self.cache.get(top)
+            if cached is not None and _reaches(cached, name.split(".")[1:]):
+                return cached  # (every later step's `import pyarrow.compute`: no rebuild of pyarrow's)
+            return self.proxy(top, refresh=True)
+        return proxy
+
+    def _refusal(self, name: str) -> str:
+        internal = next((p for p in self.auth.prefixes if name.startswith(p)), None)
+        if internal is not None:
+            return (f"'{name}' is internal to {internal[:-1]}: only its public modules can be "
+                    f"imported; use what {internal[:-1]} itself offers (its documented names)")
+        allowed = ", ".join(sorted(self.auth.exact))
+        return (
+            f"import of '{name}' is not allowed. Authorized modules: {allowed}. "
+            "Solve the task with these modules and the tools you were given."
+        )
+
+    def _load(self, name: str) -> types.ModuleType:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            raise ImportError(f"No module named '{name}'") from None
+
+    def proxy(self, name: str, *, refresh: bool = False) -> ModuleProxy:
+        cached = self.cache.get(name)
+        if cached is not None and not refresh:
+            return cached
+        module = self._load(name)
+        members, lazy = self._members(name, module)
+        proxy = ModuleProxy(name, members, lazy)
+        self.cache[name] = proxy
+        return proxy
+
+    def _members(self, name: str, module: types.ModuleType) -> tuple[dict[str, Any], Any]:
+        """The proxy's members now, and the resolver of those it gets on first use: submodules
+        (their proxies, and the import of a lazy package's submodule: scipy.stats) and names a
+        module provides through its `__getattr__`, so that importing a package does not import
+        and proxy every module in it."""
+        if name == "builtins":  # the sandbox's own builtins, never the host's
+            # (the frame's builtins carry `open` for C code, e.g. numpy's tofile: never hand it out)
+            return {k: v for k, v in self.sandbox_builtins.items()
+                    if not k.startswith("_") and k not in FORBIDDEN_BUILTINS}, None
+        members: dict[str, Any] = {}
+        own = vars(module)
+        eager = name in PATCHES  # (a patch works on the members it is given)
+        public = getattr(module, "__all__", None)
+        names = set(dir(module)) | (set(public) if isinstance(public, (list, tuple)) else set())
+        lazy: set[str] = set()
+        for attr in names:
+            if not isinstance(attr, str) or attr.startswith("_"):
+                continue
+            if attr in own and type(own[attr]) is types.ModuleType or not eager and attr not in own:
+                lazy.add(attr)  # (modules always: two modules may name each other)
+                continue
+            value = self._member(name, module, attr)
+            if value is not _ABSENT:
+                members[attr] = value
+        patch_members(name, members, self.patch_ctx)
+
+        def resolve(attr: str) -> Any:
+            if attr not in lazy:
+                return _ABSENT
+            return self._member(name, module, attr)
+
+        return members, (resolve, frozenset(lazy)) if lazy else None
+
+    def _importable(self, name: str) -> bool:
+        """Could model code import `name` itself (authorized, public, not refused)?"""
+        return not any(p.startswith("_") for p in name.split(".")) and self.auth.allows(name) \
+            and module_refusal(name) is None
+
+    def _member(self, name: str, module: types.ModuleType, attr: str) -> Any:
+        """What the proxy of `name` hands out as `attr`, or _ABSENT."""
+        if attr in HIDDEN_MODULE_MEMBERS.get(name, {}) or hidden_reason(name, attr) is not None:
+            return _ABSENT  # dangerous even when authorized
+        if name == "io" and attr not in IO_ALLOWED:
+            return _ABSENT
+        try:
+            with warnings.catch_warnings():  # deprecated members warn on access: not the model's doing
+                warnings.simplefilter("ignore")
+                value = getattr(module, attr)
+        except AttributeError:
+            return _ABSENT
+        if isinstance(value, types.ModuleType):
+            full = f"{name}.{attr}"
+            if (value.__name__ == full and self.auth.on_path(full)) or \
+                    (full in _PART_OF_PARENT and self.auth.allows(name)):
+                return self.proxy(full)
+            own = value.__name__
+            if type(own) is str and own != full and self._importable(own):
+                return self.proxy(own)  # a re-export (statsmodels.api.families): as if imported
+            return _ABSENT
+        if isinstance(value, type) and issubclass(value, type):
+            return _ABSENT  # metaclasses create classes with any dunder (ABCMeta, EnumType)
+        if type(value) in _READ_ONLY:
+            if type(value) in (dict, list):
+                self.host.share_nested(value)
+            value = _READ_ONLY[type(value)](value)  # module-level containers: read-only views
+        elif type(value).__name__ == "Context" and name == "decimal":
+            value = value.copy()
+        self.host.share(value)
+        return value
