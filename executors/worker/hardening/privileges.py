@@ -39,11 +39,16 @@ def capabilities() -> Capabilities:
     # (open(encoding="ascii") imports encodings.ascii, which a dropped user may not reach).
     found = dict.fromkeys((field for _key, field in _CAP_FIELDS), 0)
     keys = {key.encode(): field for key, field in _CAP_FIELDS}
-    with open("/proc/self/status", "rb") as status:
-        for line in status:
-            key, _, value = line.partition(b":")
-            if key in keys:
-                found[keys[key]] = int(value.strip(), 16)
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                key, _, value = line.partition(b":")
+                if key in keys:
+                    found[keys[key]] = int(value.strip(), 16)
+    except OSError:  # no /proc in the worker's own root: ask the kernel directly
+        from .namespaces import capability_sets
+
+        return Capabilities(**capability_sets(_last_cap()))
     return Capabilities(**found)
 
 
@@ -97,12 +102,18 @@ def resolve_user(user) -> tuple[str, int, int]:
     return name, uid, gid
 
 
+_LAST_CAP: list = []
+
+
 def _last_cap() -> int:
-    try:
-        with open("/proc/sys/kernel/cap_last_cap", "rb") as f:
-            return int(f.read())
-    except (OSError, ValueError):
-        return 63
+    """The highest capability number of this kernel, read once (before /proc goes away)."""
+    if not _LAST_CAP:
+        try:
+            with open("/proc/sys/kernel/cap_last_cap", "rb") as f:
+                _LAST_CAP.append(int(f.read()))
+        except (OSError, ValueError):
+            return 63
+    return _LAST_CAP[0]
 
 
 def _empty_bounding_set() -> None:
