@@ -43,6 +43,7 @@ from . import seccomp as _seccomp
 from ._kernel import FrozenRecord, HardeningError
 from .landlock import (
     LandlockReport,
+    _checked_ports,
     Rule,
     Ruleset,
     Skipped,
@@ -146,6 +147,9 @@ def harden(
         raise HardeningError(1, f"harden() must run before any thread starts ({threads} run)")
     read = path_list("read", read)  # every argument checked before anything irreversible
     write = path_list("write", write)
+    _checked_ports(network)
+    if type(tmp_mb) is not int or tmp_mb < 1:
+        raise TypeError(f"tmp_mb must be a positive int, not {tmp_mb!r}")
     join_net = _checked_join(join)
     bpf = _checked_seccomp(seccomp)
     is_root = os.geteuid() == 0

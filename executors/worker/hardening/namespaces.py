@@ -30,6 +30,7 @@ import sys
 
 from . import _kernel
 from ._kernel import FrozenRecord, HardeningError
+from .runtime import _shared_mounts
 
 __all__ = ["EARLY", "NamespaceReport", "RootReport", "drop_capabilities", "isolate_process",
            "new_root"]
@@ -39,6 +40,7 @@ __all__ = ["EARLY", "NamespaceReport", "RootReport", "drop_capabilities", "isola
 # into itself.
 _STAGES = ("/tmp", "/mnt", "/media", "/srv", "/opt", "/var/tmp", "/run", "/boot", "/home")
 _DEVICES = ("/dev/null", "/dev/urandom", "/dev/zero")
+_PR_GET_DUMPABLE, _PR_SET_DUMPABLE = 3, 4
 
 
 class NamespaceReport(FrozenRecord):
@@ -112,6 +114,10 @@ def _write(path: str, data: bytes) -> None:
 
 
 def _map_ids(uid: int, gid: int) -> None:
+    # A process that changed its uid is not dumpable, and its /proc/self files then belong to
+    # root: its own map files would refuse it. An ordinary user's process is dumpable anyway.
+    if _kernel.prctl(_PR_GET_DUMPABLE) != 1:
+        _kernel.prctl(_PR_SET_DUMPABLE, 1)
     try:  # setgroups must be denied before an unprivileged process may write gid_map
         _write("/proc/self/setgroups", b"deny")
         _write("/proc/self/gid_map", f"{gid} {gid} 1".encode())
@@ -222,11 +228,6 @@ def _setattr(path: str, set_: int, clear: int, recursive: bool) -> None:
     attr = _kernel.u64(set_) + _kernel.u64(clear) + _kernel.u64(0) + _kernel.u64(0)
     flags = _kernel.AT_RECURSIVE if recursive else 0
     _kernel.syscall("mount_setattr", -100, path, flags, attr, len(attr))  # AT_FDCWD
-
-
-def _shared_mounts() -> list[str]:
-    with open("/proc/self/mountinfo", "rb") as info:
-        return [os.fsdecode(line.split()[4]) for line in info if b" shared:" in line]
 
 
 def new_root(read, write, tmp_mb: int = 64) -> RootReport:
