@@ -114,7 +114,8 @@ def kernel_layers(report: dict[str, Any], harden: bool, rlimits: dict[str, int],
         "mount namespace": _state(_get(mounts, "namespace"), "only the runtime (read-only), the "
                                   f"grants and a private /tmp ({_get(mounts, 'tmp')} MiB)",
                                   _get(mounts, "why")),
-        "PID namespace": _state(_get(ns, "pid"), "the worker is PID 1 of its own", why),
+        "PID namespace": _state(_get(ns, "pid"), "its own (the worker is PID 2 under an init that "
+                                "only reaps)", why),
         "Landlock": (f"on: ABI {_get(lock, 'abi')}" + (f", scopes {', '.join(lock['scopes'])}"
                                                        if _get(lock, "scopes") else "")
                      if _get(lock, "restricted") else "off: left out" if "landlock" in leave_out

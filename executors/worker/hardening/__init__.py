@@ -43,10 +43,10 @@ from . import seccomp as _seccomp
 from ._kernel import FrozenRecord, HardeningError
 from .landlock import (
     LandlockReport,
-    _checked_ports,
     Rule,
     Ruleset,
     Skipped,
+    _checked_ports,
     abi_version,
     errata,
     path_list,

@@ -58,7 +58,7 @@ def missing(report) -> list[str]:
     privileges = _get(report, "privileges", default={})
     if _get(privileges, "was_root") and not _get(privileges, "dropped"):
         out.append("user: the worker runs as root")
-    if _get(privileges, "no_new_privs") is not True:
+    if not (_get(privileges, "no_new_privs") is True or _get(report, "landlock", "no_new_privs")):
         out.append("no_new_privs: not set")
     pid = _get(report, "namespaces", "pid") == "on"
     scoped = "SIGNAL" in (_get(report, "landlock", "scopes") or ())

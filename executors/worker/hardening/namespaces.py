@@ -127,28 +127,61 @@ def _map_ids(uid: int, gid: int) -> None:
 
 
 def _fork_into_pid_namespace() -> None:
+    """Three processes from here: this one (the host's handle: its pid, group, session and
+    cgroup) waits; its child is PID 1 of the new namespace and only reaps; that one's child, PID
+    2, returns from here and is the worker. Not PID 1 itself, because the kernel spares a
+    namespace's init every signal it has no handler for, SIGKILL and RLIMIT_CPU's SIGXCPU from
+    inside included: the worker must die of them as any process does."""
+    import signal
+
+    # Ctrl-C is the host's: a stray SIGINT must not end the waiter or the init (the worker
+    # ignores it too, from main())
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    status_r, status_w = os.pipe()
+    init = _fork("the PID namespace's init")
+    if init == 0:
+        os.close(status_r)
+        worker = _fork("the worker into its PID namespace")
+        if worker == 0:
+            os.close(status_w)
+            _kernel.prctl(_kernel.PR_SET_PDEATHSIG, 9)  # die with the init that reaps us
+            return
+        _kernel.prctl(_kernel.PR_SET_PDEATHSIG, 9)
+        status = _reap(worker, keep=status_w)
+        os.write(status_w, status.to_bytes(4, "little"))
+        os._exit(0)  # as init: everything left in the namespace is killed with it
+    os.close(status_w)
+    _reap(init, keep=status_r)
+    status = int.from_bytes(os.read(status_r, 4) or b"\0\0\0\0", "little")
+    if os.WIFSIGNALED(status):  # die of the same signal, so the host's report names it
+        number = os.WTERMSIG(status)
+        try:
+            signal.signal(number, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass  # SIGKILL, SIGSTOP: no handler to reset
+        os.kill(os.getpid(), number)
+    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def _fork(what: str) -> int:
     try:
-        child = os.fork()
+        return os.fork()
     except OSError as exc:
-        raise HardeningError(exc.errno, f"cannot fork into the PID namespace: {exc.strerror}")
-    if child == 0:
-        _kernel.prctl(_kernel.PR_SET_PDEATHSIG, 9)  # die with the parent that waits for us
-        return
-    os.closerange(0, 1 << 16)  # the channel is the child's alone
+        raise HardeningError(exc.errno, f"cannot fork {what}: {exc.strerror}")
+
+
+def _reap(pid: int, keep: int) -> int:
+    """Close every descriptor but `keep` (the channel is the worker's alone), reap every child
+    until `pid` has ended; its wait status."""
+    os.closerange(0, keep)
+    os.closerange(keep + 1, 1 << 16)
     while True:
         try:
-            _pid, status = os.waitpid(child, 0)
-            break
+            done, status = os.waitpid(-1, 0)
         except ChildProcessError:
-            os._exit(70)
-        except InterruptedError:
-            continue
-    if os.WIFSIGNALED(status):
-        import signal
-
-        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
-        os.kill(os.getpid(), os.WTERMSIG(status))
-    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+            return 9  # (cannot happen: `pid` is ours) as if killed
+        if done == pid:
+            return status
 
 
 # ------------------------------------------------------------------------- the new root
