@@ -280,6 +280,43 @@ def run_config(name: str, home: str) -> dict:
     return out
 
 
+def run_corpus(name: str, home: str) -> dict:
+    """The raw-memory routes (tests/raw_memory_routes.py) under the restricted policy with numpy,
+    pandas, pyarrow and scipy authorized, in one configuration: {"config", "started", "error",
+    "outcomes": {route: "got: ..." | "refused: ..." | "crashed: ..."}, "arrived"}."""
+    from raw_memory_routes import IMPORTS, all_routes
+
+    from executors import SubprocessExecutor
+    from executors.base import ExecutorError
+
+    class Configured(SubprocessExecutor):
+        leave_out = CONFIGS[name]
+
+    traps = Traps(home)
+    out: dict = {"config": name, "uid": os.getuid(), "outcomes": {}}
+    try:
+        try:
+            with Configured(authorized_imports=IMPORTS) as ex:
+                ex.start()
+                out.update(started=True, error=None)
+                for route, code in all_routes().items():
+                    r = ex.execute(code)
+                    out["outcomes"][route] = outcome(r)
+        except ExecutorError as exc:
+            out.update(started=False, error=str(exc))
+        out["arrived"] = traps.arrived()
+    finally:
+        traps.close()
+    return out
+
+
+def outcome(r) -> str:
+    if r.error is None:
+        return f"got: {r.output}"
+    kind = "crashed" if r.error.type == "WorkerCrashed" else "refused"
+    return f"{kind}: {r.error.type}: {r.error.message[:120]}"
+
+
 def _as_user(uid: int, gid: int, home: str, configs: list[str]) -> None:
     """As root: expose the runtime to the user, become it, run the configurations (exec)."""
     from executors.worker.hardening.runtime import expose_paths
@@ -296,7 +333,9 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--as-user"]:
         _as_user(int(argv[1]), int(argv[2]), argv[3], argv[4:])
     if argv[:1] == ["--run"]:
-        print(json.dumps([run_config(name, argv[1]) for name in argv[2:]]), flush=True)
+        runs = [run_config(name, argv[1]) for name in argv[2:] if not name.startswith("corpus:")]
+        runs += [run_corpus(name[7:], argv[1]) for name in argv[2:] if name.startswith("corpus:")]
+        print(json.dumps(runs), flush=True)
         return 0
     print(__doc__, file=sys.stderr)
     return 2

@@ -20,9 +20,13 @@ import subprocess
 import sys
 
 import pytest
-from owned_worker import ROOT, run_config
+from hypothesis import HealthCheck, given, settings
+from owned_worker import ROOT, Traps, outcome, run_config, run_corpus
+from raw_memory_routes import IMPORTS, ROUTES, raw_writes, variant
 from unavailable import unavailable
 
+from executors import SubprocessExecutor
+from executors.base import ExecutorError
 from executors.worker.hardening import landlock
 
 ABI = landlock.abi_version()
@@ -78,10 +82,18 @@ def user_results(ordinary_user):
     user = ordinary_user
     proc = subprocess.run(
         [sys.executable, str(ROOT / "tests" / "owned_worker.py"), "--as-user", str(user.pw_uid),
-         str(user.pw_gid), user.pw_dir, *USER_CONFIGS],
-        capture_output=True, text=True, timeout=600, check=False)
+         str(user.pw_gid), user.pw_dir, *USER_CONFIGS, *(f"corpus:{c}" for c in USER_CONFIGS)],
+        capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return {r["config"]: r for r in json.loads(proc.stdout.strip().splitlines()[-1])}
+    runs = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {("corpus:" if "outcomes" in r else "") + r["config"]: r for r in runs}
+
+
+@pytest.fixture(scope="module")
+def root_corpus():
+    _needs_root_x86()
+    home = pwd.getpwuid(0).pw_dir
+    return {name: run_corpus(name, home) for name in ROOT_CONFIGS}
 
 
 def assert_holds(result: dict, *, own_root: bool = True) -> None:
@@ -147,3 +159,72 @@ def test_as_an_ordinary_user(user_results, ordinary_user, config):
     if config == "no namespaces":
         assert layers["user namespace"].startswith("off") and layers["seccomp"].startswith("on")
     assert_holds(result, own_root=config != "no namespaces")
+
+
+# ----------------------------------------------------------------- raw memory through the libraries
+
+
+def assert_corpus(result: dict, holds: bool) -> None:
+    """Where the worker holds, the routes run (most of them do get raw memory: the guard cannot
+    stop a library handing out addresses) and nothing reaches the host; where it does not, the
+    native packages are refused at start, naming the missing layer and the opt-in."""
+    assert result["arrived"] == []
+    if not holds:
+        assert not result["started"]
+        assert "does not hold by itself" in result["error"] and "unconfined_native=True" in result["error"]
+        assert "numpy" in result["error"]
+        return
+    assert result["started"], result["error"]
+    assert set(result["outcomes"]) == set(ROUTES)
+    got = [route for route, what in result["outcomes"].items() if what.startswith("got")]
+    assert len(got) >= len(ROUTES) // 2, result["outcomes"]  # the corpus exercises real routes
+
+
+@pytest.mark.parametrize("config", ROOT_CONFIGS)
+def test_raw_memory_routes_as_root(root_corpus, config):
+    result = root_corpus[config]
+    if config == "no namespaces" and not result["started"] and "cannot reach the runtime" in result["error"]:
+        return  # as test_as_root: the drop needs the runtime reachable
+    assert_corpus(result, holds=config in ("full", "no Landlock", "no namespaces"))
+
+
+@pytest.mark.parametrize("config", USER_CONFIGS)
+def test_raw_memory_routes_as_an_ordinary_user(user_results, config):
+    holds = config != "no namespaces, no Landlock" and not (config == "no namespaces" and ABI == 0)
+    assert_corpus(user_results[f"corpus:{config}"], holds=holds)
+
+
+def test_without_the_kernel_layer_native_packages_are_refused_at_once():
+    for imports in (IMPORTS, ["numpy"], ["sklearn.*"]):
+        with pytest.raises(ExecutorError, match="(?i)the guard alone does not hold against native code"):
+            SubprocessExecutor(authorized_imports=imports, harden=False)
+    with SubprocessExecutor(authorized_imports=["statistics"], harden=False) as ex:  # pure Python
+        assert ex.execute("import statistics\nstatistics.mean([1, 2, 3])").output == 2
+    with SubprocessExecutor(authorized_imports=["numpy"], harden=False, unconfined_native=True) as ex:
+        assert ex.execute("import numpy\nint(numpy.arange(4).sum())").output == 6
+
+
+@pytest.fixture(scope="module")
+def corpus_worker():
+    _needs_root_x86()
+    traps = Traps(pwd.getpwuid(0).pw_dir)
+    ex = SubprocessExecutor(authorized_imports=IMPORTS)
+    try:
+        ex.start()
+        yield ex, traps
+    finally:
+        ex.close()
+        traps.close()
+
+
+@settings(max_examples=8, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(raw_writes())
+def test_raw_reads_and_writes_anywhere_near_stay_in_the_worker(corpus_worker, attempt):
+    """Hypothesis varies where the code reads and writes raw memory (and what it writes): the
+    worker may crash (it is restarted) or carry on; the host never hears of it."""
+    ex, traps = corpus_worker
+    r = ex.execute(variant(*attempt))
+    assert outcome(r).startswith(("got", "refused", "crashed"))
+    assert ex.execute("1 + 1").output == 2  # the executor goes on (a fresh worker if need be)
+    assert traps.arrived() == []
