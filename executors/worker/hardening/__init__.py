@@ -112,7 +112,7 @@ class HardeningReport(FrozenRecord):
     a later worker may join this one's (empty) network namespace."""
 
     __slots__ = ("landlock", "privileges", "namespaces", "mounts", "seccomp", "unusable_grants",
-                 "shareable")
+                 "shareable", "phases_us")
 
 
 def _unusable_grants(read: list, write: list, missing: set) -> list[tuple[str, str]]:
@@ -155,15 +155,18 @@ def harden(
     is_root = os.geteuid() == 0
     target = resolve_user(user) if is_root and user is not None else None
     runtime_paths = python_paths(network=network is not False) if runtime else []
+    clock = _Clock()
     early = _early(namespaces, network, join_net)
     mounts = _own_root(namespaces, is_root or early.user == "on", runtime_paths + read, write,
                        tmp_mb, early)
+    clock.lap("own_root")
     # the private /tmp is the worker's own; the host's /tmp (no root of its own) never is
     writable = write + list(ALWAYS_WRITABLE) + (["/tmp"] if mounts.tmp else [])
     if target is not None and mounts.namespace != "on":
         _runtime_reachable(runtime_paths, target)
     ruleset = Ruleset(runtime_paths + read, writable, network, scope=scope,
                       abi=None if landlock else 0)
+    clock.lap("landlock")
     try:
         if target is not None:
             privileges = drop_to(*target)
@@ -171,13 +174,16 @@ def harden(
             privileges = _gave_up_capabilities()
         else:
             privileges = drop_privileges(user) if user is not None else _kept_root()
+        clock.lap("drop")
         landlock_report: LandlockReport = ruleset.enforce()
+        clock.lap("landlock")
     finally:
         ruleset.close()
     if bpf is None:
         filtered = _seccomp.not_loaded("off", "no filter was given")
     else:
         filtered = _seccomp.load(bpf[0], bpf[1])
+    clock.lap("seccomp")
     return HardeningReport(
         landlock=landlock_report,
         privileges=privileges,
@@ -190,7 +196,25 @@ def harden(
             else ()
         ),
         shareable={"net": is_root and early.net == "on"},
+        phases_us={"namespaces_at_start": _namespaces.EARLY_COST_US[0] if _namespaces.EARLY_COST_US
+                   else 0, **clock.laps},
     )
+
+
+class _Clock:
+    """Microseconds spent per phase (the benchmark reads them: benchmarks/subprocess_overhead.py)."""
+
+    def __init__(self) -> None:
+        import time
+
+        self._now = time.perf_counter
+        self._last = self._now()
+        self.laps: dict = {}
+
+    def lap(self, name: str) -> None:
+        now = self._now()
+        self.laps[name] = self.laps.get(name, 0) + round((now - self._last) * 1e6)
+        self._last = now
 
 
 def _checked_join(join):
@@ -248,9 +272,9 @@ def _runtime_reachable(paths: list, target) -> None:
 
 
 def _gave_up_capabilities() -> PrivilegeReport:
-    from .privileges import _last_cap
+    from .privileges import _last_cap, drop_capabilities
 
-    caps = _namespaces.drop_capabilities(_last_cap())
+    caps = drop_capabilities(_last_cap())
     _kernel_prctl_nnp()
     return PrivilegeReport(
         was_root=False, dropped=False, user=None, uid=os.getuid(), gid=os.getgid(),

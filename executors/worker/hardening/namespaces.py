@@ -16,8 +16,7 @@ the way (/lib -> usr/lib) recreated, a tmpfs /tmp, then pivot_root and the old r
 What is not there cannot be reached by any system call: the host's /tmp, /run, /var/run,
 /dev/log, home directories (where UNIX sockets live), /proc.
 
-`drop_capabilities()` in a user namespace: the bounding set emptied, ambient cleared, capset(0),
-verified with capget and PR_CAPBSET_READ (there is no /proc to read after pivot_root).
+(`privileges.drop_capabilities()` then gives up the capabilities the user namespace gave.)
 
 Whatever is unavailable (no user namespaces for this user, no CAP_SYS_ADMIN) is reported with
 the reason and nothing is half made: unshare(2) with several flags is all or nothing. A failure
@@ -26,14 +25,12 @@ after something irreversible happened raises HardeningError.
 
 import os
 import stat
-import sys
 
 from . import _kernel
 from ._kernel import FrozenRecord, HardeningError
 from .runtime import _shared_mounts
 
-__all__ = ["EARLY", "NamespaceReport", "RootReport", "drop_capabilities", "isolate_process",
-           "new_root"]
+__all__ = ["EARLY", "NamespaceReport", "RootReport", "isolate_process", "new_root"]
 
 # Where the new root's tmpfs may be mounted (in the private namespace only): the first of these
 # that no bound path holds, since a recursive bind of a path above the stage would copy the stage
@@ -50,8 +47,10 @@ class NamespaceReport(FrozenRecord):
     __slots__ = ("user", "net", "pid", "why", "interfaces")
 
 
-# What isolate_process() did in this process (the configure step reports it).
+# What isolate_process() did in this process (the configure step reports it), and what it cost
+# the worker's timeline, in microseconds (the unshare and both forks, as the worker saw it).
 EARLY: list = []
+EARLY_COST_US: list = []
 
 
 def _unavailable(why: str, network: bool, pid: bool) -> NamespaceReport:
@@ -64,6 +63,9 @@ def isolate_process(network: bool, join_net=None, *, pid: bool = True) -> Namesp
     """Before the worker reads a frame, single-threaded: see the module doc. Returns in the child
     (PID 1 of its namespace); the parent never returns. pid=False: no PID namespace, no fork
     (a direct `harden()` call)."""
+    import time
+
+    start = time.perf_counter()
     root = os.geteuid() == 0
     flags = _kernel.CLONE_NEWPID if pid else 0
     joined = False
@@ -102,6 +104,7 @@ def isolate_process(network: bool, join_net=None, *, pid: bool = True) -> Namesp
         pid="on" if pid else "off", why="root needs no user namespace" if root else "",
         interfaces=interfaces)
     EARLY[:] = [report]
+    EARLY_COST_US[:] = [round((time.perf_counter() - start) * 1e6)]
     return report
 
 
@@ -328,51 +331,3 @@ def new_root(read, write, tmp_mb: int = 64) -> RootReport:
             os.close(fd)
     return RootReport(namespace="on", read=tuple(r for r, w in entries if not w),
                       write=tuple(r for r, w in entries if w), tmp=tmp, why="")
-
-
-# ------------------------------------------------------------------- capabilities
-
-
-def _header():
-    # struct __user_cap_header_struct: _LINUX_CAPABILITY_VERSION_3, pid 0 (this thread)
-    return _kernel.buffer(8, _kernel.u32(0x20080522) + _kernel.u32(0))
-
-
-def _capget() -> tuple[int, int, int]:
-    data = _kernel.buffer(24)
-    _kernel.libc("capget", _header(), data)
-    raw = data.raw
-    words = [int.from_bytes(raw[i:i + 4], sys.byteorder) for i in range(0, 24, 4)]
-    # two structs of {effective, permitted, inheritable}: the low and the high 32 bits
-    return (words[0] | words[3] << 32, words[1] | words[4] << 32, words[2] | words[5] << 32)
-
-
-def capability_sets(last_cap: int) -> dict:
-    """{"effective", "permitted", "inheritable", "bounding", "ambient"} as bitmasks, without /proc."""
-    effective, permitted, inheritable = _capget()
-    bounding = ambient = 0
-    for cap in range(last_cap + 1):
-        try:
-            if _kernel.prctl(_kernel.PR_CAPBSET_READ, cap) == 1:
-                bounding |= 1 << cap
-            if _kernel.prctl(_kernel.PR_CAP_AMBIENT, _kernel.PR_CAP_AMBIENT_IS_SET, cap) == 1:
-                ambient |= 1 << cap
-        except OSError:
-            continue
-    return {"effective": effective, "permitted": permitted, "inheritable": inheritable,
-            "bounding": bounding, "ambient": ambient}
-
-
-def drop_capabilities(last_cap: int) -> dict:
-    """In a user namespace: give up every capability this process holds there, for good."""
-    from .privileges import _empty_bounding_set
-
-    _empty_bounding_set()
-    try:
-        _kernel.libc("capset", _header(), _kernel.buffer(24))
-    except OSError as exc:
-        raise HardeningError(exc.errno, f"capset: {exc.strerror}")
-    sets = capability_sets(last_cap)
-    if any(sets.values()):
-        raise HardeningError(1, f"capabilities left after the drop: {sets}")
-    return sets
