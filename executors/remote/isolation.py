@@ -204,7 +204,7 @@ def subprocess_isolation(*, policy: str, report: dict[str, Any] | None, harden: 
 
 
 def container_isolation(*, policy: str, network: bool | str, user: str, memory_mb: int | None,
-                        pids_limit: int, audit_hook: bool = False) -> Isolation:
+                        pids_limit: int, audit_hook: bool = False, seccomp: bool = False) -> Isolation:
     """The DockerExecutor's table: the container is the boundary."""
     if network is False:
         net = "container: network none (only lo)"
@@ -219,7 +219,8 @@ def container_isolation(*, policy: str, network: bool | str, user: str, memory_m
         "network": net,
         "processes": f"container pids cgroup (max {pids_limit})",
         "user": f"uid {uid} in the container, all capabilities dropped, no-new-privileges",
-        "syscalls": "the engine's default seccomp profile",
+        "syscalls": "the engine's default seccomp profile" + (
+            " + the worker's own allowlist, stacked (as the subprocess worker's)" if seccomp else ""),
         "memory": (f"container memory cgroup ({memory_mb} MB, no swap)" if memory_mb
                    else "none (Limits.max_memory_mb=None)"),
         "time": "soft deadline in the worker + the host removes the container",
