@@ -11,12 +11,15 @@ session/process group with:
   - PR_SET_PDEATHSIG=SIGKILL (set by the worker itself, which then checks that its parent is
     still the host), so the worker dies with the host even if the host is SIGKILLed; workers are
     spawned from one long-lived thread, because the death signal follows the spawning *thread*;
-  - the kernel's confinement to `access` (the grants): at configure, once its runtime is imported
-    and before any model code runs, the worker closes every descriptor but its channel and calls
-    `worker.hardening.harden()`: Landlock on files (the Python runtime and the read grants
-    read-only, the workdir and the write grants read-write, nothing executable) and TCP; as root
-    also an empty network namespace (network=False) and a drop to nobody (uid 65534) with no
-    capabilities. Its cwd, HOME and TMPDIR are the workdir. docs/kernel-isolation.md has the facts.
+  - the kernel's confinement (docs/kernel-isolation.md), for root and ordinary users alike: at its
+    start a PID namespace, an empty network namespace (network=False) and, not root, the user
+    namespace that allows them; at configure, once its runtime is imported and before any model
+    code runs, the worker closes every descriptor but its channel and calls
+    `worker.hardening.harden()`: a root of its own (the runtime read-only, the grants, a private
+    /tmp), Landlock on files and TCP, the drop (root: nobody, uid 65534; any user: no
+    capabilities), no_new_privs, then the seccomp allowlist the host built
+    (`remote/syscalls.py`). Its cwd, HOME and TMPDIR are the workdir. Where a layer is missing,
+    native packages that hand out raw memory are refused (`worker/hardening/holds.py`).
 On a deadline the host kills the whole process group, every process left in the worker's pids
 cgroup (or, without one, its session), reaps the worker, and starts a fresh one, which confines
 itself the same way; the workdir (and the files in it) stays for the executor's life.

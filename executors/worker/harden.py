@@ -11,8 +11,8 @@ The host passes process settings as a JSON object in argv[1] (`harden(spec)`):
            address space polars and pyarrow reserve is not memory they use)
   namespaces  {"network": bool, "join_net": fd or null}: the PID namespace, an empty network
            namespace (or the one the host kept, `join_net`) and, not root, the user namespace,
-           made now, before a frame is read (`hardening.isolate_process`: the process forks and
-           the child, PID 1 of its namespace, goes on as the worker)
+           made now, before a frame is read (`hardening.isolate_process`: the process forks
+           twice, and PID 2 of the new namespace goes on as the worker)
 Each setting is one small function so that more can be added without touching the others.
 
 The rest of the kernel confinement (the worker's own root, Landlock, root dropped, seccomp: the
