@@ -228,3 +228,31 @@ def test_raw_reads_and_writes_anywhere_near_stay_in_the_worker(corpus_worker, at
     assert outcome(r).startswith(("got", "refused", "crashed"))
     assert ex.execute("1 + 1").output == 2  # the executor goes on (a fresh worker if need be)
     assert traps.arrived() == []
+
+
+def test_every_face_of_the_isolation_report_lists_the_kernel_layers():
+    """The CLI's flag opts in by name, and the MCP server's description and the executor's table
+    name each kernel layer as on / off / unavailable."""
+    from codeagent.cli.executor_options import SetupError, make_executor
+    from codeagent.mcp.serve import tool_description
+
+    with pytest.raises(SetupError, match="--unconfined-native"):
+        make_executor("subprocess", {"authorized_imports": ["numpy"], "harden": False})
+    with pytest.raises(SetupError, match="--unconfined-native is for --executor subprocess"):
+        make_executor("local", {"unconfined_native": True})
+    ex = make_executor("subprocess", {"authorized_imports": ["numpy"], "harden": False,
+                                      "unconfined_native": True})
+    try:
+        layers = ex.isolation.kernel_layers
+        assert set(layers) == {"seccomp", "user namespace", "network namespace", "mount namespace",
+                               "PID namespace", "Landlock", "drop", "no_new_privs", "rlimits"}
+        assert layers["seccomp"] == "off: harden=False" and layers["rlimits"].startswith("on")
+        assert "Kernel layers: seccomp off; user namespace off;" in tool_description(ex, "subprocess")
+        assert "kernel layers:" in str(ex.isolation)
+    finally:
+        ex.close()
+    with SubprocessExecutor() as hardened:
+        hardened.start()
+        layers = hardened.isolation.kernel_layers
+        assert all(text.split(":")[0] in ("on", "off", "unavailable") for text in layers.values())
+        assert layers["seccomp"].startswith("on") and layers["mount namespace"].startswith("on")

@@ -290,7 +290,7 @@ class DockerExecutor(RemoteExecutor):
         """What confines the code, per concern: the container."""
         return container_isolation(policy=self.policy, network=self.network, user=self.user,
                                    memory_mb=self.limits.max_memory_mb, pids_limit=self.pids_limit,
-                                   seccomp=syscalls.program(self.network is not False).bpf is not None)
+                                   seccomp=self._stacked_filter() is not None)
 
     def _on_close(self) -> None:
         self._access_finalizer()
@@ -319,10 +319,13 @@ class DockerExecutor(RemoteExecutor):
         return [_INSIDE] if self.policy == "restricted" else []
 
     def _worker_access(self) -> dict[str, Any] | None:
-        """The engine's default seccomp profile stays; the worker stacks the subprocess worker's
-        own allowlist on it (`remote.syscalls`), before any model code. Nothing else of the
-        subprocess's hardening: the container is the namespaces, the files and the user."""
-        program = syscalls.program(self.network is not False).to_wire()
+        """The engine's default seccomp profile stays; under the restricted policy (where native
+        packages may hand the code raw memory) the worker stacks the subprocess worker's own
+        allowlist on it (`remote.syscalls`), before any model code. Nothing else of the
+        subprocess's hardening: the container is the namespaces, the files and the user. The
+        open policy is full Python in its container, subprocesses included: the engine's
+        profile is its filter."""
+        program = self._stacked_filter()
         if program is None:
             return None
         return {"read": [], "write": [], "network": self.network is not False, "user": None,
@@ -330,6 +333,11 @@ class DockerExecutor(RemoteExecutor):
 
     def _unconfined_native(self) -> bool:
         return True  # the container is the boundary native code meets (isolation says how)
+
+    def _stacked_filter(self) -> dict[str, Any] | None:
+        if self.policy != "restricted":
+            return None
+        return syscalls.program(self.network is not False).to_wire()
 
     def _spec(self) -> ContainerSpec:
         # Our code, read-only: the worker starts from it with nothing but the image's stdlib (the
