@@ -138,7 +138,19 @@ def tool_description(executor: Any, kind: str) -> str:
         files,
         f"Each call may run {timeout} and print {limits.max_output_chars:,} characters (cut head "
         "and tail beyond).",
+        kernel_line(executor),
     ) if line)
+
+
+def kernel_line(executor: Any) -> str:
+    """The kernel layers that hold the sandbox, each on / off / unavailable (its `isolation`)."""
+    try:
+        layers = executor.isolation.kernel_layers
+    except Exception:  # noqa: BLE001 - an executor without a kernel report says nothing here
+        return ""
+    if not layers:
+        return ""
+    return "Kernel layers: " + "; ".join(f"{name} {text.split(':')[0]}" for name, text in layers.items()) + "."
 
 
 def run_python_result(result: Any) -> Any:

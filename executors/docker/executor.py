@@ -52,6 +52,7 @@ from typing import Any
 from ..access import Access, Isolation, ResolvedAccess
 from ..base import ExecutionError, ExecutionResult, ExecutorError, Limits, extra_imports
 from ..importable import PROBE_SOURCE, NotInImage, top_level_names
+from ..remote import syscalls
 from ..remote.executor import RemoteExecutor
 from ..remote.isolation import container_isolation
 from ..remote.lease import Lease, sandbox_ids
@@ -288,7 +289,8 @@ class DockerExecutor(RemoteExecutor):
     def isolation(self) -> Isolation:
         """What confines the code, per concern: the container."""
         return container_isolation(policy=self.policy, network=self.network, user=self.user,
-                                   memory_mb=self.limits.max_memory_mb, pids_limit=self.pids_limit)
+                                   memory_mb=self.limits.max_memory_mb, pids_limit=self.pids_limit,
+                                   seccomp=self._stacked_filter() is not None)
 
     def _on_close(self) -> None:
         self._access_finalizer()
@@ -315,6 +317,27 @@ class DockerExecutor(RemoteExecutor):
 
     def _package_paths(self) -> list[str]:
         return [_INSIDE] if self.policy == "restricted" else []
+
+    def _worker_access(self) -> dict[str, Any] | None:
+        """The engine's default seccomp profile stays; under the restricted policy (where native
+        packages may hand the code raw memory) the worker stacks the subprocess worker's own
+        allowlist on it (`remote.syscalls`), before any model code. Nothing else of the
+        subprocess's hardening: the container is the namespaces, the files and the user. The
+        open policy is full Python in its container, subprocesses included: the engine's
+        profile is its filter."""
+        program = self._stacked_filter()
+        if program is None:
+            return None
+        return {"read": [], "write": [], "network": self.network is not False, "user": None,
+                "seccomp": program, "namespaces": False, "landlock": False}
+
+    def _unconfined_native(self) -> bool:
+        return True  # the container is the boundary native code meets (isolation says how)
+
+    def _stacked_filter(self) -> dict[str, Any] | None:
+        if self.policy != "restricted":
+            return None
+        return syscalls.program(self.network is not False).to_wire()
 
     def _spec(self) -> ContainerSpec:
         # Our code, read-only: the worker starts from it with nothing but the image's stdlib (the

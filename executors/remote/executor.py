@@ -150,6 +150,10 @@ class RemoteExecutor(ExecutorBase):
     def _on_configured(self, hardening: dict[str, Any] | None) -> None:
         """The worker is configured; `hardening` is what it put in force (None: nothing)."""
 
+    def _unconfined_native(self) -> bool:
+        """Native packages may load where the kernel does not hold by itself (Configure)."""
+        return False
+
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> RemoteExecutor:
         """Start the worker now (otherwise the first call does). Raises ExecutorError on failure."""
@@ -216,6 +220,7 @@ class RemoteExecutor(ExecutorBase):
             package_paths=self._package_paths(),
             access=self._worker_access(),
             grants=self._worker_grants(),
+            unconfined_native=self._unconfined_native(),
         )
         try:
             handle.channel.write(message.frame(self.max_frame_bytes), self.startup_timeout_s)
