@@ -158,6 +158,6 @@ def request(model: Any, stream: bool, watch: Callable[[], Any] | None = None) ->
     """A `send(messages, **options)` for `Recorder.ask` that makes ModelCalls."""
 
     def send(messages: Sequence[Any], **options: Any) -> ModelCall:
-        return ModelCall(model, messages, options, stream=stream, watch=watch() if watch else None)
+        return ModelCall(model, messages, options, stream=stream, watch=watch() if stream and watch else None)
 
     return send
