@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from openai_stub import OpenAIStub  # noqa: E402
 
 from codeagent import CodeAgent, OpenAIModel, ScriptedModel, tool  # noqa: E402
-from codeagent.runs.record import RunCancelled  # noqa: E402
+from codeagent.runs.record import cancelled_result  # noqa: E402
 
 # threads one per process that outlive runs by design (never one per run)
 PROCESS_THREADS = {"MainThread", "codeagent-watchdog", "codeagent-zygote", "codeagent-spawner"}
@@ -74,8 +74,8 @@ async def cancel_mid_step(kind: str, body: str) -> dict:
     try:
         await task
         status = "not cancelled"
-    except RunCancelled as exc:
-        status = exc.result.status
+    except asyncio.CancelledError as exc:
+        status = cancelled_result(exc).status
     stopped = time.monotonic() - t0
     agent.close()
     if executor is not None:
@@ -103,8 +103,8 @@ async def cancel_while_streaming() -> dict:
         try:
             await task
             status = "not cancelled"
-        except RunCancelled as exc:
-            status = exc.result.status
+        except asyncio.CancelledError as exc:
+            status = cancelled_result(exc).status
         agent.close()
         deadline = time.monotonic() + 30
         while not stub.cut and time.monotonic() < deadline:

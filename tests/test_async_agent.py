@@ -19,7 +19,7 @@ from unavailable import IN_CI
 from codeagent import CodeAgent, OpenAIModel, ScriptedModel, tool
 from codeagent.agent.tool_calling import ToolCallingAgent
 from codeagent.events import RunEnd, TextDelta
-from codeagent.runs.record import RunCancelled
+from codeagent.runs.record import cancelled_result
 from codeagent.tools.tool import ToolTimeoutError
 from executors import Limits, LocalExecutor, SubprocessExecutor
 
@@ -263,10 +263,10 @@ def test_a_cancelled_run_carries_its_result():
             task = asyncio.ensure_future(agent.arun("spin"))
             await asyncio.wait_for(began.wait(), 60)
             task.cancel()
-            with pytest.raises(RunCancelled) as caught:
+            with pytest.raises(asyncio.CancelledError) as caught:
                 await task
-            assert task.cancelled()
-            return caught.value.result
+            assert task.cancelled() and type(caught.value) is asyncio.CancelledError
+            return cancelled_result(caught.value)
 
     result = asyncio.run(main())
     assert result.status == "cancelled" and "during step 2" in result.error

@@ -11,7 +11,7 @@ The loop is written once (code_run.py, `codeagent.aio`): `arun` / `astream` awai
 executor and tools on the caller's event loop; `run` / `stream` drive the same loop with the
 blocking ones (no event loop, no thread). Cancelling the task that awaits `arun` (or iterates `astream`) stops the
 step (the executor interrupts or kills it), closes the model stream, and records the run as
-"cancelled" (`RunCancelled`, a CancelledError, carries it).
+"cancelled" (the CancelledError carries it: `codeagent.runs.record.cancelled_result(error)`).
 
 Figures a step produced (`ExecutionResult.attachments`) are recorded in the step, saved in the
 agent's `output_dir` when it has one, and shown to the model: as images when it can see them
@@ -235,7 +235,8 @@ class CodeAgent:
                    reset: bool = True) -> RunResult:
         """`run`, awaited on the running event loop: the model's async client, the executor's
         `aexecute`, async tools awaited on this loop. Cancelling the task that awaits it stops the
-        run and raises `RunCancelled` (a CancelledError) with the run so far as `.result`."""
+        run (its step stopped, its model stream closed): the CancelledError carries the run so far
+        as `.result`, status "cancelled" (`codeagent.runs.record.cancelled_result(error)`)."""
         end: RunEnd | None = None
         async for event in self._aevents(task, variables, reset, streaming=self.stream_outputs is True):
             if isinstance(event, RunEnd):

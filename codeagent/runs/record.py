@@ -25,20 +25,20 @@ from ..tracing.spans import NO_TRACE, start_run
 from .result import (
     ActionRefused,
     ErrorKind,
-    RunCancelled,
     RunFailed,
     RunInterrupted,
     RunResult,
     RunStatus,
     StepRecord,
+    cancelled_result,
     public_output,
 )
 
 __all__ = ["RunStatus", "ErrorKind", "ActionRefused", "StepRecord", "RunResult", "RunFailed", "RunInterrupted",
-           "RunCancelled", "Recorder", "Step", "interruptible", "cancellable", "public_output"]
+           "Recorder", "Step", "interruptible", "cancellable", "public_output", "cancelled_result"]
 
 NO_USAGE = Usage()
-_REEXPORTED = (ActionRefused, RunFailed, RunStatus)  # (names kept importable from here)
+_REEXPORTED = (ActionRefused, RunFailed, RunStatus, cancelled_result)  # (names kept importable from here)
 
 
 def interruptible(events: Iterator[Event], rec: Recorder) -> Iterator[Event]:
@@ -54,12 +54,15 @@ def interruptible(events: Iterator[Event], rec: Recorder) -> Iterator[Event]:
 
 async def cancellable(events: AsyncIterator[Event], rec: Recorder) -> AsyncIterator[Event]:
     """A run's events, async; when the task iterating them is cancelled the run ends "cancelled"
-    (recorded, its trace ended) and RunCancelled (a CancelledError with that result) is raised."""
+    (recorded, its trace ended) and the CancelledError goes on, carrying that RunResult as
+    `.result` (`cancelled_result(error)`). The very same error: `asyncio.timeout()` and the task's
+    `cancelled()` see a plain cancellation."""
     try:
         async for event in events:
             yield event
-    except asyncio.CancelledError:
-        raise RunCancelled(rec.cancelled().result) from None
+    except asyncio.CancelledError as exc:
+        exc.result = rec.cancelled().result  # type: ignore[attr-defined]
+        raise
 
 
 @dataclass

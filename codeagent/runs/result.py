@@ -1,5 +1,5 @@
 """What a run of any agent produced: `RunResult` and its `StepRecord`s, the statuses and error
-kinds, and the exceptions that carry a run (`RunFailed`, `RunInterrupted`, `RunCancelled`).
+kinds, and the exceptions that carry a run (`RunFailed`, `RunInterrupted`).
 
 `RunResult` is what `run()` returns and `save()`/`load()` keep as JSON; `RunResult.replies()` is
 what a replay feeds back (`ScriptedModel.from_run`). The `Recorder` (record.py) writes them.
@@ -7,7 +7,6 @@ what a replay feeds back (`ScriptedModel.from_run`). The `Recorder` (record.py) 
 
 from __future__ import annotations
 
-import asyncio
 import os
 from enum import Enum
 from pathlib import Path
@@ -20,7 +19,7 @@ from ..models.replies import ModelReply, Usage
 from ..tools.attachments import AttachmentRecord
 
 __all__ = ["RunStatus", "ErrorKind", "ActionRefused", "StepRecord", "RunResult", "RunFailed", "RunInterrupted",
-           "RunCancelled", "public_output"]
+           "public_output", "cancelled_result"]
 
 # interrupted: Ctrl-C (KeyboardInterrupt) ended the run; cancelled: the task awaiting arun() or
 # iterating astream() was cancelled. Either way what it did so far is in the result.
@@ -79,14 +78,11 @@ class RunInterrupted(KeyboardInterrupt):
         self.result = result
 
 
-class RunCancelled(asyncio.CancelledError):
-    """The task running `arun()` / iterating `astream()` was cancelled: a CancelledError (asyncio
-    treats it as one) that carries the run so far as `.result` (status "cancelled"). Its step was
-    stopped, its model stream closed, nothing of it keeps running."""
-
-    def __init__(self, result: RunResult) -> None:
-        super().__init__(result.error)
-        self.result = result
+def cancelled_result(error: BaseException) -> RunResult | None:
+    """The run so far that a cancelled `arun()` / `astream()` recorded (status "cancelled"), from
+    the CancelledError it raised; None for any other error."""
+    result = getattr(error, "result", None)
+    return result if isinstance(result, RunResult) else None
 
 
 class _Rendered:
