@@ -60,11 +60,12 @@ class CodeRun:
         executor_name = type(agent._executor).__name__ if agent._executor else "SubprocessExecutor"
         yield rec.start(max_steps=agent.max_steps, tools=list(agent.tools), executor=executor_name,
                         mode=self.format.mode, agent=type(agent).__name__, action_format=self.format)
-        # (a constraint probe, a worker's start: blocking work, on a thread under the async API)
-        yield blocking(lambda: self.format.use_constraint(agent.constraint_kind()))
+        # a constraint probe, a worker's start: blocking work, on a thread under the async API
+        # (what is quick stays on the loop: a thread's hop costs more than it)
+        yield blocking(lambda: self.format.use_constraint(agent.constraint_kind()), _probes(agent.model))
         yield from self.notes.new(rec)
         try:
-            self.memory = yield blocking(self._prepare)
+            self.memory = yield blocking(self._prepare, not getattr(agent._executor, "warm", False))
         except ExecutorError as exc:
             yield rec.fail_step(None, ErrorKind.EXECUTOR, f"executor failed to start: {exc}")
             yield rec.end()
@@ -228,6 +229,11 @@ class AdaptationNotes:
             for note in notes[self.seen[i]:]:
                 yield rec.event(Notice, step, message=str(note))
             self.seen[i] = len(notes)
+
+
+def _probes(model: Any) -> bool:
+    """Whether asking the model for its constraint spelling may send requests (an "auto" probe)."""
+    return getattr(model, "constrain", None) == "auto" and not getattr(model, "_resolved", True)
 
 
 def sees_images(model: Any) -> bool:

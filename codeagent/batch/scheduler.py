@@ -36,7 +36,7 @@ DEFAULT_TIMEOUT_S = 600.0
 RETRIED = ("crashed", "error")  # a timeout is the task's own doing: running it again would hang again
 # --retry: which recorded tasks a resumed batch runs again (the others are skipped)
 RETRY_CHOICES = ("failed", "timeout", "all")
-_RETRY_STATUSES = {"failed": ("failed", "max_steps", "error", "crashed", "interrupted"), "timeout": ("timeout",)}
+_RETRY_STATUSES = {"failed": ("failed", "max_steps", "error", "crashed", "interrupted", "cancelled"), "timeout": ("timeout",)}
 MAX_START_FAILURES = 3  # workers dying before they ever got ready, in a row: the setup is broken
 
 

@@ -3,7 +3,7 @@
 Each agent's loop is written once, as generators that yield their events and these Ops:
 
   execute(executor, code)       `execute` / `await aexecute` (a thread for an executor without it)
-  blocking(fn)                  `fn()` at once / on a thread (a worker's start, a constraint probe)
+  blocking(fn, slow)            `fn()` at once / on a thread if slow (a worker's start, a probe)
   ModelCall.events(...)         a model request: `complete` / `acomplete`, or streamed: `stream` /
                                 `astream`, each piece of text read with its own Op
 
@@ -46,8 +46,17 @@ class execute(Op):  # noqa: N801 - read as a call: `result = yield execute(execu
         return await asyncio.to_thread(self.executor.execute, self.code)
 
 
-def blocking(fn: Callable[[], Any]) -> Op:
-    return Call(fn, on_thread(fn))
+def blocking(fn: Callable[[], Any], slow: bool = True) -> Op:
+    """`fn()`: at once under the sync API; under the async one on a thread when it may be `slow`
+    (waiting on a worker's start, a probe), else at once on the loop."""
+    return Call(fn, on_thread(fn) if slow else _at_once(fn))
+
+
+def _at_once(fn: Callable[[], Any]) -> Callable[[], Any]:
+    async def call() -> Any:
+        return fn()
+
+    return call
 
 
 class _Complete(Op):

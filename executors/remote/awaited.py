@@ -1,4 +1,5 @@
-"""`aexecute` for any worker: the same step as `RemoteExecutor.execute`, awaited on an event loop.
+"""`aexecute` (and `areset`) for any worker: the same step as `RemoteExecutor.execute`, awaited on
+an event loop.
 
 The frames go out and come back through the worker's channel waited on by the loop (its
 descriptors, `Channel.fileno`), so a step holds no thread; the worker's tool calls are answered
@@ -24,7 +25,7 @@ from typing import Any
 from ..base import ExecutionResult, check_code
 from .answers import atool_reply
 from .link import DeadlinePassed, WorkerDied, remaining
-from .protocol import ProtocolError, ToolCall
+from .protocol import ErrorReply, Ok, ProtocolError, Reset, ToolCall
 
 __all__ = ["AwaitedSteps"]
 
@@ -81,6 +82,36 @@ class AwaitedSteps:
                 await link.asend(reply, deadline)
                 continue
             return self._step_result(msg, rid, started)
+
+    @property
+    def warm(self) -> bool:
+        """A worker is up and configured: a step starts without waiting for one."""
+        return self._link.handle is not None and self._configure_id is None
+
+    async def areset(self) -> None:
+        """`reset()` awaited: the worker's answer waited on by the loop (a worker that breaks
+        is replaced on a thread, which is what a reset wants anyway: its state is gone)."""
+        async with self._turn():
+            self._check_open()
+            if self._link.handle is None or not self._dirty:
+                return
+            if self._configure_id is not None or not self._link.waitable() or self._replace_if_unclean():
+                await asyncio.to_thread(self._ready)
+            if self._link.waitable():
+                message = Reset(id=self._new_id())
+                deadline = time.monotonic() + max(10.0, 2 * (self.limits.timeout_s or 5.0))
+                try:
+                    await self._link.asend(message.frame(self.max_frame_bytes), deadline)
+                    reply = await self._link.arecv(deadline)
+                    if not (isinstance(reply, (Ok, ErrorReply)) and reply.id == message.id):
+                        raise ProtocolError(f"the worker answered {reply.op!r} to reset")
+                except (DeadlinePassed, WorkerDied, ProtocolError):
+                    await asyncio.to_thread(self._restart)
+                except BaseException:
+                    self._abandon()
+                    raise
+            self._lost = False  # nothing the caller wanted kept was lost
+            self._dirty = False
 
     def _execute_unlocked(self, code: str, started: float) -> ExecutionResult:
         """The blocking step, on a thread, for a channel a loop cannot wait on (the caller holds

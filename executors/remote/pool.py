@@ -74,7 +74,7 @@ class ExecutorPool:
         try:
             yield ex
         finally:
-            await asyncio.shield(asyncio.to_thread(self._release, ex))
+            await asyncio.shield(self._arelease(ex))
 
     async def _next_free(self, timeout: float | None) -> Any:
         with self._lock:
@@ -92,6 +92,20 @@ class ExecutorPool:
             if waiter.done() and not waiter.cancelled():  # handed one just as we gave up
                 self._put(waiter.result())
             raise
+
+    async def _arelease(self, ex: Any) -> None:
+        """`_release`, the reset awaited on the loop where the executor can (`areset`)."""
+        areset = getattr(ex, "areset", None)
+        if areset is None:
+            await asyncio.to_thread(self._release, ex)
+            return
+        try:
+            await areset()
+            if not getattr(ex, "warm", True):  # its worker was replaced: started before reuse
+                await asyncio.to_thread(ex.start)
+        except Exception:
+            pass
+        self._put(ex)
 
     def _release(self, ex: Any) -> None:
         try:
