@@ -367,13 +367,13 @@ class OpenAIModel(EndpointAnswers):
         client = self.client
         if first and hasattr(client, "with_options"):
             client = client.with_options(max_retries=0)
-        return client.chat.completions.create(**request)
+        return client.chat.completions.create(**_lean(client, request))
 
     async def _asend(self, request: dict[str, Any], first: bool) -> Any:
         client = self._async_client()
         if first:
             client = client.with_options(max_retries=0)
-        return await client.chat.completions.create(**request)
+        return await client.chat.completions.create(**_lean(client, request))
 
     def _async_client(self) -> Any:
         """The SDK's async client for the running loop (its connections belong to one loop);
@@ -434,6 +434,20 @@ def _probe(model: OpenAIModel) -> Any:
             return ProbeResult(None, (("probe", f"the probe request failed: {_short(exc, 160)}"),))
         _PROBED[key] = result
     return _PROBED[key]
+
+
+def _lean(client: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """The request with its messages and tools in `extra_body`, for the SDK's own clients: they are
+    plain JSON already, and the SDK's walk of them against its type annotations is most of a
+    request's CPU (~1.5 ms each: what 100 runs at once on one loop wait for). The SDK documents
+    that `extra_body` takes precedence, so the body sent is the same."""
+    import openai
+
+    if not isinstance(client, (openai.OpenAI, openai.AsyncOpenAI)):
+        return request
+    moved = {k: request[k] for k in ("messages", "tools") if k in request}
+    return {**request, "messages": [], "tools": openai.omit,
+            "extra_body": {**request.get("extra_body", {}), **moved}}
 
 
 _CREATE_PARAMS: dict[type, frozenset[str]] = {}

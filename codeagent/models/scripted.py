@@ -3,6 +3,7 @@ saved run). It behaves like an endpoint (stop sequences, estimated usage, constr
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -12,6 +13,7 @@ from ..parsing.reasoning import split_reasoning
 from ..runs.record import RunResult
 from .constrain.request import Constraint, check_constrain
 from .openai_model import Message, ModelError, _short, cut_at_stop
+from .openai_stream import thread_stream
 from .replies import ModelReply, Usage
 from .streaming import Delta, ReplyAssembler, ReplyStream, estimate_usage
 
@@ -123,12 +125,20 @@ class ScriptedModel:
     async def acomplete(self, messages: Sequence[Message], stop: Sequence[str] | None = None,
                         tools: Sequence[Mapping[str, Any]] | None = None,
                         constraint: Constraint | None = None) -> ModelReply:
+        if self._blocks():
+            return await asyncio.to_thread(self.complete, messages, stop, tools, constraint)
         return self.complete(messages, stop, tools, constraint)
 
     async def astream(self, messages: Sequence[Message], stop: Sequence[str] | None = None,
                       tools: Sequence[Mapping[str, Any]] | None = None,
-                      constraint: Constraint | None = None) -> SyncAsAsync:
+                      constraint: Constraint | None = None) -> Any:
+        if self._blocks():
+            return thread_stream(await asyncio.to_thread(self.stream, messages, stop, tools, constraint))
         return SyncAsAsync(self.stream(messages, stop, tools, constraint))
+
+    def _blocks(self) -> bool:
+        """A subclass's own `complete` may wait (a scripted latency): the async API runs it on a thread."""
+        return type(self).complete is not ScriptedModel.complete
 
     def __repr__(self) -> str:
         return f"ScriptedModel({len(self.replies)} replies, {self.remaining} left)"
