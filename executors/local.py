@@ -59,6 +59,8 @@ class LocalExecutor(ExecutorBase):
         self.authorized_imports = self._runtime.authorized_imports
         self._closed = False
 
+    warm = True  # (in process: a step never waits for a worker to start)
+
     @property
     def tools(self) -> dict[str, Callable[..., Any]]:
         return dict(self._runtime._tools)

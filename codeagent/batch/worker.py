@@ -196,7 +196,7 @@ class TaskRunner:
         executor = None
         try:
             task = BatchTask.from_record(record)
-            if self.executor_kind is not None:
+            if self.executor_kind is not None and _accepts(self.factory(), "executor"):
                 executor = self._spare.pop() if self._spare else await asyncio.to_thread(self._new_executor)
             agent = self.make_agent(task, executor)
             try:

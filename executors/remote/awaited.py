@@ -50,8 +50,8 @@ class AwaitedSteps:
             self._replace_if_unclean()
             if self._link.handle is None or self._configure_id is not None:
                 await asyncio.to_thread(self._ready)  # (spawn and configure: blocking work)
-            if not self._link.waitable():
-                return await asyncio.to_thread(self._execute_unlocked, code, started)
+            if not self._link.waitable():  # (the executor is held: the blocking step, on a thread)
+                return await asyncio.to_thread(self._step, code, started)
             step = self._begin_step(code)
             if isinstance(step, ExecutionResult):
                 return step
@@ -112,22 +112,6 @@ class AwaitedSteps:
                     raise
             self._lost = False  # nothing the caller wanted kept was lost
             self._dirty = False
-
-    def _execute_unlocked(self, code: str, started: float) -> ExecutionResult:
-        """The blocking step, on a thread, for a channel a loop cannot wait on (the caller holds
-        the executor)."""
-        step = self._begin_step(code)
-        if isinstance(step, ExecutionResult):
-            return step
-        rid, frame, deadline, lost = step
-        try:
-            result = self._run_step(rid, frame, deadline, started)
-        except (DeadlinePassed, WorkerDied, ProtocolError) as exc:
-            return self._step_failed(exc, started)
-        except BaseException:
-            self._abandon()
-            raise
-        return dataclasses.replace(result, state_lost=True) if lost else result
 
     def _abandon(self) -> None:
         """Kill the worker in the middle of its step; the next call starts a fresh one (and its

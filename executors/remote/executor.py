@@ -327,18 +327,22 @@ class RemoteExecutor(AwaitedSteps, ExecutorBase):
             started = time.perf_counter()
             self._replace_if_unclean()
             self._ready()
-            step = self._begin_step(code)
-            if isinstance(step, ExecutionResult):
-                return step
-            rid, frame, deadline, lost = step
-            try:
-                result = self._run_step(rid, frame, deadline, started)
-            except (DeadlinePassed, WorkerDied, ProtocolError) as exc:
-                return self._step_failed(exc, started)
-            except BaseException:  # KeyboardInterrupt, a tool's BaseException: the worker is mid-call
-                self._restart()
-                raise
-            return dataclasses.replace(result, state_lost=True) if lost else result
+            return self._step(code, started)
+
+    def _step(self, code: str, started: float) -> ExecutionResult:
+        """One step on a ready worker, blocking (the caller holds the executor)."""
+        step = self._begin_step(code)
+        if isinstance(step, ExecutionResult):
+            return step
+        rid, frame, deadline, lost = step
+        try:
+            result = self._run_step(rid, frame, deadline, started)
+        except (DeadlinePassed, WorkerDied, ProtocolError) as exc:
+            return self._step_failed(exc, started)
+        except BaseException:  # KeyboardInterrupt, a tool's BaseException: the worker is mid-call
+            self._restart()
+            raise
+        return dataclasses.replace(result, state_lost=True) if lost else result
 
     def _begin_step(self, code: str) -> ExecutionResult | tuple[int, bytes, float | None, bool]:
         """The step's id, its `execute` frame, its host deadline, and whether a restart is still to
