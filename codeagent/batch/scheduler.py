@@ -232,6 +232,20 @@ def _make_pool(backend: str, runner_args: tuple[Any, ...], address: str | None,
         raise BatchError(str(exc))
 
 
+def _check_counts(backend: str, workers: int, retries: int, runs_per_worker: int) -> None:
+    if backend not in BACKENDS:
+        raise BatchError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+    if workers < 1:
+        raise BatchError(f"workers must be >= 1, got {workers}")
+    if retries < 0:
+        raise BatchError(f"retries must be >= 0, got {retries}")
+    if not isinstance(runs_per_worker, int) or runs_per_worker < 1:
+        raise BatchError(f"runs_per_worker must be an integer >= 1, got {runs_per_worker!r}")
+    if runs_per_worker > 1 and backend != "local":
+        raise BatchError("runs_per_worker (--runs-per-worker) is for the local backend: a Ray actor runs "
+                         "one task at a time (ask for more workers instead)")
+
+
 def run_batch(
     make_agent: str | Callable[..., Any],
     tasks: str | os.PathLike[str] | Iterable[Any],
@@ -259,17 +273,7 @@ def run_batch(
     trace: "otlp" or "console" to trace the batch (codeagent.tracing.batch): one trace per task.
     runs_per_worker: tasks each local worker process runs at once, on one event loop (the agents'
     `arun`; each its own executor); a task past timeout_s is cut by cancelling its run."""
-    if backend not in BACKENDS:
-        raise BatchError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
-    if workers < 1:
-        raise BatchError(f"workers must be >= 1, got {workers}")
-    if retries < 0:
-        raise BatchError(f"retries must be >= 0, got {retries}")
-    if not isinstance(runs_per_worker, int) or runs_per_worker < 1:
-        raise BatchError(f"runs_per_worker must be an integer >= 1, got {runs_per_worker!r}")
-    if runs_per_worker > 1 and backend != "local":
-        raise BatchError("runs_per_worker (--runs-per-worker) is for the local backend: a Ray actor runs "
-                         "one task at a time (ask for more workers instead)")
+    _check_counts(backend, workers, retries, runs_per_worker)
     if timeout_s is not None:
         try:
             timeout_s = timeout_seconds(timeout_s, "timeout_s (--task-timeout)")
