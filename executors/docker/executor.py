@@ -38,6 +38,7 @@ lacks is an error at construction (`importable.NotInImage`) that names the fix.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -186,6 +187,7 @@ class DockerExecutor(RemoteExecutor):
     #: The worker's own soft deadline (which keeps the variables) gets 0.5 s; then the host kills
     #: and replaces the container (~0.3 s), so a result still comes back within timeout_s + 1 s.
     kill_grace_s = 0.5
+    slow_kill = True  # (removing a container is an engine call)
 
     def __init__(
         self,
@@ -374,7 +376,19 @@ class DockerExecutor(RemoteExecutor):
     # -- the contract, plus what only a container can tell -------------------------------------
     def execute(self, code: str) -> ExecutionResult:
         self._deaths.clear()
-        result = super().execute(code)
+        return self._judged(super().execute(code))
+
+    async def aexecute(self, code: str) -> ExecutionResult:
+        """`execute` awaited: the attach socket waited on by the loop; a failed step is judged
+        (the engine asked about its processes) on a thread."""
+        self._deaths.clear()
+        result = await super().aexecute(code)
+        if result.error is None:
+            return result
+        return await asyncio.to_thread(self._judged, result)
+
+    def _judged(self, result: ExecutionResult) -> ExecutionResult:
+        """A failed step as the container explains it: the memory limit, or stray processes."""
         if "oom" in self._deaths and result.error is not None and result.error.type in (
                 "WorkerCrashed", "TimeoutError"):
             result = dataclasses.replace(result, error=ExecutionError(
