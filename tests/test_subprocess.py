@@ -120,7 +120,9 @@ def test_open_policy_bombs_are_contained(open_ex, code):
     assert isinstance(r, ExecutionResult)
     assert r.error is not None, r
     assert r.error.type and r.error.message
-    assert elapsed < TIMEOUT + 1.0, f"took {elapsed:.2f} s: {r.error}"
+    # the hard deadline is TIMEOUT + kill_grace_s; then the kernel tears the bomb down: measured
+    # here, 0.4-0.9 s for a fork bomb's namespace (its init and waiter linger in wait4 after SIGKILL)
+    assert elapsed < TIMEOUT + open_ex.kill_grace_s + 1.5, f"took {elapsed:.2f} s: {r.error}"
     assert len(r.logs) <= open_ex.limits.max_output_chars + 200
     assert open_ex.execute("1 + 1").output == 2
     after = open_ex.execute("kept")
