@@ -16,6 +16,7 @@ from .protocol import (
     ToolErrorReply,
     checked_attachments,
     decode_value,
+    decode_values,
     encode_value,
     pack_frame,
 )
@@ -29,8 +30,9 @@ def tool_reply(tools: Mapping[str, Callable[..., Any]], msg: ToolCall, max_frame
     if fn is None:
         reply = ToolErrorReply(call=msg.call, type="NameError", message=f"there is no tool named {msg.name!r}")
         return reply.frame(max_frame_bytes)
-    args = [decode_value(a) for a in msg.args]
-    kwargs = {k: decode_value(v) for k, v in msg.kwargs.items()}
+    names = list(msg.kwargs)
+    plain = decode_values([*msg.args, *(msg.kwargs[k] for k in names)])  # (one memo, one budget)
+    args, kwargs = plain[:len(msg.args)], dict(zip(names, plain[len(msg.args):], strict=True))
     try:
         value = fn(*args, **kwargs)
     except Exception as exc:

@@ -34,7 +34,8 @@ import time
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-from .protocol import FrameBuffer, Shutdown, parse_worker_message
+from ..worker.bounds import BOUNDS
+from .protocol import FrameBuffer, ProtocolError, Shutdown, parse_worker_message
 
 __all__ = ["Channel", "DeadlinePassed", "WorkerDied", "WorkerHandle", "WorkerLink",
            "WORKER_PARENT", "describe_failure", "prepare_worker_code", "worker_command"]
@@ -144,16 +145,27 @@ class WorkerLink:
             raise WorkerDied(str(exc)) from None
 
     def recv(self, deadline: float | None):
-        """Read and validate the next message. DeadlinePassed / WorkerDied / ProtocolError."""
+        """Read and validate the next message. DeadlinePassed / WorkerDied / ProtocolError (also
+        for a frame left half-written for `Bounds.stall_s`: a worker that stalls mid-frame is
+        broken even where the step has no time limit)."""
         assert self.handle is not None
         frames = self.frames
+        stall = None  # when the frame begun must be whole
         while True:
             body = frames.next_frame()  # FrameTooLarge is a ProtocolError
             if body is not None:
                 return parse_worker_message(body)
+            wait = deadline
+            if frames.pending():
+                if stall is None:
+                    stall = time.monotonic() + BOUNDS.stall_s
+                wait = stall if deadline is None else min(deadline, stall)
             try:
-                chunk = self.handle.channel.read(1 << 16, remaining(deadline))
+                chunk = self.handle.channel.read(1 << 16, remaining(wait))
             except TimeoutError:
+                if wait is stall and (deadline is None or stall < deadline):
+                    raise ProtocolError(f"it stalled mid-frame: {frames.pending():,} bytes of a frame, "
+                                        f"and no more for {BOUNDS.stall_s:g} s") from None
                 raise DeadlinePassed from None
             except OSError as exc:
                 raise WorkerDied(str(exc)) from None

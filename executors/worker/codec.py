@@ -14,24 +14,31 @@ model's values inside the step, under the guard and the limits, where that is al
 
 `binary=True` leaves raw `bytes` in the tree (in process there is no JSON to carry: no base64);
 `dumps` (wire.py) writes them as base64 text, and the decoder takes either.
+
+Both directions hold the bounds table (`bounds/table.py`): the encoder spends one budget per
+message (`Crossing`: JSON values, containers, text) and names numbers over the table by their size
+instead of sending them; the decoder refuses what an honest encoder never sends (ProtocolError),
+before it builds anything from it.
 """
 
 from __future__ import annotations
 
 import binascii
-import math
 import sys
 
+from .bounds import BOUNDS, Bounds
+from .bounds.numbers import decimal_from_text, decimal_over, int_from_hex, int_over
 from .data_values import DATA_TAGS, LibraryMissing, NotData, decode_data, encode_data
 
-__all__ = ["REPR_CHARS", "TAG", "NotPlain", "ProtocolError", "Repr", "decode_value",
-           "encode_value", "opaque_repr", "plain_copy", "safe_repr", "safe_str"]
+__all__ = ["REPR_CHARS", "TAG", "Crossing", "NotPlain", "ProtocolError", "Repr", "TooLargeToCross",
+           "decode_value", "decode_values", "encode_value", "opaque_repr", "plain_copy", "safe_repr", "safe_str"]
 
 TAG = "$t"
-_BIG_INT_BITS = 12_000  # above ~3600 digits, str(int) may hit Python's int->str digit limit
-_MAX_DEPTH = 100
-_MAX_NODES = 1_000_000
+_BIG_INT_BITS = 12_000  # above ~3600 digits, str(int) may hit a worker's int->str digit limit
+_MAX_DEPTH = BOUNDS.depth
 REPR_CHARS = 10_000  # the longest repr a value crosses as
+_DATE_CHARS = 64  # '2024-02-29T12:30:01.000005+05:30' and the like
+_FLOAT_CHARS = 32  # repr() of any float
 
 
 class ProtocolError(Exception):
@@ -52,10 +59,6 @@ class Repr(str):
 # Repr classes of this codec: a restricted worker holds two copies of it (the worker's own
 # `worker.codec` and the runtime's `executors.worker.codec`), and the runtime's reprs stay reprs.
 REPR_TYPES: set[type] = {Repr}
-
-
-class _TooLarge(Exception):
-    pass
 
 
 class NotPlain(Exception):
@@ -99,24 +102,19 @@ def _base64(data: bytes) -> str:
     return binascii.b2a_base64(data, newline=False).decode("ascii")
 
 
-def encode_value(value, *, max_nodes: int = _MAX_NODES, binary: bool = False, describe=safe_repr,
-                 strict: bool = False):
-    """Turn a value into plain data (the tagged extension). Never raises for odd values:
+def encode_value(value, *, max_nodes: int | None = None, binary: bool = False, describe=safe_repr,
+                 strict: bool = False, bounds: Bounds = BOUNDS):
+    """Turn a value into plain data (the tagged extension), within `bounds` (the table in
+    `bounds/table.py`; `max_nodes` overrides its JSON values). Never raises for odd values:
     unsupported objects, cycles and over-deep nesting become repr markers, their text from
-    `describe` (safe_repr; opaque_repr where no model code may run). `strict=True` takes only
-    builtin data (no payloads, which call the library on the value, no reprs) and raises
-    NotPlain for anything else: then no method of the value can run, anywhere."""
-    blob = bytes if binary else _base64
-    try:
-        return _Encoder(max_nodes, blob, None if strict else describe).enc(value, 0)
-    except _TooLarge:
-        if strict:
-            raise NotPlain from None
-        return _short_repr_marker(value, describe)
-    except RecursionError:
-        if strict:
-            raise NotPlain from None
-        return {TAG: "repr", "v": "<too deeply nested>", "type": type(value).__name__}
+    `describe` (safe_repr; opaque_repr where no model code may run), and a value over the bounds
+    becomes a marker that says what was cut. `strict=True` takes only builtin data within the
+    bounds (no payloads, which call the library on the value, no reprs) and raises NotPlain for
+    anything else: then no method of the value can run, anywhere."""
+    crossing = Crossing(bounds, binary=binary)
+    if max_nodes is not None:
+        crossing.values = max_nodes
+    return crossing.encode(value, describe=describe, strict=strict)
 
 
 def plain_copy(value):
@@ -125,72 +123,181 @@ def plain_copy(value):
     return decode_value(encode_value(value, binary=True, strict=True))
 
 
-def _short_repr_marker(value, describe) -> dict:
-    """For containers too big or deep to walk: a bounded-effort repr (reprlib elides)."""
+class TooLargeToCross(ValueError):
+    """A value over the bounds where a cut would mislead (a tool's argument): says why."""
+
+    def for_tool(self, name: str) -> str:
+        """What the model reads when a tool's arguments cannot cross to the host."""
+        return (f"the arguments of tool {name!r} are too large to cross to the host: {self}. Pass "
+                "less data per call (a slice, a summary, a file name), or a number as its str()")
+
+
+class Crossing:
+    """One budget of `bounds` for the values of one message: a result's output, a tool call's
+    arguments, the variables asked for. Each `encode()` spends from it; a value over what is left
+    crosses as a marker that says what was cut (or, with `cut=False`, raises TooLargeToCross)."""
+
+    __slots__ = ("bounds", "blob", "memo", "values", "containers", "text")
+
+    def __init__(self, bounds: Bounds = BOUNDS, *, binary: bool = False) -> None:
+        self.bounds = bounds
+        self.blob = bytes if binary else _base64
+        # In process (raw bytes, no JSON) a container met again is the same encoded node: the
+        # tree stays a DAG, and a structure of 2**40 paths through shared lists costs its 40
+        # distinct lists. JSON would expand the DAG, so there the budget bounds the walk.
+        self.memo: dict[int, object] | None = {} if binary else None
+        self.values, self.containers, self.text = bounds.values, bounds.containers, bounds.text_bytes
+
+    def encode(self, value, *, describe=safe_repr, strict: bool = False, cut: bool = True):
+        left = (self.values, self.containers, self.text)
+        encoder = _Encoder(self, None if strict else describe, cut)
+        try:
+            tree = encoder.enc(value, 0)
+            encoder.spend(1, 0)  # (the value itself; its parts are spent by their container)
+            if self.text < 0:
+                raise _TooLarge(_over_text(self.bounds))
+            return tree
+        except _TooLarge as exc:
+            self.values, self.containers, self.text = left
+            if strict:
+                raise NotPlain from None
+            if not cut:
+                raise TooLargeToCross(exc.args[0]) from None
+            marker = _short_repr_marker(value, describe, exc.args[0], self.bounds)
+            self.values, self.containers = self.values - 4, self.containers - 1
+            return marker
+        except RecursionError:
+            self.values, self.containers, self.text = left
+            if strict:
+                raise NotPlain from None
+            return {TAG: "repr", "v": "<too deeply nested>", "type": type(value).__name__}
+
+
+def _over_text(bounds: Bounds) -> str:
+    return (f"over the {bounds.text_bytes:,} characters of text and bytes a value may hold to "
+            "cross the boundary (Bounds.text_bytes)")
+
+
+def _short_repr_marker(value, describe, why: str = "", bounds: Bounds = BOUNDS) -> dict:
+    """For values too big or deep to walk: a bounded-effort repr (reprlib elides; numbers over
+    the bounds are named by their size), and why it is not the value."""
+    name = type(value).__name__
     if describe is opaque_repr:
-        return {TAG: "repr", "v": opaque_repr(value), "type": type(value).__name__}
-    import reprlib
-
-    short = reprlib.Repr()
-    short.maxlevel, short.maxstring, short.maxother = 4, 200, 200
-    try:
-        text = short.repr(value)
-    except Exception:
         text = opaque_repr(value)
-    if type(text) is not str:
-        text = opaque_repr(value)
-    return {TAG: "repr", "v": text[:REPR_CHARS], "type": type(value).__name__}
+    else:
+        try:
+            text = _ShortRepr.of(bounds).repr(value)
+        except Exception:
+            text = opaque_repr(value)
+        if type(text) is not str:
+            text = opaque_repr(value)
+    if why:
+        text = f"<{text[:REPR_CHARS // 2]} did not cross the boundary: {why}>"
+    return {TAG: "repr", "v": text[:REPR_CHARS], "type": name}
 
 
-def _float(v: float):
-    if v != v or v in (math.inf, -math.inf):
-        return {TAG: "float", "v": repr(v)}
-    return v
+class _ShortRepr:
+    """reprlib's Repr (imported when first needed), with ints and Decimals over the bounds named
+    by their size: reprlib itself calls repr() of an int, quadratic in its digits."""
+
+    made: dict = {}
+
+    @classmethod
+    def of(cls, bounds: Bounds):
+        short = cls.made.get(id(bounds))
+        if short is None:
+            import reprlib
+
+            class Short(reprlib.Repr):
+                def repr_int(self, x, level):
+                    return "<int>" if int_over(x, bounds) else super().repr_int(x, level)
+
+                def repr_Decimal(self, x, level):
+                    return "<Decimal>" if decimal_over(x, bounds) else self.repr_instance(x, level)
+
+            short = cls.made[id(bounds)] = Short()
+            short.maxlevel, short.maxstring, short.maxother = 4, 200, 200
+        return short
+
+
+class _TooLarge(Exception):
+    """Over the bounds: args[0] says which."""
 
 
 class _Encoder:
-    __slots__ = ("budget", "blob", "describe", "memo", "path")
+    __slots__ = ("crossing", "blob", "describe", "memo", "path", "cut")
 
-    def __init__(self, max_nodes: int, blob, describe) -> None:
-        self.budget = max_nodes
-        self.blob = blob
+    def __init__(self, crossing: Crossing, describe, cut: bool) -> None:
+        self.crossing = crossing
+        self.blob = crossing.blob
         self.describe = describe
+        self.cut = cut
         self.path: set[int] = set()
-        # In process (raw bytes, no JSON) a container met again is the same encoded node: the
-        # tree stays a DAG, and a structure of 2**40 paths through shared lists costs its 40
-        # distinct lists. JSON would expand the DAG, so there the node budget bounds the walk.
-        self.memo: dict[int, object] | None = {} if blob is bytes else None
+        self.memo = crossing.memo
+
+    def spend(self, values: int, containers: int) -> None:
+        c = self.crossing
+        c.values -= values
+        c.containers -= containers
+        if c.values < 0 or c.containers < 0:
+            b = c.bounds
+            raise _TooLarge(f"over the {b.values:,} values or {b.containers:,} containers a value may "
+                            "hold to cross the boundary (Bounds.values, Bounds.containers)")
 
     def marker(self, v) -> dict:
         if self.describe is None:
             raise NotPlain
+        self.spend(3, 1)
         return {TAG: "repr", "v": self.describe(v), "type": type(v).__name__}
+
+    def too_large(self, v, why: str) -> dict:
+        """A number over the bounds: a marker naming it by its size (never its digits)."""
+        if self.describe is None:
+            raise NotPlain
+        if not self.cut:
+            raise _TooLarge(why)
+        self.spend(3, 1)
+        return {TAG: "repr", "v": f"<{type(v).__name__} that did not cross the boundary: {why}>",
+                "type": type(v).__name__}
+
+    def tagged(self, tag: str, payload, values: int = 2, containers: int = 1) -> dict:
+        self.spend(values, containers)
+        return {TAG: tag, "v": payload}
 
     def enc(self, v, depth: int):
         t = type(v)
-        if v is None or t is bool or t is str:
+        if t is str:
+            self.crossing.text -= len(v)
+            return v
+        if v is None or t is bool:
             return v
         if t is int:
-            return v if v.bit_length() < _BIG_INT_BITS else {TAG: "int", "v": hex(v)}
+            if v.bit_length() < _BIG_INT_BITS:
+                return v
+            why = int_over(v, self.crossing.bounds)
+            return self.tagged("int", hex(v)) if why is None else self.too_large(v, why)
         if t is float:
-            return _float(v)
-        self.budget -= 1
-        if self.budget < 0:
-            raise _TooLarge
+            return v if v - v == 0.0 else self.tagged("float", repr(v))  # (inf - inf, nan: nan)
         if t in REPR_TYPES:
             name = v.type_name
+            self.spend(3, 1)
+            self.crossing.text -= len(v)
             return {TAG: "repr", "v": str.__str__(v), "type": name if type(name) is str else ""}
         if t is bytes or t is bytearray or t is memoryview:
-            return {TAG: "bytes", "v": self.blob(bytes(v))}
+            data = bytes(v)
+            self.crossing.text -= len(data)
+            if self.crossing.text < 0:
+                raise _TooLarge(_over_text(self.crossing.bounds))
+            return self.tagged("bytes", self.blob(data))
         if t is complex:
-            return {TAG: "complex", "v": [repr(v.real), repr(v.imag)]}
+            return self.tagged("complex", [repr(v.real), repr(v.imag)], 4, 2)
         if t is list or t is tuple or t is set or t is frozenset or t is dict:
             return self.container(v, t, depth)
         base = _builtin_base(t)
         if base is not None:  # a subclass of a builtin: its base's data, read by the base's C code
             return self.enc(_base_data(v, base), depth) if base not in _CONTAINERS else \
                 self.container(v, base, depth)
-        simple = _stdlib_value(v, t)
+        simple = _stdlib_value(v, t, self)
         if simple is not None:
             return simple if simple is not _NOT_PLAIN else self.marker(v)
         if self.describe is None:
@@ -205,7 +312,29 @@ class _Encoder:
             return self.marker(v)
         if payload is None:
             return self.marker(v)
-        return payload if type(payload) is dict else self.enc(payload, depth)  # (a numpy scalar)
+        if type(payload) is not dict:
+            return self.enc(payload, depth)  # (a numpy scalar)
+        self.payload(payload)
+        return payload
+
+    def payload(self, tree) -> None:
+        """Spend what a data payload (numpy, pandas) holds: its JSON values, containers, text."""
+        crossing = self.crossing
+        stack = [tree]
+        while stack:
+            node = stack.pop()
+            t = type(node)
+            if t is str or t is bytes:
+                crossing.text -= len(node)
+                continue
+            if t is dict:
+                self.spend(len(node), 1)
+                stack.extend(node.values())
+            elif t is list:
+                self.spend(len(node), 1)
+                stack.extend(x for x in node if type(x) is not str or len(x) > 64)
+        if crossing.text < 0:
+            raise _TooLarge(_over_text(crossing.bounds))
 
     def container(self, v, t, depth: int):
         # keyed by the value itself (alive in the caller's graph), never by a temporary copy of
@@ -223,6 +352,9 @@ class _Encoder:
         if self.describe is None and (depth >= _MAX_DEPTH or key in self.path):
             raise NotPlain
         if depth >= _MAX_DEPTH:
+            if not self.cut:
+                raise _TooLarge(f"nested over {_MAX_DEPTH} levels deep")
+            self.spend(4, 1)
             return _short_repr_marker(v, self.describe)
         if key in self.path:
             return self.marker(v)  # (a cycle: the container's repr shows it as [...])
@@ -233,17 +365,27 @@ class _Encoder:
             # the base's own data, read by its C code (_base_data): a subclass's overrides
             # (__iter__, keys, items, __getitem__, __hash__ ...) never run
             data = (dict.items(v) if t is dict else v) if type(v) is t else _base_data(v, t)
+            n = len(data)
             if t is dict:
                 # (every key an exact str: the C lookup of TAG compares str with str only)
                 if all(type(k) is str for k, _ in data) and not dict.__contains__(v, TAG):
-                    return {k: enc(x, d) for k, x in data}
-                return {TAG: "dict", "v": [[enc(k, d), enc(x, d)] for k, x in data]}
-            items = [enc(x, d) for x in data]
-            if t is list:
-                return items
-            if t is tuple:
-                return {TAG: "tuple", "v": items}
-            return {TAG: "frozenset" if t is frozenset else "set", "v": items}
+                    self.spend(n, 1)
+                    out = {k: enc(x, d) for k, x in data}
+                    self.crossing.text -= sum(map(len, out))
+                else:
+                    self.spend(2 + 3 * n, 2 + n)
+                    out = {TAG: "dict", "v": [[enc(k, d), enc(x, d)] for k, x in data]}
+            else:
+                if t is list:
+                    self.spend(n, 1)
+                else:
+                    self.spend(n + 2, 2)
+                items = [enc(x, d) for x in data]
+                out = items if t is list else {
+                    TAG: "tuple" if t is tuple else "frozenset" if t is frozenset else "set", "v": items}
+            if self.crossing.text < 0:
+                raise _TooLarge(_over_text(self.crossing.bounds))
+            return out
         finally:
             self.path.discard(key)
 
@@ -291,7 +433,7 @@ def _base_data(v, base):
     return list(base.__iter__(v))
 
 
-def _stdlib_value(v, t):
+def _stdlib_value(v, t, encoder: _Encoder):
     """Dates, times and Decimals of exact types (modules looked up, never imported): their tag,
     _NOT_PLAIN for one holding a time zone that is not a plain one, or None."""
     mods = sys.modules
@@ -300,14 +442,15 @@ def _stdlib_value(v, t):
         if t is dt.datetime or t is dt.time:
             if not _plain_zone(v.tzinfo, dt, mods):
                 return _NOT_PLAIN
-            return {TAG: "datetime" if t is dt.datetime else "time", "v": v.isoformat()}
+            return encoder.tagged("datetime" if t is dt.datetime else "time", v.isoformat())
         if t is dt.date:
-            return {TAG: "date", "v": v.isoformat()}
+            return encoder.tagged("date", v.isoformat())
         if t is dt.timedelta:
-            return {TAG: "timedelta", "v": [v.days, v.seconds, v.microseconds]}
+            return encoder.tagged("timedelta", [v.days, v.seconds, v.microseconds], 5, 2)
     dec = mods.get("decimal")
     if dec is not None and t is dec.Decimal:
-        return {TAG: "decimal", "v": str(v)}
+        why = decimal_over(v, encoder.crossing.bounds)
+        return encoder.tagged("decimal", str(v)) if why is None else encoder.too_large(v, why)
     return None
 
 
@@ -319,19 +462,28 @@ def _plain_zone(tz, dt, mods) -> bool:
     return zoneinfo is not None and type(tz) is zoneinfo.ZoneInfo
 
 
-def decode_value(data, _depth: int = 0, *, may_import: bool = True):
+def decode_value(data, _depth: int = 0, *, may_import: bool = True, bounds: Bounds = BOUNDS):
     """Inverse of `encode_value`: fresh objects. Strict: raises ProtocolError on anything it does
-    not know. `may_import=False` (the worker) rebuilds numpy/pandas payloads only when that
-    library is loaded already; otherwise (and when it is not installed) they become a Repr. A
-    node met twice (an in-process tree is a DAG) gives the same object twice."""
-    return _Decoder(may_import).dec(data, _depth)
+    not know or that is over `bounds` (a number's digits or exponent, a date's text). `may_import=False`
+    (the worker) rebuilds numpy/pandas payloads only when that library is loaded already;
+    otherwise (and when it is not installed) they become a Repr. A node met twice (an in-process
+    tree is a DAG) gives the same object twice."""
+    return _Decoder(may_import, bounds).dec(data, _depth)
+
+
+def decode_values(trees, *, may_import: bool = True, bounds: Bounds = BOUNDS) -> list:
+    """`decode_value` of each tree of one message (a tool call's arguments, say), with one memo:
+    a node the encoder shared between them is one object again."""
+    decoder = _Decoder(may_import, bounds)
+    return [decoder.dec(tree, 0) for tree in trees]
 
 
 class _Decoder:
-    __slots__ = ("may_import", "memo")
+    __slots__ = ("may_import", "memo", "bounds")
 
-    def __init__(self, may_import: bool) -> None:
+    def __init__(self, may_import: bool, bounds: Bounds) -> None:
         self.may_import = may_import
+        self.bounds = bounds
         self.memo: dict[int, object] = {}
 
     def dec(self, data, depth: int):
@@ -405,16 +557,15 @@ def _decode_tagged(tag, data, d, decoder: _Decoder):
                 raise ProtocolError("float tag is only for nan/inf")
             return float(v)
         if tag == "int":
-            return int(v, 16)
+            return int_from_hex(v, decoder.bounds)
         if tag == "decimal":
-            import decimal
-
-            return decimal.Decimal(v)
-        if tag in ("datetime", "date", "time"):
+            return decimal_from_text(v, decoder.bounds)
+        if tag in ("datetime", "date", "time") and len(v) <= _DATE_CHARS:
             import datetime
 
             return getattr(datetime, tag).fromisoformat(v)
-    if tag == "complex" and type(v) is list and len(v) == 2 and all(type(x) is str for x in v):
+    if tag == "complex" and type(v) is list and len(v) == 2 and \
+            all(type(x) is str and len(x) <= _FLOAT_CHARS for x in v):
         return complex(float(v[0]), float(v[1]))
     if tag == "timedelta" and type(v) is list and len(v) == 3 and all(type(x) is int for x in v):
         import datetime

@@ -29,7 +29,7 @@ from ...base import (
     normalize_tools,
     variable_names_asked,
 )
-from ...worker.codec import NotPlain, Repr, decode_value, encode_value, opaque_repr, plain_copy
+from ...worker.codec import Crossing, NotPlain, Repr, decode_value, encode_value, opaque_repr
 from ...worker.codec import safe_repr as codec_repr
 from ...worker.display import display_text
 from ...worker.figures import collect, is_pil_image, max_pixels, pil_description
@@ -163,13 +163,14 @@ class RestrictedRuntime:
                 variables = {name: variables[name] for name in wanted}
             values: dict[str, Any] = {}
             to_render: dict[str, Any] = {}
+            crossing = Crossing(binary=True)  # one budget for them all (the bounds table)
             for name, value in variables.items():
-                try:
-                    values[name] = plain_copy(value)  # builtin data: no code of the value runs
+                try:  # builtin data: no code of the value runs
+                    values[name] = decode_value(crossing.encode(value, strict=True))
                 except NotPlain:
                     to_render[name] = value
             if to_render:
-                values.update(self._render_variables(to_render))
+                values.update(self._render_variables(to_render, crossing))
             return values
         finally:
             self._lock.release()
@@ -182,7 +183,7 @@ class RestrictedRuntime:
             and name != FINAL_ANSWER_NAME and type(value) is not ModuleProxy
         }
 
-    def _render_variables(self, values: dict[str, Any]) -> dict[str, Any]:
+    def _render_variables(self, values: dict[str, Any], crossing: Crossing) -> dict[str, Any]:
         """Encoding a model's object may run its code (repr, a library reading a frame): under
         the limits and the guard, like a step; the host decodes plain data afterwards."""
         limit = self.limits.max_output_chars
@@ -193,7 +194,7 @@ class RestrictedRuntime:
 
         def render(exc: BaseException | None) -> None:
             for name, value in values.items():
-                encoded[name] = encode_value(value, binary=True, describe=describe)
+                encoded[name] = crossing.encode(value, describe=describe)
 
         self._under_limits(None, render)
         self.state.reason = "finished"
