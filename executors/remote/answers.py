@@ -31,7 +31,7 @@ def tool_reply(tools: Mapping[str, Callable[..., Any]], msg: ToolCall, max_frame
         reply = ToolErrorReply(call=msg.call, type="NameError", message=f"there is no tool named {msg.name!r}")
         return reply.frame(max_frame_bytes)
     names = list(msg.kwargs)
-    plain = decode_values([*msg.args, *(msg.kwargs[k] for k in names)])  # (one memo, one budget)
+    plain = decode_values([*msg.args, *(msg.kwargs[k] for k in names)], parsed=True)  # (one memo, one budget)
     args, kwargs = plain[:len(msg.args)], dict(zip(names, plain[len(msg.args):], strict=True))
     try:
         value = fn(*args, **kwargs)
@@ -52,7 +52,7 @@ def step_result(msg: Result, limits: Limits, started: float) -> ExecutionResult:
     """A worker's result as the host returns it: decoded (ProtocolError on a bad value) and cut
     to the limits."""
     limit = limits.max_output_chars
-    output = None if msg.output is None else decode_value(msg.output)
+    output = None if msg.output is None else decode_value(msg.output, parsed=True)
     error = None
     if msg.error is not None:
         e = msg.error

@@ -284,7 +284,7 @@ def checked_attachments(msg: Result, max_bytes: int, bounds: Bounds = BOUNDS) ->
 
 def checked_variables(msg: Variables) -> dict[str, Any]:
     """A get_variables answer as a dict of str names (ProtocolError when it is not a mapping)."""
-    values = decode_value(msg.values)
+    values = decode_value(msg.values, parsed=True)
     if not isinstance(values, dict):
         raise ProtocolError(f"a {type(values).__name__}, not a dict")
     return {k: v for k, v in values.items() if isinstance(k, str)}

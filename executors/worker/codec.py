@@ -31,7 +31,8 @@ from .bounds.numbers import decimal_from_text, decimal_over, int_from_hex, int_o
 from .data_values import DATA_TAGS, LibraryMissing, NotData, decode_data, encode_data
 
 __all__ = ["REPR_CHARS", "TAG", "Crossing", "NotPlain", "ProtocolError", "Repr", "TooLargeToCross",
-           "decode_value", "decode_values", "encode_value", "opaque_repr", "plain_copy", "safe_repr", "safe_str"]
+           "decode_value", "decode_values", "encode_value", "opaque_repr", "plain_copy", "safe_repr", "safe_str",
+           "short_repr"]
 
 TAG = "$t"
 _BIG_INT_BITS = 12_000  # above ~3600 digits, str(int) may hit a worker's int->str digit limit
@@ -196,6 +197,17 @@ def _short_repr_marker(value, describe, why: str = "", bounds: Bounds = BOUNDS) 
     return {TAG: "repr", "v": text[:REPR_CHARS], "type": name}
 
 
+def short_repr(value, limit: int = 300, bounds: Bounds = BOUNDS) -> str:
+    """A repr whose cost is bounded, for the host's own text about values that crossed (builtin
+    data, never a model's object): reprlib's elisions (a few items of each container, the ends of
+    long strings), numbers over the bounds named by their size; cut to `limit` characters."""
+    try:
+        text = _ShortRepr.of(bounds).repr(value)
+    except Exception:  # noqa: BLE001 - a value reprlib cannot show: its type
+        text = opaque_repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class _ShortRepr:
     """reprlib's Repr (imported when first needed), with ints and Decimals over the bounds named
     by their size: reprlib itself calls repr() of an int, quadratic in its digits."""
@@ -214,6 +226,11 @@ class _ShortRepr:
 
                 def repr_Decimal(self, x, level):
                     return "<Decimal>" if decimal_over(x, bounds) else self.repr_instance(x, level)
+
+                def repr_bytes(self, x, level):  # (reprlib would repr all of it, then cut)
+                    return self.repr_str(x, level)
+
+                repr_bytearray = repr_Repr = repr_bytes
 
             short = cls.made[id(bounds)] = Short()
             short.maxlevel, short.maxstring, short.maxother = 4, 200, 200
@@ -462,29 +479,32 @@ def _plain_zone(tz, dt, mods) -> bool:
     return zoneinfo is not None and type(tz) is zoneinfo.ZoneInfo
 
 
-def decode_value(data, _depth: int = 0, *, may_import: bool = True, bounds: Bounds = BOUNDS):
+def decode_value(data, _depth: int = 0, *, may_import: bool = True, bounds: Bounds = BOUNDS,
+                 parsed: bool = False):
     """Inverse of `encode_value`: fresh objects. Strict: raises ProtocolError on anything it does
     not know or that is over `bounds` (a number's digits or exponent, a date's text). `may_import=False`
     (the worker) rebuilds numpy/pandas payloads only when that library is loaded already;
     otherwise (and when it is not installed) they become a Repr. A node met twice (an in-process
-    tree is a DAG) gives the same object twice."""
-    return _Decoder(may_import, bounds).dec(data, _depth)
+    tree is a DAG) gives the same object twice. `parsed=True`: the tree was just parsed from a
+    frame and nothing else holds it, so its lists and dicts are filled in place (no second copy of
+    a million containers, no memo: parsed JSON shares no node)."""
+    return _Decoder(may_import, bounds, parsed).dec(data, _depth)
 
 
-def decode_values(trees, *, may_import: bool = True, bounds: Bounds = BOUNDS) -> list:
+def decode_values(trees, *, may_import: bool = True, bounds: Bounds = BOUNDS, parsed: bool = False) -> list:
     """`decode_value` of each tree of one message (a tool call's arguments, say), with one memo:
     a node the encoder shared between them is one object again."""
-    decoder = _Decoder(may_import, bounds)
+    decoder = _Decoder(may_import, bounds, parsed)
     return [decoder.dec(tree, 0) for tree in trees]
 
 
 class _Decoder:
     __slots__ = ("may_import", "memo", "bounds")
 
-    def __init__(self, may_import: bool, bounds: Bounds) -> None:
+    def __init__(self, may_import: bool, bounds: Bounds, parsed: bool = False) -> None:
         self.may_import = may_import
         self.bounds = bounds
-        self.memo: dict[int, object] = {}
+        self.memo: dict[int, object] | None = None if parsed else {}
 
     def dec(self, data, depth: int):
         t = type(data)
@@ -492,21 +512,31 @@ class _Decoder:
             return data
         if t is not list and t is not dict:
             raise ProtocolError(f"unexpected JSON type {t.__name__}")
-        key = id(data)
-        memo = self.memo
-        if key in memo:
-            return memo[key]
         if depth > 2 * _MAX_DEPTH + 10:
             raise ProtocolError("value nested too deeply")
+        memo = self.memo
+        if memo is None:
+            return self._dec(data, t, depth + 1)
+        key = id(data)
+        if key in memo:
+            return memo[key]
         memo[key] = value = self._dec(data, t, depth + 1)
         return value
 
     def _dec(self, data, t, d):
         dec = self.dec
         if t is list:
+            if self.memo is None:  # (parsed: in place)
+                for i, x in enumerate(data):
+                    data[i] = dec(x, d)
+                return data
             return [dec(x, d) for x in data]
         tag = data.get(TAG)
         if tag is None:
+            if self.memo is None:
+                for k, x in data.items():
+                    data[k] = dec(x, d)
+                return data
             return {k: dec(x, d) for k, x in data.items()}
         try:
             return _decode_tagged(tag, data, d, self)

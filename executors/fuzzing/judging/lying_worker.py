@@ -29,16 +29,18 @@ from .host_touches import touch_like_a_host
 
 __all__ = ["LyingWorker", "ScriptedChannel", "WireVerdict", "judge_lie", "memory_bound"]
 
+#: what touching the values a host took may cost it: a copy or two of its text (repr, json), a few MB
+TOUCH_BYTES = 2 * BOUNDS.text_bytes + 16 * 2**20
 #: the step errors a lie may end in (each says the sandbox was restarted)
 CLEAR_ERRORS = ("WorkerProtocolError", "WorkerCrashed", "TimeoutError")
 
 
 def memory_bound(max_frame_bytes: int) -> int:
-    """What the host may hold at once while it reads one frame: the frame in its buffer and as
-    text (3 × the frame), the parsed message (at most Bounds.containers objects of ~72 bytes and
-    Bounds.values others of ~40), and the decoded value (the same again), with 32 MB to spare."""
-    tree = BOUNDS.containers * 72 + BOUNDS.values * 40
-    return 3 * max_frame_bytes + 2 * tree + 32 * 2**20
+    """What the host may hold at once while it reads one frame: the frame in its buffer, as bytes
+    and as text (3 × the frame); the parsed message, at most Bounds.containers lists and dicts
+    (~240 bytes each with their slots: a tag's dict has three keys) and Bounds.values other
+    values (~40 bytes); the decoded value is built in place; 32 MB to spare."""
+    return 3 * max_frame_bytes + BOUNDS.containers * 240 + BOUNDS.values * 40 + 32 * 2**20
 
 
 class ScriptedChannel(Channel):
@@ -128,7 +130,8 @@ class WireVerdict:
     """What the host did with one lie, and what went wrong (`problems`, empty when it held)."""
 
     outcome: str = ""  # the step's error type, "refused" (an ExecutorError), or "accepted"
-    peak_bytes: int = 0
+    peak_bytes: int = 0  # what the host held at most while it took the lie
+    touch_bytes: int = 0  # ... and while it touched what it took (str, int(), format, json, ...)
     seconds: float = 0.0
     problems: list[str] = dataclasses.field(default_factory=list)
 
@@ -150,7 +153,7 @@ def _over_bounds(value: Any, depth: int = 0) -> str | None:
     return None
 
 
-def judge_lie(lie: Any, *, max_frame_bytes: int = BOUNDS.frame_bytes, time_limit_s: float = 20.0) -> WireVerdict:
+def judge_lie(lie: Any, *, max_frame_bytes: int = BOUNDS.frame_bytes, time_limit_s: float = 120.0) -> WireVerdict:
     """Play `lie` (an `attacks.frames.Lie`) against a LyingWorker; see the module docstring."""
     verdict = WireVerdict()
     taken: list[Any] = []
@@ -176,7 +179,13 @@ def judge_lie(lie: Any, *, max_frame_bytes: int = BOUNDS.frame_bytes, time_limit
         _play(ex, lie, verdict, taken)
         verdict.seconds = time.monotonic() - t0
         verdict.peak_bytes = tracemalloc.get_traced_memory()[1] - base
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        touch_like_a_host(_touchable(taken))  # what a host does with them must stay bounded too
+        verdict.touch_bytes = tracemalloc.get_traced_memory()[1] - base
         after = ex.execute("1 + 1")
+        if after.error is not None and after.error.type in CLEAR_ERRORS:  # the liar, still serving
+            after = ex.execute("1 + 1")
         if after.error is not None or after.output != 2:
             verdict.problems.append(f"unusable afterwards: `1 + 1` gave {after.output!r} / {after.error}")
     except BaseException as exc:  # noqa: BLE001 - anything out of the host is a finding
@@ -187,6 +196,8 @@ def judge_lie(lie: Any, *, max_frame_bytes: int = BOUNDS.frame_bytes, time_limit
         ex.close()
     if verdict.peak_bytes > memory_bound(max_frame_bytes):
         verdict.problems.append(f"the host grew by {verdict.peak_bytes / 2**20:.0f} MB")
+    if verdict.touch_bytes > TOUCH_BYTES:
+        verdict.problems.append(f"touching what it took grew the host by {verdict.touch_bytes / 2**20:.0f} MB")
     if verdict.seconds > time_limit_s:
         verdict.problems.append(f"took {verdict.seconds:.1f} s")
     liar = ex.handles[0] if ex.handles else None
@@ -225,4 +236,21 @@ def _play(ex: LyingWorker, lie: Any, verdict: WireVerdict, taken: list[Any]) -> 
             return
         verdict.outcome = "accepted"
         taken.extend(values.values())
-    touch_like_a_host(taken)
+
+
+def _touchable(values: list[Any], most: int = 2_000) -> list[Any]:
+    """The values a host touches: each value when it is small, and always its scalar leaves
+    (where a number that grows when formatted would hide), at most `most` of them. Touching a
+    million-element list costs the host what it costs any list: that is not what this looks for."""
+    out: list[Any] = []
+    stack = list(values)
+    while stack and len(out) < most:
+        value = stack.pop()
+        t = type(value)
+        if t in (list, tuple, set, frozenset, dict):
+            if len(value) <= 100:
+                out.append(value)
+            stack.extend(list(value.values() if t is dict else value)[:most])
+        else:
+            out.append(value)
+    return out

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 
+from .numbers import int_over
 from .table import ENVELOPE_VALUES, Bounds
 
 __all__ = ["FrameBounds", "check_body", "int_literal", "json_counts"]
@@ -63,10 +64,16 @@ def int_literal(bounds: Bounds):
     longest = bounds.int_digits + 1  # (a minus sign)
 
     def parse_int(text: str) -> int:
+        if len(text) < 20:
+            return int(text)
         if len(text) > longest:
             raise FrameBounds(f"an int literal of {len(text):,} digits, over the "
                               f"{bounds.int_digits:,} a number may have (Bounds.int_digits)")
-        return int(text)
+        value = int(text)
+        why = int_over(value, bounds)
+        if why is not None:
+            raise FrameBounds(why)
+        return value
 
     return parse_int
 
