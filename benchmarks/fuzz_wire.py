@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         worst["peak_mb"] = max(worst["peak_mb"], verdict.peak_bytes / 2**20)
         worst["touch_mb"] = max(worst["touch_mb"], verdict.touch_bytes / 2**20)
         worst["seconds"] = max(worst["seconds"], verdict.seconds)
-        assert verdict.problems == [], verdict
+        assert verdict.problems == [], (verdict, lie)
 
     if opts.seed is not None:
         check = seed(opts.seed)(check)

@@ -35,6 +35,8 @@ def result(output) -> Frame:
 # name -> (lie, the outcome the host must reach)
 NAMED = {
     "a Decimal with an exponent in the billions": (result({"$t": "decimal", "v": "1E+999999999"}), "WorkerProtocolError"),
+    "a Decimal that is no number": (result({"$t": "decimal", "v": "1e"}), "WorkerProtocolError"),
+    "a timedelta of 10**30 days": (result({"$t": "timedelta", "v": [10**30, 0, 0]}), "WorkerProtocolError"),
     "a Decimal of 5,000 digits": (result({"$t": "decimal", "v": "9" * 5000}), "WorkerProtocolError"),
     "a Decimal NaN with a 5,000-digit payload": (result({"$t": "decimal", "v": "NaN" + "1" * 5000}), "WorkerProtocolError"),
     "an int of 5,000 hex digits": (result({"$t": "int", "v": "0x" + "f" * 5000}), "WorkerProtocolError"),

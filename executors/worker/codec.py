@@ -171,7 +171,13 @@ class Crossing:
             self.values, self.containers, self.text = left
             if strict:
                 raise NotPlain from None
-            return {TAG: "repr", "v": "<too deeply nested>", "type": type(value).__name__}
+            why = (f"nested deeper than the recursion limit lets it be copied (Limits.max_recursion_depth; "
+                   f"at most {self.bounds.depth} levels cross, Bounds.depth)")
+            if not cut:
+                raise TooLargeToCross(why) from None
+            self.values, self.containers = self.values - 4, self.containers - 1
+            return {TAG: "repr", "v": f"<{type(value).__name__} that did not cross the boundary: {why}>",
+                    "type": type(value).__name__}
 
 
 def _over_text(bounds: Bounds) -> str:
@@ -345,10 +351,10 @@ class _Encoder:
                 crossing.text -= len(node)
                 continue
             if t is dict:
-                self.spend(len(node), 1)
+                self.spend(len(node) or 1, 1)
                 stack.extend(node.values())
             elif t is list:
-                self.spend(len(node), 1)
+                self.spend(len(node) or 1, 1)
                 stack.extend(x for x in node if type(x) is not str or len(x) > 64)
         if crossing.text < 0:
             raise _TooLarge(_over_text(crossing.bounds))
@@ -369,10 +375,11 @@ class _Encoder:
         if self.describe is None and (depth >= _MAX_DEPTH or key in self.path):
             raise NotPlain
         if depth >= _MAX_DEPTH:
+            why = f"nested over {_MAX_DEPTH} levels deep (Bounds.depth)"
             if not self.cut:
-                raise _TooLarge(f"nested over {_MAX_DEPTH} levels deep")
+                raise _TooLarge(why)
             self.spend(4, 1)
-            return _short_repr_marker(v, self.describe)
+            return _short_repr_marker(v, self.describe, why, self.crossing.bounds)
         if key in self.path:
             return self.marker(v)  # (a cycle: the container's repr shows it as [...])
         self.path.add(key)
@@ -382,21 +389,23 @@ class _Encoder:
             # the base's own data, read by its C code (_base_data): a subclass's overrides
             # (__iter__, keys, items, __getitem__, __hash__ ...) never run
             data = (dict.items(v) if t is dict else v) if type(v) is t else _base_data(v, t)
+            # (spent as the frame scan counts them: an empty container as two values)
             n = len(data)
+            m = n or 1
             if t is dict:
                 # (every key an exact str: the C lookup of TAG compares str with str only)
                 if all(type(k) is str for k, _ in data) and not dict.__contains__(v, TAG):
-                    self.spend(n, 1)
+                    self.spend(m, 1)
                     out = {k: enc(x, d) for k, x in data}
                     self.crossing.text -= sum(map(len, out))
                 else:
-                    self.spend(2 + 3 * n, 2 + n)
+                    self.spend(2 + m + 2 * n, 2 + n)
                     out = {TAG: "dict", "v": [[enc(k, d), enc(x, d)] for k, x in data]}
             else:
                 if t is list:
-                    self.spend(n, 1)
+                    self.spend(m, 1)
                 else:
-                    self.spend(n + 2, 2)
+                    self.spend(m + 2, 2)
                 items = [enc(x, d) for x in data]
                 out = items if t is list else {
                     TAG: "tuple" if t is tuple else "frozenset" if t is frozenset else "set", "v": items}
@@ -544,9 +553,9 @@ class _Decoder:
             raise
         except LibraryMissing as missing:
             return Repr(f"<{tag} (needs {missing.args[0]}, which is not available here)>", tag)
-        except (ValueError, TypeError, KeyError, OverflowError, IndexError, AttributeError,
-                binascii.Error) as exc:
-            raise ProtocolError(f"bad tagged value {tag!r}: {exc}") from None
+        except (ValueError, TypeError, KeyError, ArithmeticError, IndexError, AttributeError,
+                binascii.Error) as exc:  # (ArithmeticError: decimal's InvalidOperation, OverflowError)
+            raise ProtocolError(f"bad tagged value {tag!r}: {str(exc)[:300]}") from None
 
 
 def _bytes_of(v) -> bytes:

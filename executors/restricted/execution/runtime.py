@@ -244,7 +244,8 @@ class RestrictedRuntime:
             self.last_output_wire = wire
             # The host gets plain data decoded from the tree the step made, never the value.
             output = None if value is None else decode_value(wire) if wire is not None else \
-                Repr(output_repr or opaque_repr(value), type(value).__name__)
+                Repr(f"<{output_repr or opaque_repr(value)} did not cross the boundary: the step's limits "
+                     "(Limits.timeout_s, max_memory_mb) stopped it while it was copied>", type(value).__name__)
             value = outcome[0] = None
             if exc is not None and error is None and not state.final_called:
                 # rendering was cut short before the error was described (its message ran model

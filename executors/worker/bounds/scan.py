@@ -1,12 +1,14 @@
 """A frame body measured before it is parsed: the JSON parser allocates whatever a frame
 describes (`[{},{},...]` in 32 MB is ten million objects), so the host counts first.
 
-`check_body(body, bounds, trees)` raises ValueError when the frame holds more JSON values or
-containers than `trees` value trees may (plus the envelope), or nests deeper than the codec does
+`check_body(body, bounds)` raises FrameBounds when the frame holds more JSON values or containers
+than a message may (one value tree and its envelope), or nests deeper than the codec does
 (checked when the host's recursion limit is high enough for the C parser to overflow the stack
-first). Counting is byte counting in C (`bytes.count`): every `,` `[` `{` outside and inside
-strings is an upper bound, exact enough for almost every frame; only a frame over it is counted
-again with its strings blanked out (one regular-expression pass), which is exact for compact JSON.
+first). The count is `[` + `{` + `,` + 1, which for compact JSON is the number of values with an
+empty container counted twice (the encoder spends the same). Counting is byte counting in C
+(`bytes.count`) over the whole frame, strings included: an upper bound, exact enough for almost
+every frame. Only a frame over it is counted again outside its strings, a megabyte at a time
+(split at the quotes that are not escaped), so the recount holds a few megabytes whatever the frame.
 
 `int_literal(bounds)` is the parser's `parse_int`: a literal over `int_digits` is refused before
 `int()` reads it (int() from text is quadratic where `sys.set_int_max_str_digits(0)`).
@@ -30,14 +32,13 @@ class FrameBounds(ValueError):
 
 
 def json_counts(body: bytes, exact: bool) -> tuple[int, int]:
-    """(values, containers) of a compact JSON text; an upper bound unless `exact`."""
+    """(values, containers) of a compact JSON text (see the module docstring); counted outside
+    its strings when `exact`, else an upper bound."""
     if exact:
-        body = _strings_blanked(body)
-    containers = body.count(b"[") + body.count(b"{")
-    values = containers + body.count(b",") + 1
-    if exact:  # an empty container has no element the bracket stands for
-        values -= body.count(b"[]") + body.count(b"{}")
-    return values, containers
+        containers, commas = _outside(body)
+    else:
+        containers, commas = body.count(b"[") + body.count(b"{"), body.count(b",")
+    return containers + commas + 1, containers
 
 
 def check_body(body: bytes, bounds: Bounds, trees: int = 1) -> None:
@@ -45,7 +46,8 @@ def check_body(body: bytes, bounds: Bounds, trees: int = 1) -> None:
     max_values = trees * bounds.values + ENVELOPE_VALUES
     max_containers = trees * bounds.containers + ENVELOPE_VALUES
     values, containers = json_counts(body, exact=False)
-    if values > max_values or containers > max_containers:
+    exact = values > max_values or containers > max_containers
+    if exact:
         values, containers = json_counts(body, exact=True)
         if values > max_values:
             raise FrameBounds(f"the frame holds {values:,} JSON values, over the {max_values:,} "
@@ -54,7 +56,7 @@ def check_body(body: bytes, bounds: Bounds, trees: int = 1) -> None:
             raise FrameBounds(f"the frame holds {containers:,} JSON arrays and objects, over the "
                               f"{max_containers:,} a message may (Bounds.containers)")
     if sys.getrecursionlimit() > _SAFE_RECURSION and containers > 2 * bounds.depth:
-        depth = _depth(_strings_blanked(body))
+        depth = _depth(body, exact)
         if depth > 2 * bounds.depth + 10:
             raise FrameBounds(f"the frame nests {depth:,} levels deep (Bounds.depth)")
 
@@ -78,24 +80,42 @@ def int_literal(bounds: Bounds):
     return parse_int
 
 
-_STRING = None
+_CHUNK = 1 << 20
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_NOT_COUNTED = bytes(b for b in range(256) if b not in b'"[]{},')
+_STEP = {0x5B: 1, 0x7B: 1, 0x5D: -1, 0x7D: -1}
 
 
-def _strings_blanked(body: bytes) -> bytes:
-    """`body` with every JSON string literal made `""` (a string's brackets and commas are text).
-    Where the JSON is broken the parser stops at the same place this pass goes wrong."""
-    global _STRING
-    if _STRING is None:
-        import re  # (host side only, and only for large frames: the worker never imports re here)
+def _outside_parts(body: bytes):
+    """The brackets and commas of `body` outside its JSON strings, a chunk at a time. A quote escaped by an odd
+    run of backslashes is no delimiter (pairs of backslashes go first, then escaped quotes);
+    where the JSON is broken the parser stops at the same place this goes wrong."""
+    if b"\\" in body:
+        body = body.replace(b"\\\\", b"").replace(b'\\"', b"")
+    # only quotes and what is counted stay: the pieces between quotes are then mostly empty or
+    # one byte, which CPython does not allocate
+    body = body.translate(None, _NOT_COUNTED)
+    inside = False
+    for start in range(0, len(body), _CHUNK):
+        parts = body[start:start + _CHUNK].split(b'"')
+        yield b"".join(parts[1::2] if inside else parts[0::2])
+        if len(parts) % 2 == 0:  # an odd number of quotes: the next chunk starts on the other side
+            inside = not inside
 
-        _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-    return _STRING.sub(b'""', body)
+
+def _outside(body: bytes) -> tuple[int, int]:
+    """(containers, commas) outside the strings of `body`."""
+    containers = commas = 0
+    for part in _outside_parts(body):
+        containers += part.count(b"[") + part.count(b"{")
+        commas += part.count(b",")
+    return containers, commas
 
 
-def _depth(body: bytes) -> int:
-    """The deepest nesting of brackets in a JSON text whose strings are blanked."""
+def _depth(body: bytes, exact: bool) -> int:
+    """The deepest nesting of brackets in a JSON text (outside its strings when `exact`)."""
     import itertools
 
-    steps = {0x5B: 1, 0x7B: 1, 0x5D: -1, 0x7D: -1}
-    brackets = body.translate(None, bytes(b for b in range(256) if b not in steps))
-    return max(itertools.accumulate(map(steps.__getitem__, brackets)), default=0)
+    parts = _outside_parts(body) if exact else (body,)
+    brackets = b"".join(part.translate(None, _NOT_BRACKETS) for part in parts)
+    return max(itertools.accumulate(map(_STEP.__getitem__, brackets)), default=0)
