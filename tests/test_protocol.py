@@ -343,7 +343,7 @@ def test_the_worker_package_is_stdlib_only():
     restricted runtime is a plugin it loads by name, `executors.restricted.execution.served`)."""
     allowed = set(sys.stdlib_module_names) | {"__future__"}
     worker_dir = Path(__file__).resolve().parent.parent / "executors" / "worker"
-    for path in sorted([*worker_dir.glob("*.py"), *worker_dir.glob("bounds/*.py")]):
+    for path in sorted([*worker_dir.glob("*.py"), *worker_dir.glob("bounds/*.py"), *worker_dir.glob("codec/*.py")]):
         for level, module in _imports(path):
             if level:
                 assert level <= 1 + (path.parent != worker_dir), (path.name, module)  # never above the package
@@ -373,7 +373,7 @@ def test_the_host_imports_only_the_wire_and_the_errors_from_the_worker():
 
 def test_no_pickle_anywhere():
     root = Path(__file__).resolve().parent.parent / "executors"
-    files = _host_files() + sorted((root / "worker").glob("*.py"))
+    files = _host_files() + sorted((root / "worker").glob("*.py")) + sorted((root / "worker").glob("*/*.py"))
     for path in files:
         text = path.read_text()
         assert "import pickle" not in text and "pickle.loads" not in text and "marshal" not in text, path

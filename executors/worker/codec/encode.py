@@ -1,102 +1,21 @@
-"""The value codec: what crosses between the model's code and the host, as plain data. Stdlib only.
-
-THE boundary of every executor, in process too. `encode_value` turns a value into a tree of exact
-builtin types (JSON plus tagged objects {"$t": tag, "v": ...} for tuple, set, frozenset, bytes,
-complex, datetime, date, time, timedelta, Decimal, big int, non-finite float, dicts with non-str
-keys, and the typed data payloads of `data_values`: numpy arrays, pandas frames); anything else
-crosses as {"$t": "repr", "v": repr, "type": name}. `decode_value` rebuilds fresh objects from
-such a tree. The receiving side never holds an object the sender made.
-
-The encoder checks exact types (`type(v) is list`, never `isinstance`) before it touches a value,
-so a subclass's methods, a `__class__` property or an overridden `__iter__` never run in it. The
-only model code it can call is `repr(v)` of a value that is not data, and the runtimes encode a
-model's values inside the step, under the guard and the limits, where that is allowed.
-
-`binary=True` leaves raw `bytes` in the tree (in process there is no JSON to carry: no base64);
-`dumps` (wire.py) writes them as base64 text, and the decoder takes either.
-
-Both directions hold the bounds table (`bounds/table.py`): the encoder spends one budget per
-message (`Crossing`: JSON values, containers, text) and names numbers over the table by their size
-instead of sending them; the decoder refuses what an honest encoder never sends (ProtocolError),
-before it builds anything from it.
-"""
+"""The encoding half of the codec: a value into plain data within one budget of the bounds
+table (`Crossing`), exact types only, a marker that says what was cut for what is over it. Stdlib only."""
 
 from __future__ import annotations
 
 import binascii
 import sys
 
-from .bounds import BOUNDS, Bounds
-from .bounds.numbers import decimal_from_text, decimal_over, int_from_hex, int_over
-from .data_values import DATA_TAGS, LibraryMissing, NotData, decode_data, encode_data
+from ..bounds import BOUNDS, Bounds
+from ..bounds.numbers import decimal_over, int_over
+from ..data_values import NotData, encode_data
+from .decode import decode_value
+from .text import REPR_TYPES, TAG, NotPlain, cut_marker, safe_repr
 
-__all__ = ["REPR_CHARS", "TAG", "Crossing", "NotPlain", "ProtocolError", "Repr", "TooLargeToCross",
-           "decode_value", "decode_values", "encode_value", "opaque_repr", "plain_copy", "safe_repr", "safe_str",
-           "short_repr"]
+__all__ = ["Crossing", "TooLargeToCross", "encode_value", "plain_copy"]
 
-TAG = "$t"
 _BIG_INT_BITS = 12_000  # above ~3600 digits, str(int) may hit a worker's int->str digit limit
 _MAX_DEPTH = BOUNDS.depth
-REPR_CHARS = 10_000  # the longest repr a value crosses as
-_DATE_CHARS = 64  # '2024-02-29T12:30:01.000005+05:30' and the like
-_FLOAT_CHARS = 32  # repr() of any float
-
-
-class ProtocolError(Exception):
-    """A frame or message that breaks the protocol (malformed, oversized, unknown, out of order)."""
-
-
-class Repr(str):
-    """A value that could not cross the boundary as itself: its `repr`, marked as such."""
-
-    __slots__ = ("type_name",)
-
-    def __new__(cls, text: str, type_name: str = "") -> Repr:
-        self = super().__new__(cls, text)
-        self.type_name = type_name
-        return self
-
-
-# Repr classes of this codec: a restricted worker holds two copies of it (the worker's own
-# `worker.codec` and the runtime's `executors.worker.codec`), and the runtime's reprs stay reprs.
-REPR_TYPES: set[type] = {Repr}
-
-
-class NotPlain(Exception):
-    """encode_value(strict=True): the value holds something that is not builtin data."""
-
-
-def safe_repr(value, limit: int = REPR_CHARS) -> str:
-    """`repr(value)` cut to `limit` characters (head and tail); a `__repr__` that raises or
-    returns a non-str gives a placeholder instead of an exception. Runs the value's `__repr__`:
-    for a model's value, only inside the step."""
-    try:
-        text = repr(value)
-    except BaseException as exc:  # a hostile __repr__ must not take the codec down
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise
-        text = f"<unrepresentable {type(value).__name__} object>"
-    if type(text) is not str:
-        text = f"<unrepresentable {type(value).__name__} object>"
-    if len(text) > limit:
-        half = limit // 2
-        text = f"{text[:half]}...[{len(text) - 2 * half} chars truncated]...{text[-half:]}"
-    return text
-
-
-def opaque_repr(value, limit: int = REPR_CHARS) -> str:
-    """A placeholder naming the value's type, computed without calling any of its methods (a
-    class's `__qualname__` is the type's own slot)."""
-    return f"<{type(value).__qualname__} object>"[:limit]
-
-
-def safe_str(value) -> str:
-    """`str(value)`, or "" when a hostile `__str__` raises or returns a non-str."""
-    try:
-        text = str(value)
-    except BaseException:
-        return ""
-    return text if type(text) is str else ""
 
 
 def _base64(data: bytes) -> str:
@@ -164,7 +83,7 @@ class Crossing:
                 raise NotPlain from None
             if not cut:
                 raise TooLargeToCross(exc.args[0]) from None
-            marker = _short_repr_marker(value, describe, exc.args[0], self.bounds)
+            marker = cut_marker(value, describe, exc.args[0], self.bounds)
             self.values, self.containers = self.values - 4, self.containers - 1
             return marker
         except RecursionError:
@@ -183,64 +102,6 @@ class Crossing:
 def _over_text(bounds: Bounds) -> str:
     return (f"over the {bounds.text_bytes:,} characters of text and bytes a value may hold to "
             "cross the boundary (Bounds.text_bytes)")
-
-
-def _short_repr_marker(value, describe, why: str = "", bounds: Bounds = BOUNDS) -> dict:
-    """For values too big or deep to walk: a bounded-effort repr (reprlib elides; numbers over
-    the bounds are named by their size), and why it is not the value."""
-    name = type(value).__name__
-    if describe is opaque_repr:
-        text = opaque_repr(value)
-    else:
-        try:
-            text = _ShortRepr.of(bounds).repr(value)
-        except Exception:
-            text = opaque_repr(value)
-        if type(text) is not str:
-            text = opaque_repr(value)
-    if why:
-        text = f"<{text[:REPR_CHARS // 2]} did not cross the boundary: {why}>"
-    return {TAG: "repr", "v": text[:REPR_CHARS], "type": name}
-
-
-def short_repr(value, limit: int = 300, bounds: Bounds = BOUNDS) -> str:
-    """A repr whose cost is bounded, for the host's own text about values that crossed (builtin
-    data, never a model's object): reprlib's elisions (a few items of each container, the ends of
-    long strings), numbers over the bounds named by their size; cut to `limit` characters."""
-    try:
-        text = _ShortRepr.of(bounds).repr(value)
-    except Exception:  # noqa: BLE001 - a value reprlib cannot show: its type
-        text = opaque_repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-class _ShortRepr:
-    """reprlib's Repr (imported when first needed), with ints and Decimals over the bounds named
-    by their size: reprlib itself calls repr() of an int, quadratic in its digits."""
-
-    made: dict = {}
-
-    @classmethod
-    def of(cls, bounds: Bounds):
-        short = cls.made.get(id(bounds))
-        if short is None:
-            import reprlib
-
-            class Short(reprlib.Repr):
-                def repr_int(self, x, level):
-                    return "<int>" if int_over(x, bounds) else super().repr_int(x, level)
-
-                def repr_Decimal(self, x, level):
-                    return "<Decimal>" if decimal_over(x, bounds) else self.repr_instance(x, level)
-
-                def repr_bytes(self, x, level):  # (reprlib would repr all of it, then cut)
-                    return self.repr_str(x, level)
-
-                repr_bytearray = repr_Repr = repr_bytes
-
-            short = cls.made[id(bounds)] = Short()
-            short.maxlevel, short.maxstring, short.maxother = 4, 200, 200
-        return short
 
 
 class _TooLarge(Exception):
@@ -379,7 +240,7 @@ class _Encoder:
             if not self.cut:
                 raise _TooLarge(why)
             self.spend(4, 1)
-            return _short_repr_marker(v, self.describe, why, self.crossing.bounds)
+            return cut_marker(v, self.describe, why, self.crossing.bounds)
         if key in self.path:
             return self.marker(v)  # (a cycle: the container's repr shows it as [...])
         self.path.add(key)
@@ -486,128 +347,3 @@ def _plain_zone(tz, dt, mods) -> bool:
         return True
     zoneinfo = mods.get("zoneinfo")
     return zoneinfo is not None and type(tz) is zoneinfo.ZoneInfo
-
-
-def decode_value(data, _depth: int = 0, *, may_import: bool = True, bounds: Bounds = BOUNDS,
-                 parsed: bool = False):
-    """Inverse of `encode_value`: fresh objects. Strict: raises ProtocolError on anything it does
-    not know or that is over `bounds` (a number's digits or exponent, a date's text). `may_import=False`
-    (the worker) rebuilds numpy/pandas payloads only when that library is loaded already;
-    otherwise (and when it is not installed) they become a Repr. A node met twice (an in-process
-    tree is a DAG) gives the same object twice. `parsed=True`: the tree was just parsed from a
-    frame and nothing else holds it, so its lists and dicts are filled in place (no second copy of
-    a million containers, no memo: parsed JSON shares no node)."""
-    return _Decoder(may_import, bounds, parsed).dec(data, _depth)
-
-
-def decode_values(trees, *, may_import: bool = True, bounds: Bounds = BOUNDS, parsed: bool = False) -> list:
-    """`decode_value` of each tree of one message (a tool call's arguments, say), with one memo:
-    a node the encoder shared between them is one object again."""
-    decoder = _Decoder(may_import, bounds, parsed)
-    return [decoder.dec(tree, 0) for tree in trees]
-
-
-class _Decoder:
-    __slots__ = ("may_import", "memo", "bounds")
-
-    def __init__(self, may_import: bool, bounds: Bounds, parsed: bool = False) -> None:
-        self.may_import = may_import
-        self.bounds = bounds
-        self.memo: dict[int, object] | None = None if parsed else {}
-
-    def dec(self, data, depth: int):
-        t = type(data)
-        if data is None or t is bool or t is str or t is int or t is float:
-            return data
-        if t is not list and t is not dict:
-            raise ProtocolError(f"unexpected JSON type {t.__name__}")
-        if depth > 2 * _MAX_DEPTH + 10:
-            raise ProtocolError("value nested too deeply")
-        memo = self.memo
-        if memo is None:
-            return self._dec(data, t, depth + 1)
-        key = id(data)
-        if key in memo:
-            return memo[key]
-        memo[key] = value = self._dec(data, t, depth + 1)
-        return value
-
-    def _dec(self, data, t, d):
-        dec = self.dec
-        if t is list:
-            if self.memo is None:  # (parsed: in place)
-                for i, x in enumerate(data):
-                    data[i] = dec(x, d)
-                return data
-            return [dec(x, d) for x in data]
-        tag = data.get(TAG)
-        if tag is None:
-            if self.memo is None:
-                for k, x in data.items():
-                    data[k] = dec(x, d)
-                return data
-            return {k: dec(x, d) for k, x in data.items()}
-        try:
-            return _decode_tagged(tag, data, d, self)
-        except ProtocolError:
-            raise
-        except LibraryMissing as missing:
-            return Repr(f"<{tag} (needs {missing.args[0]}, which is not available here)>", tag)
-        except (ValueError, TypeError, KeyError, ArithmeticError, IndexError, AttributeError,
-                binascii.Error) as exc:  # (ArithmeticError: decimal's InvalidOperation, OverflowError)
-            raise ProtocolError(f"bad tagged value {tag!r}: {str(exc)[:300]}") from None
-
-
-def _bytes_of(v) -> bytes:
-    if type(v) is bytes:
-        return v
-    if type(v) is str:
-        return binascii.a2b_base64(v.encode("ascii"))
-    raise ValueError("bytes payload must be base64 text")
-
-
-def _decode_tagged(tag, data, d, decoder: _Decoder):
-    if tag in DATA_TAGS:
-        def label(x):
-            return decoder.dec(x, d)
-
-        return decode_data(tag, data, decoder.may_import, _bytes_of, label)
-    v = data["v"]
-    if tag in ("tuple", "set", "frozenset"):
-        if type(v) is not list:
-            raise ProtocolError(f"{tag} payload must be a list")
-        items = [decoder.dec(x, d) for x in v]
-        return tuple(items) if tag == "tuple" else set(items) if tag == "set" else frozenset(items)
-    if tag == "dict":
-        if type(v) is not list or not all(type(p) is list and len(p) == 2 for p in v):
-            raise ProtocolError("dict payload must be a list of pairs")
-        return {decoder.dec(k, d): decoder.dec(x, d)
-                for k, x in v}
-    if tag == "repr":
-        type_name = data.get("type", "")
-        if type(v) is not str or type(type_name) is not str:
-            raise ProtocolError("repr payload must be a string")
-        return Repr(v, type_name)
-    if tag == "bytes":
-        return _bytes_of(v)
-    if type(v) is str:
-        if tag == "float":
-            if v not in ("nan", "inf", "-inf"):
-                raise ProtocolError("float tag is only for nan/inf")
-            return float(v)
-        if tag == "int":
-            return int_from_hex(v, decoder.bounds)
-        if tag == "decimal":
-            return decimal_from_text(v, decoder.bounds)
-        if tag in ("datetime", "date", "time") and len(v) <= _DATE_CHARS:
-            import datetime
-
-            return getattr(datetime, tag).fromisoformat(v)
-    if tag == "complex" and type(v) is list and len(v) == 2 and \
-            all(type(x) is str and len(x) <= _FLOAT_CHARS for x in v):
-        return complex(float(v[0]), float(v[1]))
-    if tag == "timedelta" and type(v) is list and len(v) == 3 and all(type(x) is int for x in v):
-        import datetime
-
-        return datetime.timedelta(days=v[0], seconds=v[1], microseconds=v[2])
-    raise ProtocolError(f"unknown or malformed tagged value {tag!r}")
