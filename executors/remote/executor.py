@@ -258,7 +258,7 @@ class RemoteExecutor(AwaitedSteps, ExecutorBase):
                     raise ExecutorError(f"the {type(self).__name__} worker could not confine itself to "
                                         f"its grants, so it exited without running code: "
                                         f"{truncate_text(reply.message, 2000)}{self._hardening_hint()}")
-                raise ExecutorError(f"the worker refused its configuration: {reply.message}")
+                raise ExecutorError(f"the worker refused its configuration: {truncate_text(reply.message, 2000)}")
             if not (isinstance(reply, Ok) and reply.id == cid):
                 self._discard()
                 raise ExecutorError(f"the worker answered {reply.op!r} to configure")
