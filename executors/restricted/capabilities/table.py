@@ -445,6 +445,7 @@ ALLOWED = {
     "os.fwalk": "followed by judged opens",
     "pathlib.Path.glob": "followed by judged scandir events",
     "pathlib.Path.rglob": "same",
+    "pathlib.Path.walk": "os.walk (3.14), followed by judged scandir events",
     "shutil.copyfile": "followed by judged opens", "shutil.copymode": "followed by judged chmod",
     "shutil.copystat": "followed by judged utime/chmod", "shutil.copytree": "judged per file",
     "shutil.chown": "followed by judged chown", "shutil.make_archive": "judged per file",
