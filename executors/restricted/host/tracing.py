@@ -28,14 +28,16 @@ __all__ = ["resume", "suspend"]
 
 _gettrace, _settrace = sys.gettrace, sys.settrace
 _getprofile, _setprofile = sys.getprofile, sys.setprofile
-_hide, _show = monitoring.hide, monitoring.show
+# (3.11 has no sys.monitoring: no call at all)
+_hide = monitoring.hide if hasattr(sys, "monitoring") else None
+_show = monitoring.show
 
 
 def suspend(state: Any) -> None:
     """Take this thread's trace and profile functions off, into `state.host_tracing` (None:
     nothing to put back)."""
     state.host_tracing = None
-    state.host_monitoring = _hide()
+    state.host_monitoring = _hide is not None and _hide()
     trace, profile = _gettrace(), _getprofile()
     if trace is None and profile is None:  # (every step: two C calls when nothing is set)
         return
