@@ -14,7 +14,8 @@ before. The callbacks are put back when the last running step ends and around ea
 tool is host code: a breakpoint in it stops), and what a tool registered in between is kept.
 
 Left as they are: a tool that registers its callbacks from another thread while a step runs
-(the same as `threading.settrace_all_threads` for trace functions).
+(the same as `threading.settrace_all_threads` for trace functions), and an event of another thread
+in the instant a callback is swapped (sys.monitoring has no way to read one without replacing it).
 """
 
 from __future__ import annotations
