@@ -67,7 +67,7 @@ def same(a, b) -> bool:
         (), (1, "a", (2,)), [1, [2, [3]]], {1, 2}, frozenset({"a"}), set(),
         {"a": 1, "b": [1, 2]}, {1: "int key", (1, 2): "tuple key", None: 0, 2.5: "f"},
         {TAG: "a user dict that looks tagged", "v": 1},
-        dt.datetime(2024, 2, 29, 12, 30, 1, 5, tzinfo=dt.timezone.utc), dt.datetime(2020, 1, 1),
+        dt.datetime(2024, 2, 29, 12, 30, 1, 5, tzinfo=dt.UTC), dt.datetime(2020, 1, 1),
         dt.date(1999, 12, 31), dt.time(23, 59, 59, 999), dt.timedelta(days=-3, seconds=5, microseconds=7),
         Decimal("3.14159265358979323846264338327950288"), Decimal("-0E+3"),
         [{"nested": ({1: frozenset({b"x"})},)}],
