@@ -15,6 +15,9 @@ from typing import Any, Protocol, runtime_checkable
 # Their one home is the stdlib-only worker package: the worker raises the very same classes.
 from .worker.errors import FinalAnswer, ToolError
 
+# Text is cut one way everywhere (the note's count is true, cuts of cuts included): the worker's.
+from .worker.wire import cut_middle, full_length
+
 __all__ = [
     "Attachment",
     "Limits",
@@ -31,6 +34,8 @@ __all__ = [
     "check_code",
     "MAX_TIMEOUT_S",
     "timeout_seconds",
+    "cut_middle",
+    "full_length",
 ]
 
 FINAL_ANSWER_NAME = "final_answer"

@@ -33,7 +33,7 @@ from executors.remote.protocol import (
     parse_worker_message,
     unpack_message,
 )
-from executors.worker.wire import OutputBuffer, safe_repr, truncate_text
+from executors.worker.wire import OutputBuffer, full_length, omitted_note, safe_repr, truncate_text
 
 
 def roundtrip(value):
@@ -294,9 +294,11 @@ def test_truncate_text_keeps_head_and_tail(text, limit):
     if len(text) <= limit:
         assert out == text
     else:
-        half = limit // 2
-        assert out.startswith(text[:half]) and out.endswith(text[-half:]) and "truncated" in out
-        assert len(out) <= limit + 60
+        keep = max(limit - len(omitted_note(len(text))), 0) // 2
+        assert out.startswith(text[:keep]) and out.endswith(text[len(text) - keep:])
+        assert "characters omitted] ...\n" in out
+        assert len(out) <= max(limit, len(omitted_note(len(text))))
+        assert full_length(out) == len(text)  # the note counts what is gone, exactly
 
 
 @given(st.lists(st.text(max_size=300), max_size=40), st.integers(min_value=100, max_value=1000))

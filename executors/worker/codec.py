@@ -23,6 +23,7 @@ import math
 import sys
 
 from .data_values import DATA_TAGS, LibraryMissing, NotData, decode_data, encode_data
+from .display import cut_middle
 
 __all__ = ["REPR_CHARS", "TAG", "NotPlain", "ProtocolError", "Repr", "decode_value",
            "encode_value", "opaque_repr", "plain_copy", "safe_repr", "safe_str"]
@@ -74,10 +75,7 @@ def safe_repr(value, limit: int = REPR_CHARS) -> str:
         text = f"<unrepresentable {type(value).__name__} object>"
     if type(text) is not str:
         text = f"<unrepresentable {type(value).__name__} object>"
-    if len(text) > limit:
-        half = limit // 2
-        text = f"{text[:half]}...[{len(text) - 2 * half} chars truncated]...{text[-half:]}"
-    return text
+    return cut_middle(text, limit)
 
 
 def opaque_repr(value, limit: int = REPR_CHARS) -> str:
