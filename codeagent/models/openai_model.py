@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import os
 import re
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -22,7 +23,10 @@ from .constrain.probe import server_error_text
 from .constrain.request import Constraint, check_constrain
 from .replies import ModelReply, ToolCall, Usage
 
-DEFAULT_TIMEOUT_S = 120.0  # one request; the SDK's retries each get as long again
+# The longest the server may stay silent: before the first byte of its reply or between two (a read
+# timeout). A reply that keeps coming is never cut; a server silent this long ends the request.
+DEFAULT_TIMEOUT_S = 120.0
+CONNECT_TIMEOUT_S = 10.0  # a server that does not even accept the connection is known at once
 DEFAULT_MAX_RETRIES = 3
 
 __all__ = [
@@ -129,10 +133,41 @@ def _usage_from(raw: Any) -> Usage:
     return Usage(prompt_tokens=p, completion_tokens=c, total_tokens=t)
 
 
-def tries_text(timeout: float, retries: int) -> str:
-    """What a model request may take in all, in words: "3 tries of 60 s" (or "60 s")."""
-    tries = retries + 1
-    return f"{tries} tries of {timeout:g} s" if tries > 1 else f"{timeout:g} s"
+def silence_text(timeout: float) -> str:
+    """When a silent server is given up on, in words."""
+    return f"{timeout:g} s without a byte from it"
+
+
+def sdk_timeout(timeout: Any) -> Any:
+    """The SDK's timeout: `timeout` seconds of silence on a read (and for a write, or a free
+    connection), a short wait for the connection itself. An `openai.Timeout` passes as it is."""
+    if not isinstance(timeout, (int, float)):
+        return timeout
+    import openai
+
+    return openai.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_S))
+
+
+def create_silence_not_retried(client: Any, request: Mapping[str, Any]) -> Any:
+    """`chat.completions.create`, the first try without the SDK's retries: a server that sent
+    nothing for the read timeout ends the request there (tried again, a hung server was waited on
+    for 4 × 120 s); a dropped connection, HTTP 408, 409, 429 or 5xx get the SDK's retries after it."""
+    import openai
+
+    retries = getattr(client, "max_retries", 0)
+    if not (isinstance(retries, int) and retries > 0 and hasattr(client, "with_options")):
+        return client.chat.completions.create(**request)
+    try:
+        return client.with_options(max_retries=0).chat.completions.create(**request)
+    except openai.APITimeoutError:
+        raise
+    except openai.APIStatusError as exc:
+        if exc.status_code not in (408, 409, 429) and exc.status_code < 500:
+            raise
+    except openai.APIConnectionError:
+        pass
+    time.sleep(0.5)  # the SDK's first backoff
+    return client.with_options(max_retries=retries - 1).chat.completions.create(**request)
 
 
 class OpenAIModel:
@@ -145,7 +180,11 @@ class OpenAIModel:
     supports_stop=False: do not send `stop`; the reply is cut client-side instead.
     request_options: extra request fields (`temperature`, `max_tokens`, or server-specific ones,
         which are sent through `extra_body`).
-    max_retries / timeout: the SDK's retry (429, 5xx, connection errors) and per-request timeout.
+    timeout: the longest the server may stay silent, in seconds: before the first byte of its reply
+        or between two (a read timeout). A reply that keeps coming is never cut; a server silent
+        that long ends the request with a ModelError that says so, not tried again.
+    max_retries: tries again after a dropped connection, HTTP 408, 409, 429 or 5xx (the SDK's
+        backoff), not after a silent server.
     adapt: when the server answers HTTP 400 about `stop`, the system role or images, switch that
         option off and retry once (recorded in `.adaptations`), instead of failing the run.
     vision: whether the model takes images (figures the agent's code made are then sent as image
@@ -216,7 +255,8 @@ class OpenAIModel:
                         "at a local OpenAI-compatible server"
                     )
                 key = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) accept any key
-            client = openai.OpenAI(base_url=self.base_url, api_key=key, max_retries=max_retries, timeout=timeout)
+            client = openai.OpenAI(base_url=self.base_url, api_key=key, max_retries=max_retries,
+                                   timeout=sdk_timeout(timeout))
         self.client = client
 
     def _request(
@@ -320,7 +360,7 @@ class OpenAIModel:
                     # response_format with HTTP 500) is an answer to act on, not a fault to retry
                     client = client.with_options(max_retries=0)
                 try:
-                    response = client.chat.completions.create(**request)
+                    response = create_silence_not_retried(client, request)
                     self._confirmed = self._confirmed or bool(fields)
                     break
                 except openai.APIStatusError as exc:
@@ -339,8 +379,10 @@ class OpenAIModel:
                 status=exc.status_code,
             ) from exc
         except openai.APITimeoutError as exc:
-            raise ModelError(f"model endpoint {where} timed out{self.waited()}: raise OpenAIModel(timeout=...) "
-                             "(--model-timeout) or check the server") from exc
+            raise ModelError(f"the model endpoint {where} sent nothing for {self.waited()} (before the first byte "
+                             "of its reply, or between two), so the request was ended and not tried again: "
+                             "check the server, or give a slow model more time: OpenAIModel(timeout=...), "
+                             "--model-timeout SECONDS (a reply that keeps coming is never cut)") from exc
         except openai.APIConnectionError as exc:
             raise ModelError(
                 f"cannot reach the model endpoint {where}: {_sentence(exc)}. "
@@ -364,14 +406,10 @@ class OpenAIModel:
         )
 
     def waited(self) -> str:
-        """How long a request that timed out waited in all: every try gets the whole timeout."""
+        """How long a request that timed out waited for a byte."""
         if not isinstance(self.timeout, (int, float)):
-            return ""
-        tries = self.max_retries + 1
-        if tries == 1:
-            return f" after {tries_text(self.timeout, self.max_retries)}"
-        return (f" after {tries_text(self.timeout, self.max_retries)} each ({tries * self.timeout:g} s "
-                "in all; fewer tries: max_retries=, --model-retries)")
+            return f"the read timeout ({self.timeout})"
+        return f"{self.timeout:g} s"
 
     def _adapted_to(self, exc: Any, request: Mapping[str, Any]) -> bool:
         """Switch off what a weak endpoint rejected (`stop`, the system role); True to retry."""
