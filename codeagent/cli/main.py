@@ -1,6 +1,7 @@
 """The `codeagent` command: `run` a task with a model, `exec` a file in an executor, `demo`, `fuzz`,
 `mcp-serve` (the sandbox as an MCP server; its flags and serving live in `codeagent.mcp.cli`);
-`batch` and `view` have their own parsers (codeagent.batch.cli, codeagent.cli.view).
+`batch`, `view` and `docker` have their own parsers (codeagent.batch.cli, codeagent.cli.view,
+codeagent.cli.docker); the model flags live in `model_options`.
 
 Exit status: 0 success, 1 the run or the code failed, 2 usage or setup errors.
 What it prints lives in `cli_render`; the file and network flags (`--read`, ...) in `cli_access`.
@@ -410,6 +411,8 @@ def build_parser() -> argparse.ArgumentParser:
                    add_help=False)
     sub.add_parser("view", help="a run or a batch as a page, written or served live (options: codeagent view --help)",
                    add_help=False)
+    sub.add_parser("docker", help="set up DockerExecutor: an engine and the worker image, built offline "
+                                  "(codeagent docker --help)", add_help=False)
     return parser
 
 
@@ -425,6 +428,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..batch.cli import main as batch_main
 
         return batch_main(argv[1:])
+    if argv and argv[0] == "docker":  # its own parser: codeagent.cli.docker
+        from .docker import main as docker_main
+
+        return docker_main(argv[1:])
     if argv and argv[0] == "view":  # its own parser: codeagent.cli.view
         from .view import main as view_main
 
