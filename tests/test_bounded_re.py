@@ -59,7 +59,7 @@ def test_a_catastrophic_pattern_off_the_main_thread_ends_at_the_limit_and_the_ho
         stop.set()
         ticker.join()
     assert r.error is not None and r.error.type == "TimeoutError", r.error
-    assert took < 60  # one second of the thread's CPU (the wall clock stretches with the machine's load)
+    assert took < 20  # the step waits by the wall clock (before: fib(60) steps, hours, the host frozen)
     during = [t for t in ticks if t0 < t < t0 + took]
     assert len(during) >= min(3, int(took / 0.05) // 2)  # the GIL was released: the host was not frozen
 

@@ -9,10 +9,13 @@ engine was done. Measured (LocalExecutor, 1 s limit, `(a+)+$` on 28 a's and a b)
 main thread, 46 s on another one.
 
 So, on a thread other than the main one, the sandbox's patterns run on the `regex` package's
-engine with the step's remaining time as its `timeout=` and the GIL released (`concurrent=True`):
-the step ends with its time limit, and the host's other threads run meanwhile. `regex`'s timeout
-counts the thread's CPU time, so on a loaded machine the wall-clock overrun is the load factor
-(a 1 s limit took 1.0 s of CPU and 4 s of wall clock at load 20 on 2 cores), but nothing freezes.
+engine, which takes a `timeout=` and releases the GIL (`concurrent=True`): the host's other
+threads run meanwhile. Its timeout counts the thread's CPU time, which a loaded machine stretches
+(a 1 s timeout took 12 s of wall clock at load 20 on 2 cores), so a search gets a first slice of
+50 ms on the step's thread (ordinary searches end within it), and one still running then goes on
+on a helper thread that the step waits for by the wall clock until its deadline; a search still
+running then ends at its own CPU timeout (the remaining time), unwatched. A replacement function
+of the model's (`sub` with a callable) runs only on the step's thread, under the CPU timeout.
 On the main thread CPython's own engine runs as before. Why not the other choices: refusing
 "dangerous" patterns cannot be complete (`\\s+$` with `search` is quadratic, and nested
 quantifiers are common in ordinary code), and a process of its own per call costs what a step
@@ -31,8 +34,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NoReturn
 
+from ..capabilities import GUARD
 from ..guards.errors import LimitExceeded
 from .trusted_imports import library_import
 
@@ -40,6 +44,7 @@ __all__ = ["Match", "Pattern", "patch_re"]
 
 _FLAGS = ("IGNORECASE", "LOCALE", "MULTILINE", "DOTALL", "UNICODE", "VERBOSE", "ASCII")
 _engine: Any = None  # the `regex` module once loaded; False when it is not installed
+FIRST_SLICE_S = 0.05  # a search longer than this goes on on a helper thread, waited for by the wall clock
 
 
 def _bounded_engine() -> Any:
@@ -53,6 +58,13 @@ def _bounded_engine() -> Any:
         except ImportError:
             _engine = False
     return _engine or None
+
+
+def _call(twin: Any, method: str, args: tuple, kwargs: dict, timeout: float | None) -> Any:
+    """One search on `regex`'s engine, the GIL released, within `timeout` s of CPU."""
+    if method == "findall_matches":
+        return list(twin.finditer(*args, timeout=timeout, concurrent=True))
+    return getattr(twin, method)(*args, **kwargs, timeout=timeout, concurrent=True)
 
 
 def _off_main_thread() -> bool:
@@ -171,21 +183,50 @@ class Pattern:
         if twin is None:  # the main thread (the CPU alarm holds the limit), or no bounded engine
             if method == "findall_matches":
                 return list(self._p.finditer(*args))
-            result = getattr(self._p, method)(*args, **kwargs)
-            return Match(result, self) if method in ("match", "fullmatch", "search") and result is not None else result
+            return self._wrap(method, getattr(self._p, method)(*args, **kwargs))
         remaining = self._state.deadline - time.monotonic()
         if remaining <= 0:
-            self._state.expire("timeout")
-            raise LimitExceeded("timeout")
-        options = {"timeout": remaining if remaining != float("inf") else None, "concurrent": True}
-        try:
-            if method == "findall_matches":
-                return list(twin.finditer(*args, **options))
-            result = getattr(twin, method)(*args, **kwargs, **options)
+            self._expire()
+        model_code = method in ("sub", "subn") and callable(args[0])  # runs on the step's thread only
+        first = None if remaining == float("inf") else remaining if model_code else min(remaining, FIRST_SLICE_S)
+        try:  # ordinary searches end within the first slice, on this thread
+            return self._wrap(method, _call(twin, method, args, kwargs, first))
         except TimeoutError:
-            self._state.expire("timeout")
-            raise LimitExceeded("timeout") from None
-        return Match(result, self) if method in ("match", "fullmatch", "search") and result is not None else result
+            if first == remaining:
+                self._expire()
+        return self._wrap(method, self._on_helper(twin, method, args, kwargs))
+
+    def _on_helper(self, twin: Any, method: str, args: tuple, kwargs: dict) -> Any:
+        """A long search on a helper thread, waited for until the deadline by the wall clock:
+        `regex` counts CPU time, which a loaded machine stretches (a 1 s limit took 12 s of wall
+        clock at load 20); a search still running then is left to end at its own CPU timeout."""
+        box: dict[str, Any] = {}
+        remaining = max(self._state.deadline - time.monotonic(), 0.0)
+
+        def work() -> None:
+            try:
+                box["value"] = _call(twin, method, args, kwargs, remaining)
+            except BaseException as exc:  # noqa: BLE001 - handed to the step's thread
+                box["error"] = exc
+
+        with GUARD.suspended():  # host code starts it: a step may not start threads
+            helper = threading.Thread(target=work, name="codeagent-regex", daemon=True)
+            helper.start()
+        helper.join(max(self._state.deadline - time.monotonic(), 0.0))
+        if helper.is_alive() or isinstance(box.get("error"), TimeoutError):
+            self._expire()
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    def _expire(self) -> NoReturn:
+        self._state.expire("timeout")
+        raise LimitExceeded("timeout")
+
+    def _wrap(self, method: str, result: Any) -> Any:
+        if method in ("match", "fullmatch", "search") and result is not None:
+            return Match(result, self)
+        return result
 
     def _bounded_twin(self) -> Any:
         if self._twin is None:
