@@ -144,6 +144,10 @@ def test_tools_come_from_the_current_directory_with_the_installed_command_too(tm
             proc = cli("run", "shout hi", "--tools", "my_first_tools:shout", "--model", "m", "--base-url",
                        stub.base_url, "--executor", "local", cwd=tmp_path, entry=command)
             assert proc.returncode == 0 and "HI" in proc.stdout, (command, proc.stdout, proc.stderr)
+    with OpenAIStub([code("final_answer(shout('hi'))")]) as stub:  # and the folder may be granted for writing
+        proc = cli("run", "shout hi", "--tools", "my_first_tools:shout", "--model", "m", "--base-url",
+                   stub.base_url, "--executor", "local", "--write", ".", cwd=tmp_path, entry=[str(entry)])
+    assert proc.returncode == 0 and "HI" in proc.stdout, (proc.stdout, proc.stderr)
     bad = cli("run", "x", "--tools", "not_here_xyz:f", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
               cwd=tmp_path)
     assert bad.returncode == 2 and f"in the current directory, {tmp_path}" in bad.stderr

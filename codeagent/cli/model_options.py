@@ -36,7 +36,7 @@ def add_model_options(p: argparse.ArgumentParser, *, constrain: bool = False) ->
                    help="the endpoint has no system role: the system prompt goes into the first user message")
     g.add_argument("--no-stop", action="store_true",
                    help="the endpoint rejects `stop`: replies are cut at the stop text here instead")
-    g.add_argument("--temperature", type=number(0), default=None,
+    g.add_argument("--temperature", type=number(0), default=None, metavar="T",
                    help="sampling temperature (default: the server's)")
     g.add_argument("--model-timeout", type=seconds, default=DEFAULT_MODEL_TIMEOUT_S, metavar="SECONDS",
                    help="how long the model server may stay silent (before the first byte of its reply, or "

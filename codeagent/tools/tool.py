@@ -347,15 +347,19 @@ def load_tools(specs: Iterable[str]) -> list[Any]:
         if not module_name or not attr:
             raise ToolSpecError(f"--tools expects module:attr (e.g. mytools:search), got {spec!r}")
         here = os.getcwd()
-        if here not in sys.path and "" not in sys.path:  # last: an installed module is never shadowed
-            sys.path.append(here)
-        try:
+        added = here not in sys.path and "" not in sys.path
+        if added:  # last, and only while it imports: an installed module is never shadowed, and
+            sys.path.append(here)  # the directory does not stay on the import path (where the
+        try:  # executors refuse write grants: the code could plant modules the host imports)
             module = importlib.import_module(module_name)
         except ImportError as exc:
             raise ToolSpecError(f"--tools {spec}: cannot import {module_name!r}: {exc} (looked on PYTHONPATH, "
                                 f"in the installed packages and in the current directory, {here})")
         except Exception as exc:  # the user's module is broken: say where, without a traceback
             raise ToolSpecError(f"--tools {spec}: importing {module_name!r} raised {type(exc).__name__}: {exc}")
+        finally:
+            if added and here in sys.path:
+                sys.path.remove(here)
         obj: Any = module
         for part in attr.split("."):
             if not hasattr(obj, part):
