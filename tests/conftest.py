@@ -37,8 +37,7 @@ from executors.fuzzing.campaigns.determinism import seed_only_generation
 # fails by the shell it was started from; a test that wants one sets it (monkeypatch, env=).
 # tests/test_first_day.py checks that every variable the product reads is here or harmless.
 PRODUCT_SETTINGS = ("OPENAI_", "OTEL_", "RAY_ADDRESS", "CODEAGENT_MODEL", "CODEAGENT_AGENT_MODE",
-                    "CODEAGENT_MCP_TOKEN", "CODEAGENT_TRACE_CONTENT_MAX_CHARS", "CODEAGENT_WAIT_NOTICE_S",
-                    "CODEAGENT_MODEL_READ_TIMEOUT_S")
+                    "CODEAGENT_MCP_TOKEN", "CODEAGENT_TRACE_CONTENT_MAX_CHARS", "CODEAGENT_WAIT_NOTICE_S")
 for _name in [n for n in os.environ if n.startswith(PRODUCT_SETTINGS)]:
     del os.environ[_name]
 

@@ -87,7 +87,10 @@ def _settings_the_product_reads() -> set[str]:
 
 # Read by the product, harmless to the suite: set by the product itself for its children, or a
 # place a test chooses explicitly.
-HARMLESS = {"CODEAGENT_FUZZ_CANARY": "the fuzzer plants it itself, a fresh value per session"}
+HARMLESS = {"CODEAGENT_FUZZ_CANARY": "the fuzzer plants it itself, a fresh value per session",
+            "CODEAGENT_DOCKER_SOCK": "where the private engine listens: the engine the suite uses is found "
+                                     "the same way with or without it (test_docker.py)",
+            "CODEAGENT_PYTHON": "set by `codeagent docker` for the engine script it starts"}
 
 
 def test_every_setting_the_product_reads_is_cleared_for_the_suite():

@@ -134,8 +134,7 @@ def _usage_from(raw: Any) -> Usage:
 
 
 def silence_text(timeout: float) -> str:
-    """When a silent server is given up on, in words."""
-    return f"{timeout:g} s without a byte from it"
+    return f"{timeout:g} s without a byte from it"  # when a silent server is given up on, in words
 
 
 def sdk_timeout(timeout: Any) -> Any:
