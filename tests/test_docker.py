@@ -745,6 +745,20 @@ def test_the_docker_tests_pass_without_docker_host(client):
     assert proc.returncode == 0 and "2 passed" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-1000:]
 
 
+def test_docker_setup_builds_the_image_and_status_reports_it(client):
+    """`codeagent docker setup` (what an installed wheel runs; scripts/docker-engine.sh too) finds
+    the engine and makes sure the worker image is there; `status` says so."""
+    from executors.docker import default_image
+
+    setup = subprocess.run([sys.executable, "-m", "codeagent", "docker", "setup"], cwd=REPO, capture_output=True,
+                           text=True, timeout=110)
+    assert setup.returncode == 0, setup.stderr
+    assert setup.stdout.split() == [default_image()]
+    status = subprocess.run([sys.executable, "-m", "codeagent", "docker", "status"], cwd=REPO, capture_output=True,
+                            text=True, timeout=60)
+    assert status.returncode == 0 and f"worker image: {default_image()} present" in status.stdout, status.stdout
+
+
 def test_unreachable_engine_is_an_executor_error(tmp_path):
     from executors import DockerExecutor, ExecutorError
 

@@ -276,3 +276,24 @@ def test_a_batch_resumed_with_other_settings_is_refused_and_says_which(tmp_path)
     assert kept.returncode == 0 and "2 skipped" in kept.stdout, kept.stdout + kept.stderr
     settings = json.loads((out / "batch.json").read_text())["settings"]
     assert settings["executor"] == "subprocess" and settings["timeout_s"] == 50
+
+
+# ------------------------------------------------------------------------------ Docker from a wheel
+
+
+def test_docker_setup_without_an_engine_says_how_to_start_one(tmp_path):
+    proc = cli("docker", "setup", "--docker-url", f"unix://{tmp_path}/no-engine.sock")
+    assert proc.returncode == 1, proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert "no Docker engine answers" in said and "codeagent docker setup --start-engine" in said
+    assert "root or sudo" in said and "DOCKER_HOST" in said
+
+
+def test_the_engine_script_travels_with_the_package():
+    from executors.docker import ENGINE_SCRIPT
+
+    text = ENGINE_SCRIPT.read_text(encoding="utf-8")
+    assert ENGINE_SCRIPT.parent.name == "docker" and ENGINE_SCRIPT.parent.parent.name == "executors"
+    assert "dockerd" in text and "--iptables=false" in text
+    wrapper = (ROOT / "scripts" / "docker-engine.sh").read_text(encoding="utf-8")
+    assert "executors/docker/engine.sh" in wrapper and "codeagent docker setup" in wrapper
