@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+# Text is cut one way everywhere (the note's count is true, cuts of cuts included): the worker's.
+from .worker.display import cut_middle, full_length
+
 # Their one home is the stdlib-only worker package: the worker raises the very same classes.
 from .worker.errors import FinalAnswer, ToolError
-
-# Text is cut one way everywhere (the note's count is true, cuts of cuts included): the worker's.
-from .worker.wire import cut_middle, full_length
 
 __all__ = [
     "Attachment",

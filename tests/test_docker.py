@@ -730,18 +730,21 @@ def test_docker_url_without_docker_host(client, image, monkeypatch):
         assert ok(dx, "21 * 2") == 42
 
 
-def test_the_docker_tests_pass_without_docker_host(client):
+@pytest.mark.timeout(420)
+def test_the_docker_tests_pass_without_docker_host(client, tmp_path):
     """The suite finds the engine as the library does, so a shell with no DOCKER_HOST (the
     project's engine up, the variable never exported) runs the engine tests the same."""
     from executors.docker.image import PROJECT_ENGINE_SOCKET
 
     if not os.path.exists(PROJECT_ENGINE_SOCKET):
         unavailable(f"the project's Docker engine is not up ({PROJECT_ENGINE_SOCKET}): `scripts/docker-engine.sh`")
-    env = {k: v for k, v in os.environ.items() if k != "DOCKER_HOST"}
+    # a temp root of its own: a pytest sharing this run's would prune this run's directories
+    env = {**{k: v for k, v in os.environ.items() if k != "DOCKER_HOST"}, "PYTEST_DEBUG_TEMPROOT": str(tmp_path)}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                           f"--basetemp={tmp_path / 'bt'}",
                            "tests/test_docker.py::test_docker_url_without_docker_host",
                            "tests/test_docker.py::test_unreachable_engine_is_an_executor_error"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=110)
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0 and "2 passed" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-1000:]
 
 

@@ -106,7 +106,8 @@ def test_the_suite_ignores_a_shell_that_points_at_a_model(tmp_path):
            "CODEAGENT_AGENT_MODE": "tool_calling", "CODEAGENT_MODEL": "from-the-shell"}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                            f"--basetemp={tmp_path / 'bt'}", "tests/test_auto_agent.py"],
-                          cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
+                          cwd=ROOT, env={**os.environ, **env, "PYTEST_DEBUG_TEMPROOT": str(tmp_path)},
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 
