@@ -72,11 +72,23 @@ if TYPE_CHECKING:  # pragma: no cover
     from .worker.wire import Repr
 
 
+# Public modules, reachable as attributes too (`executors.testing.check_executor`).
+_PUBLIC_MODULES = ("strategies", "testing")
+
+
+def __dir__() -> list[str]:
+    """The public API, for completion in a REPL or a notebook (the names load lazily)."""
+    return sorted({*__all__, *_PUBLIC_MODULES, *(n for n in globals() if n.startswith("__") and n.endswith("__"))})
+
+
 def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name in _PUBLIC_MODULES:
+        return importlib.import_module(f".{name}", __name__)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'executors' has no attribute {name!r}")
-    import importlib
 
     value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value

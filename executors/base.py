@@ -15,6 +15,9 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+# Text is cut one way everywhere (the note's count is true, cuts of cuts included): the worker's.
+from .worker.display import cut_middle, full_length
+
 # Their one home is the stdlib-only worker package: the worker raises the very same classes.
 from .worker.errors import FinalAnswer, ToolError
 
@@ -37,6 +40,8 @@ __all__ = [
     "StepLoop",
     "acall_tool",
     "run_coroutine",
+    "cut_middle",
+    "full_length",
 ]
 
 FINAL_ANSWER_NAME = "final_answer"

@@ -1,138 +1,36 @@
 #!/usr/bin/env bash
-# The project's own Docker engine: install, start, build the default image. Idempotent.
+# The project's own Docker engine, for a checkout: start it and build the worker image. Idempotent.
 #
 #   scripts/docker-engine.sh          make sure the engine is up and the default image exists
 #   scripts/docker-engine.sh --env    the same, then print `export DOCKER_HOST=...` on stdout, so
 #                                     `source <(scripts/docker-engine.sh --env)` points tools at it
 #   scripts/docker-engine.sh --stop   stop the engine this script started
 #
-# The engine is a private dockerd (own socket, data root and exec root, nothing under the repo)
-# started with --iptables=false --bridge=none: it never rewrites the host's firewall, and
-# containers get only loopback. Images cannot be pulled here, so the default image is built offline
-# from the host's Python (executors.docker.image). Every diagnostic goes to stderr; stdout
-# carries only the --env lines. Override the places with CODEAGENT_DOCKER_SOCK, _ROOT, _EXEC_ROOT,
-# _LOG.
+# The engine itself is executors/docker/engine.sh (carried in the package: an installed wheel does
+# the same with `codeagent docker setup --start-engine`); the image is built offline from this
+# checkout's Python by `codeagent docker setup`. Every diagnostic goes to stderr; stdout carries
+# only the --env line.
 set -euo pipefail
-
 here="$(cd "$(dirname "$0")/.." && pwd)"
 SOCK=${CODEAGENT_DOCKER_SOCK:-/run/codeagent-docker.sock}
-DATA_ROOT=${CODEAGENT_DOCKER_ROOT:-/var/lib/codeagent-docker}
-EXEC_ROOT=${CODEAGENT_DOCKER_EXEC_ROOT:-/run/codeagent-docker}
-LOG=${CODEAGENT_DOCKER_LOG:-/var/log/codeagent-dockerd.log}
-PIDFILE="$EXEC_ROOT.pid"
 export DOCKER_HOST="unix://$SOCK"
+py="$here/.venv/bin/python"
 
-mode=up
 case "${1:-}" in
-  --env) mode=env ;;
-  --stop) mode=stop ;;
-  "") ;;
-  -h|--help) sed -n '2,14p' "$0" >&2; exit 0 ;;
+  --stop) exec bash "$here/executors/docker/engine.sh" --stop ;;
+  --env|"") ;;
+  -h|--help) sed -n '2,12p' "$0" >&2; exit 0 ;;
   *) echo "docker-engine: unknown option $1 (use --env, --stop or nothing)" >&2; exit 2 ;;
 esac
 
-say() { echo "docker-engine: $*" >&2; }
-now() { date +%s.%N; }
-took() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f s", b - a }'; }
-SUDO=""
-[ "$(id -u)" = 0 ] || SUDO=sudo
-
-# Does the engine answer on its socket? A raw HTTP ping: needs no docker CLI, no SDK.
-engine_up() {
-  python3 - "$SOCK" <<'EOF' 2>/dev/null
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(2)
-s.connect(sys.argv[1])
-s.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
-data = b""
-while chunk := s.recv(4096):
-    data += chunk
-sys.exit(0 if data.startswith(b"HTTP/1.") and b" 200 " in data.split(b"\r\n", 1)[0] else 1)
-EOF
-}
-
-# The pid of our dockerd if it is running (a killed one may linger as a zombie: not running).
-daemon_pid() {
-  local pid state
-  pid=$(cat "$PIDFILE" 2>/dev/null) || return 1
-  [ -n "$pid" ] || return 1
-  state=$(awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$pid/stat" 2>/dev/null) || return 1
-  [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ] && echo "$pid"
-}
-
-if [ "$mode" = stop ]; then
-  if pid=$(daemon_pid); then
-    $SUDO kill "$pid"
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    say "stopped dockerd (pid $pid)"
-  else
-    say "no dockerd of ours is running"
-  fi
-  exit 0
-fi
-
-fail() {
-  say "FAILED: $*"
-  # Under --env still point DOCKER_HOST at our socket, so the tests name it when they fail loudly.
-  [ "$mode" = env ] && echo "export DOCKER_HOST=$DOCKER_HOST"
-  exit 1
-}
-
-t_all=$(now)
-
-# 1. The engine binary (Debian's docker.io brings dockerd, containerd, runc, docker-init).
-if ! command -v dockerd >/dev/null 2>&1; then
-  t=$(now)
-  say "dockerd missing: installing Debian's docker.io"
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || fail "apt-get update"
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    docker.io >&2 || fail "apt-get install docker.io"
-  command -v dockerd >/dev/null 2>&1 || fail "docker.io installed but no dockerd on PATH"
-  say "install: $(took "$t")"
-fi
-
-# 2. The daemon, private to this project.
-if engine_up; then
-  say "engine: already up at $DOCKER_HOST"
+status=0
+if [ ! -x "$py" ]; then
+  echo "docker-engine: $py missing: run scripts/bootstrap.sh first" >&2
+  status=1
 else
-  t=$(now)
-  if pid=$(daemon_pid); then
-    say "dockerd (pid $pid) runs but does not answer yet: waiting"
-  else
-    $SUDO mkdir -p "$DATA_ROOT" "$EXEC_ROOT" "$(dirname "$LOG")"
-    $SUDO rm -f "$PIDFILE" "$SOCK"
-    # setsid + nohup: the daemon outlives this script and the shell that sourced it.
-    $SUDO setsid nohup dockerd \
-      --host="unix://$SOCK" \
-      --data-root="$DATA_ROOT" \
-      --exec-root="$EXEC_ROOT" \
-      --pidfile="$PIDFILE" \
-      --iptables=false --ip-masq=false --bridge=none \
-      --log-level=warn \
-      >>"$LOG" 2>&1 </dev/null &
-  fi
-  give_up=$(( $(date +%s) + 30 ))
-  until engine_up; do
-    [ "$(date +%s)" -lt "$give_up" ] || break
-    sleep 0.1
-  done
-  if ! engine_up; then
-    say "dockerd did not answer within 30 s; last lines of $LOG:"
-    tail -n 20 "$LOG" >&2 || true
-    fail "engine start"
-  fi
-  say "start: $(took "$t") (socket $SOCK, data root $DATA_ROOT, log $LOG)"
+  CODEAGENT_PYTHON="$py" bash "$here/executors/docker/engine.sh" || status=1
+  [ "$status" != 0 ] || (cd "$here" && "$py" -m codeagent docker setup --docker-url "$DOCKER_HOST" >&2) || status=1
 fi
-
-# 3. The default image, built offline from the host's Python (fast no-op when present).
-t=$(now)
-py="$here/.venv/bin/python"
-[ -x "$py" ] || fail "$py missing: run scripts/bootstrap.sh first"
-image=$(cd "$here" && "$py" -m executors.docker.image --ensure) || fail "default image build"
-say "image: $image ready ($(took "$t"))"
-
-say "all up in $(took "$t_all")"
-if [ "$mode" = env ]; then
-  echo "export DOCKER_HOST=$DOCKER_HOST"
-fi
+# Under --env point DOCKER_HOST at our socket even after a failure, so the tests name it when they fail.
+[ "${1:-}" = --env ] && echo "export DOCKER_HOST=$DOCKER_HOST"
+exit "$status"

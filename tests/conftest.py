@@ -32,6 +32,16 @@ from unavailable import IN_CI, docker_skip_reason, is_docker_skip, unavailable
 from executors import ExecutionResult, Limits
 from executors.fuzzing.campaigns.determinism import seed_only_generation
 
+# What a user's shell may set that changes what the product does (the model endpoint, the agent
+# mode, traces, Ray, the MCP token, ...): the suite runs as if none were set, so no test passes or
+# fails by the shell it was started from; a test that wants one sets it (monkeypatch, env=).
+# tests/test_first_day.py checks that every variable the product reads is here or harmless.
+PRODUCT_SETTINGS = ("OPENAI_", "OTEL_", "RAY_ADDRESS", "CODEAGENT_MODEL", "CODEAGENT_AGENT_MODE",
+                    "CODEAGENT_MCP_TOKEN", "CODEAGENT_TRACE_CONTENT_MAX_CHARS", "CODEAGENT_WAIT_NOTICE_S",
+                    "CODEAGENT_SECCOMP")
+for _name in [n for n in os.environ if n.startswith(PRODUCT_SETTINGS)]:
+    del os.environ[_name]
+
 # pytest-xdist's workers ignore SIGINT, and every process a test starts would inherit that: the
 # tests of Ctrl-C (the CLI, the in-process runtime, batch) need Python's default handler back.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:

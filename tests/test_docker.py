@@ -721,11 +721,45 @@ def test_image_without_python_is_an_executor_error(client):
 
 def test_docker_url_without_docker_host(client, image, monkeypatch):
     from executors import DockerExecutor
+    from executors.docker.image import engine_url
 
-    url = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    # the engine the `client` fixture reached, whether the shell set DOCKER_HOST or not
+    url = engine_url() or "unix:///var/run/docker.sock"
     monkeypatch.delenv("DOCKER_HOST", raising=False)
     with DockerExecutor(image=image, docker_url=url) as dx:
         assert ok(dx, "21 * 2") == 42
+
+
+@pytest.mark.timeout(420)
+def test_the_docker_tests_pass_without_docker_host(client, tmp_path):
+    """The suite finds the engine as the library does, so a shell with no DOCKER_HOST (the
+    project's engine up, the variable never exported) runs the engine tests the same."""
+    from executors.docker.image import PROJECT_ENGINE_SOCKET
+
+    if not os.path.exists(PROJECT_ENGINE_SOCKET):
+        unavailable(f"the project's Docker engine is not up ({PROJECT_ENGINE_SOCKET}): `scripts/docker-engine.sh`")
+    # a temp root of its own: a pytest sharing this run's would prune this run's directories
+    env = {**{k: v for k, v in os.environ.items() if k != "DOCKER_HOST"}, "PYTEST_DEBUG_TEMPROOT": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                           f"--basetemp={tmp_path / 'bt'}",
+                           "tests/test_docker.py::test_docker_url_without_docker_host",
+                           "tests/test_docker.py::test_unreachable_engine_is_an_executor_error"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0 and "2 passed" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-1000:]
+
+
+def test_docker_setup_builds_the_image_and_status_reports_it(client):
+    """`codeagent docker setup` (what an installed wheel runs; scripts/docker-engine.sh too) finds
+    the engine and makes sure the worker image is there; `status` says so."""
+    from executors.docker import default_image
+
+    setup = subprocess.run([sys.executable, "-m", "codeagent", "docker", "setup"], cwd=REPO, capture_output=True,
+                           text=True, timeout=110)
+    assert setup.returncode == 0, setup.stderr
+    assert setup.stdout.split() == [default_image()]
+    status = subprocess.run([sys.executable, "-m", "codeagent", "docker", "status"], cwd=REPO, capture_output=True,
+                            text=True, timeout=60)
+    assert status.returncode == 0 and f"worker image: {default_image()} present" in status.stdout, status.stdout
 
 
 def test_unreachable_engine_is_an_executor_error(tmp_path):

@@ -33,7 +33,7 @@ from executors.remote.protocol import (
     parse_worker_message,
     unpack_message,
 )
-from executors.worker.wire import OutputBuffer, safe_repr, truncate_text
+from executors.worker.wire import OutputBuffer, full_length, omitted_note, safe_repr, truncate_text
 
 
 def roundtrip(value):
@@ -295,9 +295,11 @@ def test_truncate_text_keeps_head_and_tail(text, limit):
     if len(text) <= limit:
         assert out == text
     else:
-        half = limit // 2
-        assert out.startswith(text[:half]) and out.endswith(text[-half:]) and "truncated" in out
-        assert len(out) <= limit + 60
+        keep = max(limit - len(omitted_note(len(text))), 0) // 2
+        assert out.startswith(text[:keep]) and out.endswith(text[len(text) - keep:])
+        assert "characters omitted] ...\n" in out
+        assert len(out) <= max(limit, len(omitted_note(len(text))))
+        assert full_length(out) == len(text)  # the note counts what is gone, exactly
 
 
 @given(st.lists(st.text(max_size=300), max_size=40), st.integers(min_value=100, max_value=1000))
@@ -366,9 +368,10 @@ def test_the_host_imports_only_the_wire_and_the_errors_from_the_worker():
         for level, module in _imports(path):
             if level == depth + 1 and module.startswith("worker"):
                 # hardening: the host asks the kernel's Landlock ABI before a worker starts;
-                # bounds: the table and checks every byte from a worker is held to
+                # bounds: the table and checks every byte from a worker is held to;
+                # display: the one way text is cut, on both sides (its note's count true)
                 assert module.split(".")[:2] in (["worker", "wire"], ["worker", "errors"], ["worker", "hardening"],
-                                                 ["worker", "bounds"]), (path.name, module)
+                                                 ["worker", "bounds"], ["worker", "display"]), (path.name, module)
 
 
 def test_no_pickle_anywhere():

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from executors.base import cut_middle
+
 from ..tools.attachments import IMAGE_TOKENS
 
 __all__ = ["Memory", "estimate_tokens", "truncate_middle", "newest_that_fit"]
@@ -31,15 +33,9 @@ def estimate_tokens(text: str) -> int:
 
 
 def truncate_middle(text: str, max_chars: int) -> str:
-    """Keep the head and the tail of `text`, say how much of the middle was cut."""
-    if len(text) <= max_chars:
-        return text
-    marker = "\n... [{} characters omitted] ...\n"
-    keep = max(max_chars - len(marker) - 8, 0)
-    head = keep * 2 // 3
-    tail = keep - head
-    omitted = len(text) - head - tail
-    return text[:head] + marker.format(omitted) + (text[-tail:] if tail else "")
+    """Keep the head (two thirds) and the tail of `text` within `max_chars`, with a note that
+    counts the middle truly (notes of earlier cuts included: `executors.worker.display`)."""
+    return cut_middle(text, max_chars, head_share=2 / 3)
 
 
 def newest_that_fit(costs: Sequence[int], budget: int) -> int:

@@ -32,6 +32,9 @@ from codeagent.cli.options import (
 from codeagent.cli.options import executor_options as cli_executor_options
 
 from ..mcp.cli import add_client_options, server_specs
+from ..models.openai_model import DEFAULT_MAX_RETRIES as DEFAULT_MODEL_RETRIES
+from ..models.openai_model import DEFAULT_TIMEOUT_S as DEFAULT_MODEL_TIMEOUT_S
+from ..tools.tool import TOOLS_HELP
 from ..tracing.cli import add_trace_option
 from .factories import AGENT_MODES
 from .scheduler import (
@@ -52,7 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("tasks", nargs="?", metavar="TASKS.jsonl", help="one JSON task a line: id, task, "
                    "optional expected, variables, files")
-    p.add_argument("--out", metavar="DIR", help="batch directory (results.jsonl, runs/); an existing one is resumed")
+    p.add_argument("--out", metavar="DIR", help="batch directory (results.jsonl, runs/); an existing one is resumed: "
+                                                "its recorded tasks are skipped, if the settings are the same")
+    p.add_argument("--keep-results", action="store_true",
+                   help="resuming with other settings than the recorded results were made with (model, mode, "
+                        "tools, executor, limits): keep those results and run the other tasks with the new "
+                        "settings (without it such a resume is refused, naming what changed)")
     p.add_argument("--retry", choices=RETRY_CHOICES, action="append", default=[],
                    help="resuming: run again the tasks recorded as failed (failed, max_steps, error, crashed), "
                         "timeout, or all that did not succeed (default: none, a recorded task is skipped)")
@@ -60,36 +68,49 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compare", nargs=2, metavar=("DIR_A", "DIR_B"), help="which tasks changed between two batches")
     g = p.add_argument_group("agent")
     g.add_argument("--model", help="model name on the server (default: $CODEAGENT_MODEL)")
-    g.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
-    g.add_argument("--mode", choices=AGENT_MODES, default="code", help="agent mode; auto probes the endpoint once per worker")
-    g.add_argument("--tools", nargs="+", metavar="MODULE:ATTR", default=[], help="tools: a tool, function, or list/dict of them")
+    g.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    g.add_argument("--mode", choices=AGENT_MODES, default="code",
+                   help="how the model acts: code (Python action blocks), single_call (one tool call a turn, "
+                        "for weak models), tool_calling (native tool calls), auto (probes the endpoint once "
+                        "per worker) (default: code)")
+    g.add_argument("--tools", nargs="+", metavar="MODULE:ATTR", default=[], help=TOOLS_HELP)
     g.add_argument("--max-steps", type=count(1), default=10, metavar="N", help="steps before giving up (default: 10)")
     g.add_argument("--api-key-env", metavar="VAR", help="environment variable with the API key (default OPENAI_API_KEY)")
-    g.add_argument("--no-system-role", action="store_true")
-    g.add_argument("--no-stop", action="store_true")
-    g.add_argument("--temperature", type=number(0))
-    g.add_argument("--max-tokens", type=count(1))
-    g.add_argument("--model-timeout", type=seconds, metavar="SECONDS", help="how long one model request may take")
+    g.add_argument("--no-system-role", action="store_true",
+                   help="the endpoint has no system role: the system prompt goes into the first user message")
+    g.add_argument("--no-stop", action="store_true",
+                   help="the endpoint rejects `stop`: replies are cut at the stop text here instead")
+    g.add_argument("--temperature", type=number(0), metavar="T", help="sampling temperature (default: the server's)")
+    g.add_argument("--max-tokens", type=count(1), metavar="N", help="the longest reply, in tokens (default: the server's)")
+    g.add_argument("--model-timeout", type=seconds, metavar="SECONDS",
+                   help="how long the model server may stay silent (before the first byte of its reply, or "
+                        f"between two) before the request ends (default: {DEFAULT_MODEL_TIMEOUT_S:g})")
     g.add_argument("--model-retries", type=count(0, 20), metavar="N",
-                   help="tries again after a model timeout, a dropped connection, HTTP 429 or 5xx")
+                   help="how many times one model request is sent again after a dropped connection, HTTP "
+                        f"408, 409, 429 or 5xx (default: {DEFAULT_MODEL_RETRIES})")
     add_client_options(p)
     g.add_argument("--factory", metavar="MODULE:ATTR", help="your own agent factory instead of the options above")
     g.add_argument("--factory-options", metavar="JSON", default="{}", help="keyword arguments for --factory (a JSON object)")
     r = p.add_argument_group("running")
     add_executor_options(r, batch=True)
-    r.add_argument("--backend", choices=BACKENDS, default="local")
+    r.add_argument("--backend", choices=BACKENDS, default="local",
+                   help="local (worker processes on this machine) or ray (actors on a Ray cluster; "
+                        "codeagent[ray]) (default: local)")
     r.add_argument("--address", help="Ray cluster: 'auto' (the one on this machine), host:port or ray://host:port; "
                                      "default: a new local instance (or $RAY_ADDRESS)")
-    r.add_argument("--cpus-per-worker", type=number(0, above=True), default=1.0,
+    r.add_argument("--cpus-per-worker", type=number(0, above=True), default=1.0, metavar="N",
                    help="Ray CPUs reserved per worker (below 1 packs several model-bound agents per core)")
-    r.add_argument("--workers", type=count(1, 1024), default=2)
+    r.add_argument("--workers", type=count(1, 1024), default=2, metavar="N",
+                   help="tasks run at once, each in a worker process (or Ray actor) of its own (default: 2)")
     r.add_argument("--runs-per-worker", type=count(1, 1024), default=1, metavar="N",
                    help="tasks each local worker runs at once, on one event loop (the agents' async API): "
                         "model-bound tasks need far fewer processes")
     r.add_argument("--task-timeout", type=seconds_or_none, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                    help=f"wall-clock limit per task, model time included (0: none; default: {DEFAULT_TIMEOUT_S:g})")
-    r.add_argument("--retries", type=count(0, 100), default=1,
-                   help="extra tries for a task whose worker crashed or whose agent raised")
+    r.add_argument("--task-retries", "--retries", dest="retries", type=count(0, 100), default=1, metavar="N",
+                   help="how many times a task is run again when its worker crashed or building its agent "
+                        "raised (not a task that failed or timed out: --retry does that on a resume; not "
+                        "model requests: --model-retries) (default: 1)")
     r.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
                    help="on stderr: a bar on a terminal, NDJSON events otherwise")
     add_trace_option(r, "of the batch, one trace per task")
@@ -178,6 +199,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         executor=args.executor, executor_options=executor_options, address=args.address,
         ray_options={"num_cpus": args.cpus_per_worker}, progress=args.progress,
         retry=args.retry, trace=args.trace, runs_per_worker=args.runs_per_worker,
+        keep_results=args.keep_results,
     )
     print(json.dumps(summary.to_dict(), indent=2) if args.json else summary.table())
     return _status(summary)

@@ -24,7 +24,7 @@ from ..tracing.export import TracingUnavailable
 from ..tracing.export import setup as setup_tracing
 from .backends.pool import Event, Pool
 from .progress import make_progress
-from .store import ResultStore
+from .store import ResultStore, changed_settings
 from .summary import BatchSummary, answers_match
 from .tasks import BatchTask, load_tasks
 from .worker import EXECUTOR_KINDS, TIMEOUT_KEY, reference_of, resolve, timeout_error
@@ -265,6 +265,7 @@ def run_batch(
     retry: Iterable[str] = (),
     trace: str | None = None,
     runs_per_worker: int = 1,
+    keep_results: bool = False,
 ) -> BatchSummary:
     """Run every task with an agent from `make_agent`, `workers` at a time; see codeagent.batch.
 
@@ -272,7 +273,10 @@ def run_batch(
     when the batch resumes (the command line's --retry); the others are skipped.
     trace: "otlp" or "console" to trace the batch (codeagent.tracing.batch): one trace per task.
     runs_per_worker: tasks each local worker process runs at once, on one event loop (the agents'
-    `arun`; each its own executor); a task past timeout_s is cut by cancelling its run."""
+    `arun`; each its own executor); a task past timeout_s is cut by cancelling its run.
+    keep_results: resume even when `out` holds results made with other settings (another model,
+    other options, executor or limits), keeping them; without it such a resume is a BatchError
+    that names what changed."""
     _check_counts(backend, workers, retries, runs_per_worker)
     if timeout_s is not None:
         try:
@@ -296,7 +300,10 @@ def run_batch(
     runner_args = (factory, dict(options or {}), executor, dict(executor_options or {}), trace_config)
     reporter = make_progress(progress)
     t0 = time.perf_counter()
+    settings = {"factory": factory, "options": _redacted(options or {}), "executor": executor,
+                "executor_options": dict(executor_options or {}), "timeout_s": timeout_s}
     with ResultStore(out) as store:
+        _check_settings(store, settings, keep_results, out)
         kept = [t.id for t in todo if t.id in store.done and store.done[t.id].get("status") not in rerun]
         skipped_by = dict(Counter(str(store.done[task_id].get("status")) for task_id in kept))
         skipped = len(kept)
@@ -317,6 +324,19 @@ def run_batch(
                                     skipped_by=skipped_by, backend=backend, workers=workers)
     reporter.end(summary.total, summary.succeeded)
     return summary
+
+
+def _check_settings(store: ResultStore, settings: dict[str, Any], keep: bool, out: Any) -> None:
+    """Refuse to resume over results made with other settings (unless `keep`); record these."""
+    before = store.recorded_settings() if store.done else None
+    changes = changed_settings(before, json.loads(json.dumps(settings, default=repr))) if before else []
+    if changes and not keep:
+        raise BatchError(
+            f"{out} holds the results of {len(store.done)} task(s) made with other settings, which a resume would "
+            f"keep as they are: {'; '.join(changes)}. Run with the same settings to resume, choose another "
+            "--out DIR for a new batch, or pass --keep-results (run_batch(keep_results=True)) to keep those "
+            "results and run the other tasks with these settings")
+    store.set_settings(settings)
 
 
 def _redacted(options: Mapping[str, Any]) -> dict[str, Any]:

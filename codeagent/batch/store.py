@@ -65,6 +65,24 @@ def read_results(out: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return _scan(path)[0]
 
 
+# What a result depends on (a resumed batch must not mix results of other settings silently);
+# not the backend, the number of workers or retries of crashed workers, which change only how fast.
+SETTINGS = ("factory", "options", "executor", "executor_options", "timeout_s")
+
+
+def changed_settings(before: dict[str, Any], now: dict[str, Any], prefix: str = "") -> list[str]:
+    """"name: old → new" for every setting that differs (inside dicts by dotted name); a setting
+    `before` does not know (a batch directory written before it was recorded) is not compared."""
+    changes = []
+    for key in sorted(before):
+        old, new = before.get(key), now.get(key)
+        if isinstance(old, dict) and isinstance(new, dict):
+            changes += changed_settings({k: old.get(k) for k in {*old, *new}}, new, f"{prefix}{key}.")
+        elif old != new:
+            changes.append(f"{prefix}{key}: {json.dumps(old, default=repr)} → {json.dumps(new, default=repr)}")
+    return changes
+
+
 class ResultStore:
     """Appends results to a batch directory; knows which task ids are done."""
 
@@ -109,14 +127,35 @@ class ResultStore:
     def rows(self) -> Iterator[dict[str, Any]]:
         return iter(self.done.values())
 
+    def _meta(self) -> dict[str, Any]:
+        try:
+            meta = json.loads((self.out / META).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            meta = {}
+        return meta if isinstance(meta, dict) else {}
+
+    def recorded_settings(self) -> dict[str, Any] | None:
+        """The settings the recorded results were made with (batch.json), None if unknown."""
+        meta = self._meta()
+        if isinstance(meta.get("settings"), dict):
+            return meta["settings"]
+        sessions = [s for s in meta.get("sessions") or () if isinstance(s, dict)]
+        return {k: sessions[-1][k] for k in SETTINGS if k in sessions[-1]} if sessions else None
+
+    def set_settings(self, settings: dict[str, Any]) -> None:
+        """Record, before the first task runs, the settings this session's results are made with."""
+        meta = self._meta()
+        meta["settings"] = json.loads(json.dumps(settings, default=repr))
+        self._write(meta)
+
     def write_meta(self, session: dict[str, Any]) -> None:
         """Add this session (options, timings) to batch.json; a resumed batch has several."""
-        path = self.out / META
-        try:
-            meta = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            meta = {"sessions": []}
+        meta = self._meta()
         meta.setdefault("sessions", []).append({"ended_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **session})
+        self._write(meta)
+
+    def _write(self, meta: dict[str, Any]) -> None:
+        path = self.out / META
         tmp = path.with_name(META + ".tmp")
         tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         os.replace(tmp, path)

@@ -35,27 +35,33 @@ def add_fuzz_arguments(parser: argparse.ArgumentParser) -> None:
                         help="which executor to fuzz (default: local)")
     parser.add_argument("--policy", choices=("restricted", "open"), default=None,
                         help="policy of the subprocess/docker executor (default: the executor's own)")
-    parser.add_argument("--examples", type=count(1), default=1000, help="number of generated examples (default: 1000)")
-    parser.add_argument("--seconds", type=seconds, default=None, help="time budget; stops at whichever comes first")
+    parser.add_argument("--examples", type=count(1), default=1000, metavar="N",
+                        help="how many examples to generate (default: 1000)")
+    parser.add_argument("--seconds", type=seconds, default=None, metavar="S",
+                        help="a time budget: the campaign stops at it or at --examples, whichever comes first")
     parser.add_argument("--authorized-imports", nargs="*", default=None, metavar="MODULE",
-                        help="modules to authorize on top of the safe defaults")
+                        help="modules the generated code may import besides the safe defaults (as --import does)")
     parser.add_argument("--tools", nargs="*", default=None, metavar="MODULE:ATTR",
-                        help="tools to register: a callable, Tool, or dict/list of them (default: "
-                             "the probe tools of executors.testing)")
+                        help="your tools, called from the generated code: a callable, Tool, or dict/list of them "
+                             "(default: the probe tools of executors.testing)")
     parser.add_argument("--mode", choices=("data", "grammar", "all"), default="data",
                         help="program generator: model-like data programs, hypothesmith grammar, or both")
     parser.add_argument("--properties", nargs="*", choices=("cpython", "escapes", "bombs"),
-                        default=["cpython", "escapes", "bombs"], help="which properties to run")
+                        default=["cpython", "escapes", "bombs"], help="what to check: cpython (ordinary programs print what CPython prints), escapes (hostile "
+                             "code gets nothing out), bombs (resource bombs are contained) (default: all three)")
     parser.add_argument("--escape-families", nargs="+", default=None, metavar="FAMILY",
                         help="only these families of escape attempts, e.g. 'library' for the attempts "
                              "through the authorized libraries, 'deferred' for model-made objects with "
                              "hostile methods handed to your tools or left for the host (default: all; "
                              "a wrong name lists them)")
-    parser.add_argument("--timeout", type=seconds, default=2.0, help="Limits.timeout_s for the campaign (default: 2)")
-    parser.add_argument("--margin", type=number(0), default=1.0,
+    parser.add_argument("--timeout", type=seconds, default=2.0, metavar="SECONDS",
+                        help="time limit per example (Limits.timeout_s) (default: 2)")
+    parser.add_argument("--margin", type=number(0), default=1.0, metavar="SECONDS",
                         help="seconds a bomb may overrun its timeout (default: 1)")
-    parser.add_argument("--save-dir", default="fuzz-failures", help="where failing examples are saved")
-    parser.add_argument("--seed", type=count(0), default=None, help="hypothesis seed, for a reproducible campaign")
+    parser.add_argument("--save-dir", default="fuzz-failures", metavar="DIR",
+                        help="where failing examples are saved as reproducible .py files (default: fuzz-failures)")
+    parser.add_argument("--seed", type=count(0), default=None, metavar="N",
+                        help="hypothesis seed: the same seed draws the same examples (default: a fresh one)")
     parser.add_argument("--strict", action="store_true",
                         help="also fail on CPython mismatches and divergent errors")
     parser.add_argument("--no-isolate", action="store_true",
@@ -66,10 +72,11 @@ def add_fuzz_arguments(parser: argparse.ArgumentParser) -> None:
     dist = parser.add_argument_group("distributed campaigns")
     dist.add_argument("--backend", choices=("local", "ray"), default=None,
                       help="run the shards on a local process pool or on Ray (default: all in this process)")
-    dist.add_argument("--workers", type=count(1, 1024), default=2, help="worker processes or Ray actors (default: 2)")
-    dist.add_argument("--address", default=None,
+    dist.add_argument("--workers", type=count(1, 1024), default=2, metavar="N",
+                      help="worker processes or Ray actors (default: 2)")
+    dist.add_argument("--address", default=None, metavar="ADDRESS",
                       help="Ray cluster: 'auto', host:port or ray://host:port (default: a new local instance)")
-    dist.add_argument("--shard-size", type=count(1), default=1000,
+    dist.add_argument("--shard-size", type=count(1), default=1000, metavar="N",
                       help="examples per shard (one hypothesis run); part of what the seed reproduces")
     dist.add_argument("--shard-dir", default=None, metavar="DIR",
                       help="keep shard results here; rerunning with the same DIR skips finished shards")

@@ -1,6 +1,7 @@
 """The `codeagent` command: `run` a task with a model, `exec` a file in an executor, `demo`, `fuzz`,
 `mcp-serve` (the sandbox as an MCP server; its flags and serving live in `codeagent.mcp.cli`);
-`batch` and `view` have their own parsers (codeagent.batch.cli, codeagent.cli.view).
+`batch`, `view` and `docker` have their own parsers (codeagent.batch.cli, codeagent.cli.view,
+codeagent.cli.docker); the model flags live in `model_options`.
 
 Exit status: 0 success, 1 the run or the code failed, 2 usage or setup errors.
 What it prints lives in `cli_render`; the file and network flags (`--read`, ...) in `cli_access`.
@@ -23,28 +24,25 @@ from typing import Any
 from executors.base import ExecutorError, Limits
 
 from .. import __version__
+from ..agent.auto import MODES
 from ..events import NOT_JSON, plain_json
 from ..mcp.cli import add_client_options, add_serve_options
-from ..models.constrain.request import SPELLINGS
-from ..models.openai_model import DEFAULT_MAX_RETRIES as DEFAULT_MODEL_RETRIES
-from ..models.openai_model import DEFAULT_TIMEOUT_S as DEFAULT_MODEL_TIMEOUT_S
 from ..runs.record import ErrorKind
+from ..tools.tool import TOOLS_HELP
 from ..tracing.cli import TracingUnavailable, add_trace_option, trace_session
 from .access import access_from_args  # noqa: F401 - the command line's grants, as before
 from .executor_options import EXECUTORS as _PLACES
 from .executor_options import SetupError
 from .executor_options import make_executor as build_executor
+from .model_options import ModelSetupError, add_model_options, make_model
 from .options import (
     Parser,
     add_executor_options,
     count,
     executor_options,
-    number,
-    seconds,
     task_after_tools,
 )
 from .render import HumanPrinter, drive, save_run, show_answer, show_saved
-from .wait import show_waiting
 
 __all__ = ["main", "build_parser", "make_executor", "make_model", "load_tools", "UsageError",
            "HumanPrinter", "drive", "show_answer"]
@@ -124,58 +122,22 @@ def load_tools(specs: Iterable[str]) -> list[Any]:
         raise UsageError(str(exc))
 
 
-def make_model(args: argparse.Namespace, *, default_model: str | None = None) -> Any:
-    from ..models.openai_model import OpenAIModel
-
-    model_id = args.model or os.environ.get("CODEAGENT_MODEL") or default_model
-    if not model_id:
-        raise UsageError("no model name: pass --model NAME (or set CODEAGENT_MODEL)")
-    api_key = None
-    if args.api_key_env:
-        api_key = os.environ.get(args.api_key_env)
-        if not api_key:
-            raise UsageError(f"--api-key-env {args.api_key_env}: that environment variable is not set")
-    if not (api_key or os.environ.get("OPENAI_API_KEY") or args.base_url or os.environ.get("OPENAI_BASE_URL")):
-        raise UsageError(
-            "no API key for OpenAI: set OPENAI_API_KEY (or name another variable with --api-key-env VAR), "
-            "or pass --base-url URL of a local OpenAI-compatible server (e.g. http://localhost:11434/v1)"
-        )
-    options: dict[str, Any] = {}
-    if getattr(args, "temperature", None) is not None:
-        options["temperature"] = args.temperature
-    try:
-        model = OpenAIModel(
-            model_id, base_url=args.base_url, api_key=api_key, system_role=not args.no_system_role,
-            supports_stop=not args.no_stop, request_options=options,
-            timeout=getattr(args, "model_timeout", DEFAULT_MODEL_TIMEOUT_S),
-            max_retries=getattr(args, "model_retries", DEFAULT_MODEL_RETRIES),
-            constrain=None if getattr(args, "constrain", "none") in (None, "none") else args.constrain,
-        )
-    except Exception as exc:
-        raise UsageError(str(exc))
-    show_waiting(model, sys.stderr)
-    return model
-
-
 # -- commands --------------------------------------------------------------------------------
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..agent.code_agent import CodeAgent
-
     tools = load_tools(args.tools or ())
     model = make_model(args)
-    executor = executor_from_args(args)
+    executor = _run_executor(args)
     try:
         toolset = _mcp_toolset(args)  # --mcp-stdio / --mcp-url: their tools join --tools
     except UsageError:
         executor.close()
         raise
     tools += toolset.tools if toolset is not None else []
-    with trace_session(args.trace), executor, toolset or contextlib.nullcontext():
+    with trace_session(args.trace), executor or contextlib.nullcontext(), toolset or contextlib.nullcontext():
         try:
-            agent = CodeAgent(model, tools=tools, executor=executor, max_steps=args.max_steps,
-                              max_context_tokens=args.context_tokens, output_dir=args.out)
+            agent = _agent(args, model, tools, executor)
         except (TypeError, ValueError) as exc:  # e.g. two --tools with the same name
             raise UsageError(str(exc))
         with agent:
@@ -186,6 +148,34 @@ def cmd_run(args: argparse.Namespace) -> int:
     if result.status == "interrupted":
         return 130
     return 0 if result.success else 1
+
+
+def _run_executor(args: argparse.Namespace) -> Any:
+    """The executor for `run`; none for --mode tool_calling, which runs no code."""
+    if args.mode != "tool_calling":
+        return executor_from_args(args)
+    given = [flag for flag, value in (("--import", args.imports), ("--packages", args.packages),
+                                      ("--timeout", args.timeout), ("--read", args.read), ("--write", args.write),
+                                      ("--workdir", args.workdir), ("--network", args.network)) if value]
+    if given:
+        print(f"note: {', '.join(given)} ignored: --mode tool_calling runs no code", file=sys.stderr)
+    return None
+
+
+def _agent(args: argparse.Namespace, model: Any, tools: list[Any], executor: Any) -> Any:
+    """The agent of --mode (auto_agent's rule: an explicit mode always wins)."""
+    from ..agent.auto import auto_agent
+
+    options: dict[str, Any] = {"max_steps": args.max_steps, "max_context_tokens": args.context_tokens,
+                               "output_dir": args.out}
+    if executor is not None:
+        options["executor"] = executor
+    if args.mode == "single_call":  # the user's tools: bundling several calls is not assumed safe
+        options["bundleable"] = ()
+    agent = auto_agent(model, tools, mode=args.mode, **options)
+    if args.mode == "auto":
+        print(f"note: --mode auto chose {agent.auto_choice.mode}: {agent.auto_choice.reason}", file=sys.stderr)
+    return agent
 
 
 def _save(result: Any, args: argparse.Namespace) -> list[Path]:
@@ -364,35 +354,24 @@ def cmd_fuzz(args: argparse.Namespace, extra: list[str]) -> int:
 # -- parser ----------------------------------------------------------------------------------
 
 
-def _model_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", help="model name on the server (default: $CODEAGENT_MODEL)")
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 "
-                                      "(default: $OPENAI_BASE_URL, else OpenAI)")
-    p.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key "
-                                                        "(default: OPENAI_API_KEY; none needed for local servers)")
-    p.add_argument("--no-system-role", action="store_true", help="endpoint has no system role: merge the "
-                                                                 "system prompt into the first user message")
-    p.add_argument("--no-stop", action="store_true", help="endpoint rejects `stop`: cut replies client-side")
-    p.add_argument("--temperature", type=number(0), default=None, help="sampling temperature (default: the server's)")
-    p.add_argument("--model-timeout", type=seconds, default=DEFAULT_MODEL_TIMEOUT_S, metavar="SECONDS",
-                   help=f"how long one model request may take (default: {DEFAULT_MODEL_TIMEOUT_S:g})")
-    p.add_argument("--retries", "--model-retries", dest="model_retries", type=count(0, 20),
-                   default=DEFAULT_MODEL_RETRIES, metavar="N",
-                   help="tries again after a timeout, a dropped connection, HTTP 429 or 5xx "
-                        f"(default: {DEFAULT_MODEL_RETRIES})")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="codeagent", description="Agents that act by writing Python, and executors that run it safely.")
     parser.add_argument("--version", action="version", version=f"codeagent {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = sub.add_parser("run", help="solve a task with a model", description="Solve TASK with a CodeAgent.")
+    run = sub.add_parser("run", help="solve a task with a model",
+                         description="Solve TASK with an agent: the model acts (by default by writing Python, "
+                                     "run in a sandboxed worker process) until it gives its final answer. "
+                                     "Exit status 0 with an answer, 1 without, 2 for a setup error, 130 on Ctrl-C.")
     run.add_argument("task", metavar="TASK", nargs="?", help="what to do, in words (quote it)")
-    _model_options(run)
-    run.add_argument("--tools", nargs="+", metavar="MODULE:ATTR", default=[],
-                     help="tools to give the agent: a tool, a function, or a list/dict of them")
+    add_model_options(run, constrain=True)
+    run.add_argument("--mode", choices=(*MODES, "auto"), default="code",
+                     help="how the model acts: code (Python action blocks: CodeAgent), single_call (one tool "
+                          "call a turn, for weak models: SingleCallAgent), tool_calling (the endpoint's native "
+                          "tool calls, no code: ToolCallingAgent), auto (probes the endpoint once: auto_agent) "
+                          "(default: code)")
+    run.add_argument("--tools", nargs="+", metavar="MODULE:ATTR", default=[], help=TOOLS_HELP)
     add_executor_options(run)
     add_client_options(run)
     run.add_argument("--max-steps", type=count(1), default=10, metavar="N", help="steps before giving up (default: 10)")
@@ -403,9 +382,6 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", metavar="DIR", type=out_dir, help="save the run as DIR/<run_id>.json and the figures its code "
                                                   "makes as DIR/<run_id>.figure-<n>.png, as they come")
     add_trace_option(run)
-    run.add_argument("--constrain", choices=("none", "auto", *SPELLINGS), default="none",
-                     help="constrained decoding: auto probes what the endpoint honours; json_schema, "
-                          "json_object, grammar, guided_json, guided_grammar force a spelling (default: none)")
 
     ex = sub.add_parser("exec", help="run a Python file in an executor",
                         description="Run FILE ('-' for stdin) in an executor and print what it printed, "
@@ -419,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="a multi-tool data task solved in one code action",
                           description="Sales/inventory analysis over three tools. Uses a real model when "
                                       "--base-url or OPENAI_BASE_URL is set, else a bundled scripted reply.")
-    _model_options(demo)
+    add_model_options(demo)
     add_executor_options(demo, imports=False)
     demo.add_argument("--max-steps", type=count(1), default=6, metavar="N", help="steps before giving up (default: 6)")
     demo.add_argument("--json", action="store_true", help="print NDJSON events instead of the human view")
@@ -435,6 +411,8 @@ def build_parser() -> argparse.ArgumentParser:
                    add_help=False)
     sub.add_parser("view", help="a run or a batch as a page, written or served live (options: codeagent view --help)",
                    add_help=False)
+    sub.add_parser("docker", help="set up DockerExecutor: an engine and the worker image, built offline "
+                                  "(codeagent docker --help)", add_help=False)
     return parser
 
 
@@ -450,6 +428,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..batch.cli import main as batch_main
 
         return batch_main(argv[1:])
+    if argv and argv[0] == "docker":  # its own parser: codeagent.cli.docker
+        from .docker import main as docker_main
+
+        return docker_main(argv[1:])
     if argv and argv[0] == "view":  # its own parser: codeagent.cli.view
         from .view import main as view_main
 
@@ -470,7 +452,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_demo(args)
         if args.command == "mcp-serve":
             return cmd_mcp_serve(args)
-    except (UsageError, TracingUnavailable) as exc:
+    except (UsageError, ModelSetupError, TracingUnavailable) as exc:
         print(f"codeagent {args.command}: {exc}", file=sys.stderr)
         return 2
     except ExecutorError as exc:

@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any, TextIO
 
-from ..models.openai_model import tries_text
+from ..models.openai_model import silence_text
 
 __all__ = ["show_waiting", "WAIT_NOTICE_S", "WAIT_REPEAT_S"]
 
@@ -30,10 +30,10 @@ def _delay() -> float:
 
 
 def _limit(model: Any) -> str:
-    timeout, retries = getattr(model, "timeout", None), getattr(model, "max_retries", None)
-    if not isinstance(timeout, (int, float)) or not isinstance(retries, int):
+    timeout = getattr(model, "timeout", None)
+    if not isinstance(timeout, (int, float)):
         return ""
-    return f"; gives up after {tries_text(timeout, retries)} (--model-timeout, --model-retries)"
+    return f"; gives up after {silence_text(timeout)} (--model-timeout)"
 
 
 def _notice(model: Any, out: TextIO, started: float, done: threading.Event) -> None:

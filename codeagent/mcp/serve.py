@@ -35,7 +35,7 @@ from executors.worker.codec import short_repr
 from ..agent.memory import truncate_middle
 from ..agent.observation import observation_text
 from ..events import NOT_JSON, plain_json
-from ..tools.grants import access_rule, files_section
+from ..tools.grants import access_rule, files_section, restricted
 
 __all__ = ["RunPythonOutput", "Sessions", "build_server", "tool_description", "run_python_result"]
 
@@ -127,9 +127,14 @@ class Sessions:
 
 
 def tool_description(executor: Any, kind: str) -> str:
-    """What the client's model is told about the sandbox: state, imports, files, limits."""
+    """What the client's model is told about the sandbox, read from the executor itself: its
+    policy and what it may import, what isolates it, its files and network, its limits."""
     imports = tuple(getattr(executor, "authorized_imports", ()) or ())
-    modules = "any installed module" if "*" in imports else ", ".join(imports) or "none"
+    if restricted(executor):
+        modules = "any installed module" if "*" in imports else ", ".join(imports) or "none"
+        policy = f"Modules it may import: {modules} (importing another is refused)."
+    else:
+        policy = "It is full Python: any module installed where it runs may be imported, open() works."
     limits = executor.limits
     timeout = f"{limits.timeout_s:g} s" if limits.timeout_s else "no time limit"
     files = files_section(executor).strip()
@@ -138,7 +143,7 @@ def tool_description(executor: Any, kind: str) -> str:
         "error, and the figures it drew (as images; matplotlib figures left open are returned).",
         "Variables, functions and imports persist between calls in this session: build on them. "
         "reset() forgets them, list_variables() shows them.",
-        f"The code runs in the {kind} executor. Modules it may import: {modules}.",
+        f"The code runs in the {kind} executor ({_isolation(executor)}). {policy}",
         access_rule(executor),
         files,
         f"Each call may run {timeout} and print {limits.max_output_chars:,} characters (cut head "
@@ -156,6 +161,13 @@ def kernel_line(executor: Any) -> str:
     if not layers:
         return ""
     return "Kernel layers: " + "; ".join(f"{name} {text.split(':')[0]}" for name, text in layers.items()) + "."
+
+
+def _isolation(executor: Any) -> str:
+    """What keeps the code in, from the executor's own isolation report (files, network, user)."""
+    layers = getattr(getattr(executor, "isolation", None), "layers", None) or {}
+    shown = [f"{concern}: {layers[concern]}" for concern in ("files", "network", "user") if concern in layers]
+    return "; ".join(shown) or "isolation unknown"
 
 
 def run_python_result(result: Any) -> Any:

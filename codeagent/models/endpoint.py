@@ -11,7 +11,8 @@ from typing import Any
 
 from ..tools.attachments import has_images
 
-__all__ = ["ModelError", "EndpointAnswers", "tries_text"]
+__all__ = ["ModelError", "EndpointAnswers", "tries_text", "silence_text", "sdk_timeout", "retried_after",
+           "CONNECT_TIMEOUT_S"]
 
 
 class ModelError(RuntimeError):
@@ -37,11 +38,42 @@ def _short(text: Any, limit: int = 300) -> str:
 
 
 
+# A server that does not even accept the connection is known at once; the read timeout is the
+# user's (OpenAIModel(timeout=...)): the longest the server may stay silent.
+CONNECT_TIMEOUT_S = 10.0
+
+
 def tries_text(timeout: float, retries: int) -> str:
     """What a model request may take in all, in words: "3 tries of 60 s" (or "60 s")."""
     tries = retries + 1
     return f"{tries} tries of {timeout:g} s" if tries > 1 else f"{timeout:g} s"
 
+
+def silence_text(timeout: float) -> str:
+    return f"{timeout:g} s without a byte from it"  # when a silent server is given up on, in words
+
+
+def sdk_timeout(timeout: Any) -> Any:
+    """The SDK's timeout: `timeout` seconds of silence on a read (and for a write, or a free
+    connection), a short wait for the connection itself. An `openai.Timeout` passes as it is."""
+    if not isinstance(timeout, (int, float)):
+        return timeout
+    import openai
+
+    return openai.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_S))
+
+
+def retried_after(exc: BaseException) -> bool:
+    """Whether a first try that failed so is tried again with the SDK's retries: a dropped
+    connection, HTTP 408, 409, 429 or 5xx. Never a silent server (its read timeout): tried again,
+    a hung server was waited on for 4 x 120 s."""
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return False
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+    return isinstance(exc, openai.APIConnectionError)
 
 
 class EndpointAnswers:
@@ -76,8 +108,10 @@ class EndpointAnswers:
                 status=exc.status_code,
             )
         if isinstance(exc, openai.APITimeoutError):
-            return ModelError(f"model endpoint {where} timed out{self.waited()}: raise OpenAIModel(timeout=...) "
-                              "(--model-timeout) or check the server")
+            return ModelError(f"the model endpoint {where} sent nothing for {self.waited()} (before the first "
+                              "byte of its reply, or between two), so the request was ended and not tried again: "
+                              "check the server, or give a slow model more time: OpenAIModel(timeout=...), "
+                              "--model-timeout SECONDS (a reply that keeps coming is never cut)")
         if isinstance(exc, openai.APIConnectionError):
             return ModelError(
                 f"cannot reach the model endpoint {where}: {_sentence(exc)}. "
@@ -104,14 +138,10 @@ class EndpointAnswers:
         return ModelError(f"model endpoint {where} sent an error in its streamed reply {after}: {exc}")
 
     def waited(self) -> str:
-        """How long a request that timed out waited in all: every try gets the whole timeout."""
+        """How long a request that timed out waited for a byte."""
         if not isinstance(self.timeout, (int, float)):
-            return ""
-        tries = self.max_retries + 1
-        if tries == 1:
-            return f" after {tries_text(self.timeout, self.max_retries)}"
-        return (f" after {tries_text(self.timeout, self.max_retries)} each ({tries * self.timeout:g} s "
-                "in all; fewer tries: max_retries=, --model-retries)")
+            return f"the read timeout ({self.timeout})"
+        return f"{self.timeout:g} s"
 
     def _adapted_to(self, exc: Any, request: Mapping[str, Any]) -> bool:
         """Switch off what a weak endpoint rejected (`stop`, the system role); True to retry."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import time
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -22,27 +23,28 @@ from ..parsing.reasoning import split_reasoning
 from ..tools.attachments import content_text, has_images, strip_images, vision_capable
 from .constrain.probe import server_error_text
 from .constrain.request import Constraint, check_constrain
-from .endpoint import EndpointAnswers, ModelError, _short, tries_text
+from .endpoint import (
+    CONNECT_TIMEOUT_S,
+    EndpointAnswers,
+    ModelError,
+    _short,
+    retried_after,
+    sdk_timeout,
+    silence_text,
+    tries_text,
+)
 from .openai_stream import async_stream, sync_stream, thread_stream
 from .replies import ModelReply, ToolCall, Usage
 from .streaming import AsyncReplyStream, ReplyStream, tool_calls_from, usage_from
 
-DEFAULT_TIMEOUT_S = 120.0  # one request; the SDK's retries each get as long again
+# The longest the server may stay silent: before the first byte of its reply or between two (a read
+# timeout). A reply that keeps coming is never cut; a server silent this long ends the request.
+DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_RETRIES = 3
 
-__all__ = [
-    "Usage",
-    "ModelReply",
-    "ToolCall",
-    "Model",
-    "ModelError",
-    "OpenAIModel",
-    "check_model",
-    "split_reasoning",
-    "cut_at_stop",
-    "merge_system_into_user",
-    "tries_text",
-]
+__all__ = ["Usage", "ModelReply", "ToolCall", "Model", "ModelError", "OpenAIModel", "check_model",
+           "split_reasoning", "cut_at_stop", "merge_system_into_user", "tries_text", "silence_text",
+           "CONNECT_TIMEOUT_S"]
 
 Message = Mapping[str, Any]
 
@@ -119,8 +121,12 @@ class OpenAIModel(EndpointAnswers):
     supports_stop=False: do not send `stop`; the reply is cut client-side instead.
     request_options: extra request fields (`temperature`, `max_tokens`, or server-specific ones,
         which are sent through `extra_body`).
-    max_retries / timeout: the SDK's retry (429, 5xx, connection errors) and per-request timeout
-        (for a streamed reply also the longest wait between two chunks: a stalled stream is cut).
+    timeout: the longest the server may stay silent, in seconds: before the first byte of its reply
+        or between two (a read timeout; for a streamed reply, between two chunks). A reply that
+        keeps coming is never cut; a server silent that long ends the request with a ModelError
+        that says so, not tried again.
+    max_retries: tries again after a dropped connection, HTTP 408, 409, 429 or 5xx (the SDK's
+        backoff), not after a silent server.
     async_client: an `openai.AsyncOpenAI` for `acomplete`/`astream` when you pass `client=`
         (otherwise one is made per event loop; without either, async requests run on a thread).
     supports_stream=False: never stream (`stream()` asks for whole replies); a server that rejects
@@ -203,7 +209,8 @@ class OpenAIModel(EndpointAnswers):
                     )
                 key = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) accept any key
             self._key = key
-            client = openai.OpenAI(base_url=self.base_url, api_key=key, max_retries=max_retries, timeout=timeout)
+            client = openai.OpenAI(base_url=self.base_url, api_key=key, max_retries=max_retries,
+                                   timeout=sdk_timeout(timeout))
         self.client = client
 
     def _request(
@@ -364,15 +371,32 @@ class OpenAIModel(EndpointAnswers):
             raise self._failure(exc) from exc
 
     async def _send(self, request: dict[str, Any], first: bool) -> Any:
+        """The first try without the SDK's retries, then its retries when `retried_after` says so
+        (a silent server is not waited on again; a constraint's first rejection is an answer)."""
         client = self.client
-        if first and hasattr(client, "with_options"):
-            client = client.with_options(max_retries=0)
+        retries = getattr(client, "max_retries", 0)
+        if not (isinstance(retries, int) and retries > 0 and hasattr(client, "with_options")):
+            return client.chat.completions.create(**_lean(client, request))
+        try:
+            return client.with_options(max_retries=0).chat.completions.create(**_lean(client, request))
+        except Exception as exc:
+            if first or not retried_after(exc):
+                raise
+        time.sleep(0.5)  # the SDK's first backoff
+        client = client.with_options(max_retries=retries - 1)
         return client.chat.completions.create(**_lean(client, request))
 
     async def _asend(self, request: dict[str, Any], first: bool) -> Any:
+        """`_send` on the running loop."""
         client = self._async_client()
-        if first:
-            client = client.with_options(max_retries=0)
+        retries = client.max_retries
+        try:
+            return await client.with_options(max_retries=0).chat.completions.create(**_lean(client, request))
+        except Exception as exc:
+            if first or retries <= 0 or not retried_after(exc):
+                raise
+        await asyncio.sleep(0.5)
+        client = client.with_options(max_retries=retries - 1)
         return await client.chat.completions.create(**_lean(client, request))
 
     def _async_client(self) -> Any:
@@ -388,7 +412,8 @@ class OpenAIModel(EndpointAnswers):
             import openai
 
             client = self._async_clients[loop] = openai.AsyncOpenAI(
-                base_url=self.base_url, api_key=self._key, max_retries=self.max_retries, timeout=self.timeout)
+                base_url=self.base_url, api_key=self._key, max_retries=self.max_retries,
+                timeout=sdk_timeout(self.timeout))
         return client
 
     def _whole(self, response: Any, stop: Sequence[str] | None) -> ModelReply:

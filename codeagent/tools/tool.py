@@ -21,6 +21,8 @@ import asyncio
 import contextvars
 import importlib
 import inspect
+import os
+import sys
 import threading
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -371,21 +373,37 @@ class ToolSpecError(ValueError):
     """A `module:attr` tool reference that does not name tools (the message says which and why)."""
 
 
+# The command line's --tools, in words (run, batch): where MODULE is looked for is part of it.
+TOOLS_HELP = ("tools to give the agent: MODULE:ATTR names a tool, a function, or a list or dict of them "
+              "(e.g. mytools:search); MODULE is imported from PYTHONPATH, the installed packages, then the "
+              "current directory (repeatable: --tools a:x b:y)")
+
+
 def load_tools(specs: Iterable[str]) -> list[Any]:
     """`module:attr` → the tools it names: a Tool or function, or a list/tuple/dict of them (the
-    command line's --tools, a batch's "tools" option). A bad reference is a ToolSpecError (a
-    ValueError) that names it, never a traceback of the user's module."""
+    command line's --tools, a batch's "tools" option). MODULE is found on sys.path, then in the
+    current directory (the same whether the command is `codeagent` or `python -m codeagent`). A bad
+    reference is a ToolSpecError (a ValueError) that names it, never a traceback of the user's
+    module."""
     tools: list[Any] = []
     for spec in specs:
         module_name, _, attr = spec.partition(":")
         if not module_name or not attr:
             raise ToolSpecError(f"--tools expects module:attr (e.g. mytools:search), got {spec!r}")
-        try:
+        here = os.getcwd()
+        added = here not in sys.path and "" not in sys.path
+        if added:  # last, and only while it imports: an installed module is never shadowed, and
+            sys.path.append(here)  # the directory does not stay on the import path (where the
+        try:  # executors refuse write grants: the code could plant modules the host imports)
             module = importlib.import_module(module_name)
         except ImportError as exc:
-            raise ToolSpecError(f"--tools {spec}: cannot import {module_name!r}: {exc} (is it on PYTHONPATH?)")
+            raise ToolSpecError(f"--tools {spec}: cannot import {module_name!r}: {exc} (looked on PYTHONPATH, "
+                                f"in the installed packages and in the current directory, {here})")
         except Exception as exc:  # the user's module is broken: say where, without a traceback
             raise ToolSpecError(f"--tools {spec}: importing {module_name!r} raised {type(exc).__name__}: {exc}")
+        finally:
+            if added and here in sys.path:
+                sys.path.remove(here)
         obj: Any = module
         for part in attr.split("."):
             if not hasattr(obj, part):

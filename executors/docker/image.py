@@ -4,8 +4,8 @@ No registry is needed (images cannot be pulled everywhere this runs). The root f
 assembled as a tar stream and handed to `docker import`: the interpreter is relocated to
 /usr/local (bin/pythonX.Y, lib/pythonX.Y), every shared library the interpreter and its extension
 modules link against (per `ldd`) is copied at its host path, and /etc/passwd names user 65534.
-About 75 MB and a few seconds. Run `python -m executors.docker.image --ensure` to build it
-when missing; it prints the image name.
+About 75 MB and a few seconds. `codeagent docker setup` builds it when missing (and can start an
+engine first); so does the first DockerExecutor that needs it.
 
 `build_image(packages=["numpy", "pandas", "matplotlib"])` adds the named distributions and the
 installed ones they require, file for file from this Python's environment (RECORD lists them;
@@ -20,7 +20,6 @@ authorized_imports at construction.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import hashlib
 import io
@@ -403,25 +402,3 @@ def ensure_image(tag: str | None = None, *, python: str | None = None,
         return tag
     except docker.errors.ImageNotFound:
         return build_image(tag, python=python, client=client, packages=packages, plan=plan)
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m executors.docker.image", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--ensure", action="store_true", help="build only when the image is missing")
-    p.add_argument("--tag", help="image name (default: codeagent-python:<version>-<recipe>)")
-    p.add_argument("--python", help="interpreter to package (default: the host's)")
-    p.add_argument("--docker-url", help="engine address (default: DOCKER_HOST)")
-    p.add_argument("--packages", nargs="+", metavar="DIST",
-                   help="distributions to add from the environment (e.g. numpy pandas matplotlib)")
-    a = p.parse_args(argv)
-    if a.ensure:
-        tag = ensure_image(a.tag, python=a.python, docker_url=a.docker_url, packages=a.packages)
-    else:
-        tag = build_image(a.tag, python=a.python, docker_url=a.docker_url, packages=a.packages)
-    print(tag)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

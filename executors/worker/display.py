@@ -18,13 +18,20 @@ still over `limit`, fewer rows and columns are tried, then the middle is cut.
 
 `display_text(value, limit)` returns None for any other value (the caller uses repr). It runs
 library code on the model's objects: callers run it under the step's limits.
+
+Also here, the one way text is cut everywhere (a step's output, a repr, the worker's result, the
+agent's observation, the MCP server's answer): `cut_middle` keeps the head and the tail within
+`limit` and puts a note in the middle, `\n... [N characters omitted] ...\n`, whose N is true.
+Text already cut is cut again without lying: a note inside the part removed is counted as what it
+stood for, so `full_length(cut_middle(text, n)) == full_length(text)` (the law
+tests/test_truncation.py holds), and for text with no note `full_length` is `len`.
 """
 
 from __future__ import annotations
 
 import sys
 
-__all__ = ["display_text", "table_kind"]
+__all__ = ["cut_middle", "cut_parts", "display_text", "full_length", "omitted_note", "table_kind"]
 
 # (rows, min_rows, columns, cell width): the notebook's defaults first, then smaller tries
 _SHAPES = ((60, 10, 20, 50), (20, 6, 10, 30), (10, 4, 6, 20))
@@ -63,7 +70,7 @@ def display_text(value, limit: int) -> str | None:
             text = render(value, *shape)
             if len(text) <= limit:
                 return text
-        return _cut(text, limit)
+        return cut_middle(text, limit)
     except Exception:  # noqa: BLE001 - a library version without these arguments: plain repr
         return None
 
@@ -112,7 +119,69 @@ def _short(text: str, width: int = 40) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
-def _cut(text: str, limit: int) -> str:
-    half = limit // 2 - 30
-    omitted = len(text) - 2 * half
-    return f"{text[:half]}\n... [{omitted:,} characters omitted] ...\n{text[-half:]}"
+# ---------------------------------------------------------------------------------------------
+# Cutting text: head and tail kept, a note with the true count of what the middle held
+
+_NOTE_HEAD = "\n... ["
+_NOTE_TAIL = " characters omitted] ...\n"
+
+
+def omitted_note(count: int) -> str:
+    return f"{_NOTE_HEAD}{count:,}{_NOTE_TAIL}"
+
+
+def _notes(text: str) -> list[tuple[int, int, int]]:
+    """(start, end, count) of each note in `text`, left to right; a note is exactly what
+    `omitted_note` writes (canonical digits), nothing looser."""
+    found: list[tuple[int, int, int]] = []
+    i = text.find(_NOTE_HEAD)
+    while i >= 0:
+        j = i + len(_NOTE_HEAD)
+        k = text.find(_NOTE_TAIL, j, j + 40)
+        digits = text[j:k] if k > j else ""
+        if digits and digits.replace(",", "").isascii() and digits.replace(",", "").isdigit():
+            count = int(digits.replace(",", ""))
+            if f"{count:,}" == digits:
+                end = k + len(_NOTE_TAIL)
+                found.append((i, end, count))
+                i = text.find(_NOTE_HEAD, end)
+                continue
+        i = text.find(_NOTE_HEAD, i + 1)
+    return found
+
+
+def full_length(text: str) -> int:
+    """How long `text` was before any cut: its length with each note replaced by its count."""
+    if _NOTE_HEAD not in text:
+        return len(text)
+    return len(text) + sum(count - (end - start) for start, end, count in _notes(text))
+
+
+def cut_middle(text: str, limit: int, head_share: float = 0.5) -> str:
+    """`text` within `limit` characters (or one note, if `limit` is shorter than a note): its
+    head (`head_share` of the room) and its tail, the middle replaced by a note that counts it
+    truly, notes of earlier cuts it swallows included."""
+    if len(text) <= limit:
+        return text
+    notes = _notes(text) if _NOTE_HEAD in text else []
+    total = full_length(text) if notes else len(text)
+    room = max(limit - len(omitted_note(total)), 0)  # the note's count is at most `total`
+    start = int(room * head_share)
+    end = len(text) - (room - start)
+    if notes and notes[-1][1] - notes[0][0] <= end - start:  # swallow earlier notes: one note shown
+        start = min(max(start, notes[-1][1] - (end - start)), notes[0][0])
+        end = start + len(text) - room
+    for s, e, _ in notes:  # never split a note: widen the middle over it
+        if s < start < e:
+            start = s
+        if s < end < e:
+            end = e
+    inside = [(s, e, c) for s, e, c in notes if start <= s and e <= end]
+    count = end - start + sum(c - (e - s) for s, e, c in inside)
+    return text[:start] + omitted_note(count) + text[end:]
+
+
+def cut_parts(head: str, tail: str, omitted: int, limit: int) -> str:
+    """The text whose `head` and `tail` are kept and whose `omitted` characters between them are
+    gone (an output buffer's), within `limit`, the note counting them."""
+    return cut_middle(f"{head}{omitted_note(omitted)}{tail}" if omitted else head + tail, limit)

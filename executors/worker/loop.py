@@ -420,7 +420,9 @@ class Worker:
             if size <= 2 * limit:
                 data = os.pread(fd, size, 0)
             else:
-                data = os.pread(fd, limit, 0) + b"\n...[output truncated]...\n" + os.pread(fd, limit, size - limit)
+                # bytes, not characters: the middle is never read, so its characters are not counted
+                data = (os.pread(fd, limit, 0) + f"\n... [{size - 2 * limit:,} bytes omitted] ...\n".encode()
+                        + os.pread(fd, limit, size - limit))
             os.ftruncate(fd, 0)
             return data.decode("utf-8", "replace")
         except OSError:

@@ -19,7 +19,8 @@ Attachments (figures and images of a step) cross in the result message as
 them with `bounds.png.check_png` (the one media type, PNG, checked whole, its size read from its
 own header).
 
-Also here, because both sides cut text the same way: `truncate_text` (head + tail), `safe_repr`
+Also here, because both sides cut text the same way: `truncate_text` (head + tail, the note's
+count true: `display.cut_middle`), `safe_repr`
 (a repr that survives a hostile `__repr__`) and `OutputBuffer` (keeps the head and the tail of
 everything written to it).
 """
@@ -44,6 +45,7 @@ from .codec import (
     safe_repr,
     safe_str,
 )
+from .display import cut_middle, cut_parts, full_length, omitted_note
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES", "HEADER_BYTES", "MAX_PICTURES", "PNG", "REPR_CHARS", "TAG",
@@ -51,7 +53,7 @@ __all__ = [
     "FrameBuffer", "FrameTooLarge", "OutputBuffer", "ProtocolError", "Repr",
     "decode_value", "decode_values", "dumps", "encode_value", "loads", "opaque_repr", "pack_frame", "safe_repr",
     "safe_str",
-    "truncate_text",
+    "truncate_text", "cut_middle", "cut_parts", "full_length", "omitted_note",
     "unpack_message",
 ]
 
@@ -305,13 +307,9 @@ class OutputBuffer:
         if self.total <= self.limit:
             return head + tail
         tail = tail[-self.half:]
-        return f"{head}\n...[{self.total - len(head) - len(tail)} characters truncated]...\n{tail}"
+        return cut_parts(head, tail, self.total - len(head) - len(tail), self.limit)
 
 
 def truncate_text(text: str, limit: int) -> str:
-    """`text` cut to about `limit` characters, head and tail kept, the cut marked."""
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n...[{len(text) - 2 * half} characters truncated]...\n{text[-half:]}"
-
+    """`text` within `limit` characters, head and tail kept, the cut marked with its true count."""
+    return cut_middle(text, limit)

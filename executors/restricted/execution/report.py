@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from ...base import ExecutionError, Limits
+from ...worker.wire import cut_middle as truncate_middle
 from ..capabilities import CapabilityError
 from ..compiler.checker import Violation
 from ..guards.errors import ImportPolicyError, LimitExceeded
@@ -56,13 +57,6 @@ def safe_repr(value: Any, limit: int = 20_000) -> str:
     except BaseException:  # noqa: BLE001 - model-defined __repr__ may raise anything
         text = object.__repr__(value)
     return truncate_middle(text, limit)
-
-
-def truncate_middle(text: str, limit: int) -> str:
-    if len(text) > limit:
-        half = limit // 2
-        text = f"{text[:half]} ... [{len(text) - limit:,} characters omitted] ... {text[-half:]}"
-    return text
 
 
 def safe_str(exc: BaseException) -> str:

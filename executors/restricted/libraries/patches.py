@@ -30,6 +30,7 @@ from ..guards.operations import (
 )
 from ..host.guard import CLASS_SUBSTITUTES, HostGuard, SandboxType
 from ..limits.budget import RunState
+from .bounded_re import patch_re
 
 Members = dict[str, Any]
 
@@ -417,6 +418,7 @@ def _patch_codecs(members: Members, ctx: PatchContext) -> None:
 
 
 PATCHES: dict[str, Callable[[Members, PatchContext], None]] = {
+    "re": patch_re,  # held to the time limit on any thread: bounded_re.py
     "weakref": _patch_weakref,
     "codecs": _patch_codecs,
     "time": _patch_time,

@@ -6,6 +6,8 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
+from ...worker.wire import cut_parts
+
 
 class OutputBuffer:
     """Keeps the head and the tail of everything printed, within `limit` characters."""
@@ -54,8 +56,7 @@ class OutputBuffer:
         if self.total <= self.limit:
             return head + tail
         tail = tail[-self.tail_limit:]
-        omitted = self.total - len(head) - len(tail)
-        return f"{head}\n... [{omitted:,} characters omitted] ...\n{tail}"
+        return cut_parts(head, tail, self.total - len(head) - len(tail), self.limit)
 
 
 def make_print(buffer_ref: Callable[[], OutputBuffer]) -> Callable[..., None]:

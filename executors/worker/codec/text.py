@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..bounds import BOUNDS, Bounds
 from ..bounds.numbers import decimal_over, int_over
+from ..display import cut_middle
 
 __all__ = ["REPR_CHARS", "REPR_TYPES", "TAG", "NotPlain", "ProtocolError", "Repr", "cut_marker",
            "opaque_repr", "safe_repr", "safe_str", "short_repr"]
@@ -50,10 +51,7 @@ def safe_repr(value, limit: int = REPR_CHARS) -> str:
         text = f"<unrepresentable {type(value).__name__} object>"
     if type(text) is not str:
         text = f"<unrepresentable {type(value).__name__} object>"
-    if len(text) > limit:
-        half = limit // 2
-        text = f"{text[:half]}...[{len(text) - 2 * half} chars truncated]...{text[-half:]}"
-    return text
+    return cut_middle(text, limit)
 
 
 def opaque_repr(value, limit: int = REPR_CHARS) -> str:
