@@ -59,7 +59,7 @@ def plain(value: Any, depth: int = 0) -> bool:
         items = [*value.keys(), *value.values()] if kind is dict else list(value)
         return all(plain(v, depth + 1) for v in items)
     name = f"{kind.__module__}.{kind.__qualname__}"
-    if name in ("executors.worker.codec.Repr", "decimal.Decimal", "datetime.date", "datetime.timedelta"):
+    if name in ("executors.worker.codec.text.Repr", "decimal.Decimal", "datetime.date", "datetime.timedelta"):
         return True
     if name in ("datetime.datetime", "datetime.time"):
         return value.tzinfo is None or type(value.tzinfo) is datetime.timezone
