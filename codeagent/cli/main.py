@@ -160,7 +160,8 @@ def make_model(args: argparse.Namespace, *, default_model: str | None = None) ->
 # -- commands --------------------------------------------------------------------------------
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: argparse.Namespace, resume: Any = None) -> int:
+    """`codeagent run`; resume(agent): the events of a resumed run instead (`codeagent resume`)."""
     from ..agent.code_agent import CodeAgent
 
     tools = load_tools(args.tools or ())
@@ -175,16 +176,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     with trace_session(args.trace), executor, toolset or contextlib.nullcontext():
         try:
             agent = CodeAgent(model, tools=tools, executor=executor, max_steps=args.max_steps,
-                              max_context_tokens=args.context_tokens, output_dir=args.out)
+                              max_context_tokens=args.context_tokens, output_dir=args.out, record_dir=args.out)
         except (TypeError, ValueError) as exc:  # e.g. two --tools with the same name
             raise UsageError(str(exc))
+        agent.invocation = getattr(args, "argv", None)  # what `codeagent resume` rebuilds it from
         with agent:
-            result = drive(agent, args.task, as_json=args.json, out=sys.stdout)
+            result = drive(agent, args.task, as_json=args.json, out=sys.stdout,
+                           events=resume(agent) if resume is not None else None)
     _report_adaptations(model)
     saved = _save(result, args)
     show_saved(saved, sys.stderr if args.json else sys.stdout)  # NDJSON on stdout stays NDJSON
     if result.status == "interrupted":
         return 130
+    if result.status == "paused":
+        print(f"paused: {result.error}; approve it with `codeagent approve RECORD` (or --reject WHY), "
+              "the run's saved record (run with --out DIR to have one)", file=sys.stderr)
+        return 3
     return 0 if result.success else 1
 
 
@@ -433,6 +440,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("fuzz", help="fuzz the executors (options: codeagent fuzz --help)", add_help=False)
     sub.add_parser("batch", help="run many tasks at once, locally or on Ray (options: codeagent batch --help)",
                    add_help=False)
+    for name, what in (("resume", "go on with a run cut off (killed, paused), by replay of its record"),
+                       ("approve", "approve (or --reject) the call a paused run waits on, and go on")):
+        sub.add_parser(name, help=f"{what} (options: codeagent {name} --help)", add_help=False)
     sub.add_parser("view", help="a run or a batch as a page, written or served live (options: codeagent view --help)",
                    add_help=False)
     return parser
@@ -450,12 +460,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..batch.cli import main as batch_main
 
         return batch_main(argv[1:])
+    if argv and argv[0] in ("resume", "approve"):  # its own parser: codeagent.cli.resume
+        from .resume import main as resume_main
+
+        return resume_main(argv[0], argv[1:])
     if argv and argv[0] == "view":  # its own parser: codeagent.cli.view
         from .view import main as view_main
 
         return view_main(argv[1:])
     args = parser.parse_args(argv)
     if args.command == "run":
+        args.argv = argv[1:]
         task_after_tools(args, "task")
         if not (args.task or "").strip():
             print("codeagent run: TASK is required and cannot be empty: say what to do, in quotes "
