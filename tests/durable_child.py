@@ -4,8 +4,8 @@ chosen point, then resumed (or approved) in a new process.
     python durable_child.py run|resume|approve|reject RECORD_DIR COUNTER_FILE [KILL_AT] [EXECUTOR]
 
 KILL_AT: model (waiting for the model's third reply), tool (inside the second counted call, before
-its effect), step (in a step's code, after its tool call returned), write (inside the fifth record
-write, after the temporary file and before the rename), none. The model answers by the step it is
+its effect), step (in a step's code, after its tool call returned), write (in the middle of the
+sixth line written to the record's log: a torn line), none. The model answers by the step it is
 asked for (its replies are fixed per step), so a resumed run gets the same replies.
 """
 
@@ -78,18 +78,19 @@ def main() -> None:
             f.write("send\n")
         return f"sent to {to}"
 
-    if kill_at == "write":
-        import codeagent.runs.atomic as atomic
+    if kill_at == "write":  # the sixth line of the record's log is cut in the middle by the kill
+        import codeagent.runs.record_file as record_file
 
-        real, writes = os.replace, [0]
+        real, writes = record_file._write, [0]
 
-        def replace(src, dst):
+        def write(fd, data):
             writes[0] += 1
-            if writes[0] == 5:
+            if writes[0] == 6:
+                real(fd, data[: len(data) // 2])
                 kill()
-            real(src, dst)
+            return real(fd, data)
 
-        atomic.os.replace = replace  # type: ignore[attr-defined]
+        record_file._write = write
     if place == "local":
         executor = LocalExecutor(authorized_imports=["random", "time"])
     else:
@@ -111,3 +112,44 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+class KilledOnce(StepModel):
+    """Kills its process when asked for step 3, the first time only (a marker file says so)."""
+
+    def __init__(self, marker: Path) -> None:
+        super().__init__(3 if not marker.exists() else None)
+        self.marker = marker
+
+    def complete(self, messages, stop=None, **options):
+        if sum(m["role"] == "assistant" for m in messages) + 1 == self.kill_at_step:
+            self.marker.touch()
+        return super().complete(messages, stop, **options)
+
+
+def batch_agent(task, executor=None):
+    """A batch's agent factory: the run's process is killed at step 3 the first time."""
+    where = Path(task.meta["dir"])
+    counter = where / "counter"
+
+    @tool
+    def count(name: str) -> int:
+        """Count one call."""
+        with counter.open("a") as f:
+            f.write(name + "\n")
+        return len(counter.read_text().splitlines())
+
+    @tool
+    def mark() -> float:
+        """No sleep."""
+        return 0.0
+
+    @tool
+    def send(to: str) -> str:
+        """Send."""
+        with counter.open("a") as f:
+            f.write("send\n")
+        return f"sent to {to}"
+
+    return CodeAgent(KilledOnce(where / "killed"), tools=[count, mark, send],
+                     executor=LocalExecutor(authorized_imports=["random", "time"]))

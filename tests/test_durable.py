@@ -18,6 +18,7 @@ from openai_stub import OpenAIStub
 from codeagent import CodeAgent, tool
 from codeagent.models.scripted import ScriptedModel
 from codeagent.runs.atomic import write_atomic
+from codeagent.runs.record_file import load_record
 from codeagent.runs.replay import ReplayDiverged
 from codeagent.runs.result import RECORD_FORMAT, RecordFormatError, RunResult
 from executors import Access, LocalExecutor
@@ -34,7 +35,7 @@ def child(mode: str, tmp: Path, kill_at: str = "none", place: str = "local", app
 
 def the_record(tmp: Path) -> RunResult:
     [path] = (tmp / "rec").glob("*.json")
-    return RunResult.load(path)
+    return load_record(path)
 
 
 def counted(tmp: Path) -> list[str]:
@@ -49,7 +50,10 @@ def counted(tmp: Path) -> list[str]:
 def test_a_killed_run_resumes_to_the_same_answer_with_each_call_made_once(tmp_path, kill_at, place):
     killed = child("run", tmp_path, kill_at, place)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
-    saved = the_record(tmp_path)  # whole, never torn (a kill inside a write leaves the previous one)
+    if kill_at == "write":  # the log's last line was cut by the kill: it is dropped when read
+        [log] = (tmp_path / "rec").glob("*.log")
+        assert not log.read_bytes().endswith(b"\n")
+    saved = the_record(tmp_path)
     assert saved.status == "running" and saved.format == RECORD_FORMAT and saved.seed is not None
     before = counted(tmp_path)
     resumed = child("resume", tmp_path, place=place)
@@ -72,18 +76,20 @@ def test_the_record_is_on_disk_after_each_reply_and_call(tmp_path):
     def peek() -> int:
         """Read the run's record as it is now."""
         [path] = tmp_path.glob("*.json")
-        record = json.loads(path.read_text())
-        last = record["steps"][-1]
-        seen.append((record["status"], len(record["steps"]), [c["done"] for c in last["tool_calls"]]))
-        return len(record["steps"])
+        record = load_record(path)  # the record, and the log of the step in progress
+        last = record.steps[-1]
+        seen.append((record.status, len(record.steps), [c.done for c in last.tool_calls]))
+        return len(record.steps)
 
     replies = ["<code>\nn = peek()\n</code>", "<code>\nm = peek()\nfinal_answer(n + m)\n</code>"]
     with CodeAgent(ScriptedModel(replies), tools=[peek], executor=LocalExecutor(), record_dir=tmp_path) as agent:
         result = agent.run("peek twice")
     assert result.output == 3
-    # during the call: the reply saved, the call's intent saved (not done yet)
-    assert seen == [("running", 1, [False]), ("running", 2, [False])]
-    assert not list(tmp_path.glob(".*.tmp"))
+    # during the call: the reply saved (the call itself is saved when it returns)
+    assert seen == [("running", 1, []), ("running", 2, [])]
+    saved = load_record(tmp_path / f"{result.run_id}.json")
+    assert [len(s.tool_calls) for s in saved.steps] == [1, 1] and saved.steps[0].tool_calls[0].result == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{result.run_id}.json"]  # (no log, no temporary)
     assert RunResult.load(tmp_path / f"{result.run_id}.json").status == "success"
 
 
@@ -226,3 +232,18 @@ def test_cli_approve_and_resume(tmp_path):
     assert len(stub.requests) == 2  # the replayed step asked the model nothing
     again = _codeagent("resume", str(record), env=env)
     assert again.returncode == 0 and "already ended" in again.stderr
+
+
+def test_a_batch_killed_mid_run_resumes_the_run_from_its_last_step(tmp_path, monkeypatch):
+    from codeagent.batch import run_batch
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(CHILD.parent), str(ROOT)]))
+    summary = run_batch("durable_child:batch_agent", [{"id": "t1", "task": "count", "dir": str(tmp_path)}],
+                        out=tmp_path / "batch", workers=1, retries=1, progress=None)
+    [row] = summary.rows
+    assert row.status == "success", row.error
+    assert (tmp_path / "killed").exists()  # the first attempt's process died at step 3
+    assert counted(tmp_path) == ["a", "b", "send", "c"]  # steps 1-2's calls were not made again
+    run = json.loads((tmp_path / "batch" / "runs" / "t1.json").read_text())
+    assert run["output"][:3] == [1, 2, 4]
+    assert not list((tmp_path / "batch" / "partial").glob("*"))  # committed: the partial record is gone

@@ -154,6 +154,7 @@ class CodeAgent:
                              f"got {stream_outputs!r}")
         self.stream_outputs = stream_outputs
         self.record_dir = record_dir
+        self.record_file: str | os.PathLike[str] | None = None  # this exact file instead (a batch's task)
         self.needs_approval = approval_policy(approval, self.tools)
         self.invocation: list[str] | None = None  # the command line that made the run (codeagent resume)
         self._executor = executor

@@ -54,9 +54,11 @@ class CodeRun:
         record = resume.record if resume is not None else None
         self.rec = rec = Recorder(agent.model, task, agent.output_dir or agent.record_dir,
                                   run_id=record.run_id if record is not None else None)
-        if record_path is None and agent.record_dir is not None:
+        if record_path is None and getattr(agent, "record_file", None) is not None:
+            record_path = Path(agent.record_file)
+        elif record_path is None and agent.record_dir is not None:
             record_path = Path(agent.record_dir) / f"{rec.run_id}.json"
-        rec.record_path, rec.saving = record_path, record_path is not None and resume is None
+        rec.save_to(record_path, saving=resume is None)
         self.resume = resume
         # a durable run journals its tool calls and seeds the sandbox's random generators
         self.durable = record_path is not None or resume is not None
@@ -78,6 +80,7 @@ class CodeRun:
         executor_name = type(agent._executor).__name__ if agent._executor else "SubprocessExecutor"
         yield rec.start(max_steps=agent.max_steps, tools=list(agent.tools), executor=executor_name,
                         mode=self.format.mode, agent=type(agent).__name__, action_format=self.format)
+        rec.checkpoint()  # a durable run's record exists from its start (its task, seed, command line)
         # a constraint probe, a worker's start: blocking work, on a thread under the async API
         # (what is quick stays on the loop: a thread's hop costs more than it)
         yield blocking(lambda: self.format.use_constraint(agent.constraint_kind()), _probes(agent.model))
@@ -122,7 +125,7 @@ class CodeRun:
     def step(self, number: int, last: bool) -> Generator[Any, Any, None]:
         old = self.resume.recorded(number) if self.resume is not None else None
         if self.resume is not None and number == self.resume.live_from():
-            self.rec.saving = self.rec.record_path is not None  # the replay is done: save again
+            self.rec.saving = self.rec.file is not None  # the replay is done: save again
         step = self.rec.begin_step(number)
         reply = yield from (self.replayed(step, old) if old is not None else self.ask(step, last))
         if reply is None:
@@ -159,7 +162,7 @@ class CodeRun:
                            finish_reason=old.finish_reason)
         yield self.rec.event(ModelReplyEvent, step.number, text=reply.text, reasoning=reply.reasoning,
                              usage=step.usage, duration_s=0.0, finish_reason=reply.finish_reason)
-        self.rec.checkpoint()
+        self.rec.log_reply(step)
         return reply
 
     def _journal(self, step: Step, old: StepRecord | None) -> Journal | None:
@@ -168,7 +171,7 @@ class CodeRun:
             return None  # an ordinary run: its tool calls go straight through
         resume = self.resume
         return Journal(step.record, old.tool_calls if old is not None else None,
-                       strict=old is not None and old.complete, save=self.rec.checkpoint, needs_approval=needs,
+                       strict=old is not None and old.complete, save=self.rec.log, needs_approval=needs,
                        decisions=resume.decisions if resume is not None else None)
 
     def _diverged(self, number: int, why: str) -> Iterator[Event]:
@@ -188,7 +191,7 @@ class CodeRun:
         )
         yield from self.notes.new(self.rec, step.number)
         if reply is not None:
-            self.rec.checkpoint()
+            self.rec.log_reply(step)
             yield self.rec.event(
                 ModelReplyEvent, step.number, text=reply.text, reasoning=reply.reasoning, usage=step.usage,
                 duration_s=round(step.model_time, 6), finish_reason=reply.finish_reason,

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runs.record import RunResult
+from ..runs.record_file import load_record
 from ..runs.replay import Resumption, resumable
 
 __all__ = ["approval_policy", "resumption_of", "NOTHING_TO_RESUME"]
@@ -51,7 +52,7 @@ def resumption_of(record: RunResult | str | os.PathLike[str], approve: bool | No
     path = None
     if not isinstance(record, RunResult):
         path = Path(record)
-        record = RunResult.load(path)
+        record = load_record(path)
     resumable(record)
     if approve is None and message is not None:
         raise ValueError("message= goes with approve=False: it tells the model why its call was refused")

@@ -463,7 +463,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] in ("resume", "approve"):  # its own parser: codeagent.cli.resume
         from .resume import main as resume_main
 
-        return resume_main(argv[0], argv[1:])
+        return resume_main(argv[0], argv[1:], cmd_run, build_parser, UsageError)
     if argv and argv[0] == "view":  # its own parser: codeagent.cli.view
         from .view import main as view_main
 

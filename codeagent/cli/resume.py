@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from executors.base import ExecutorError
+
+from ..runs.record_file import load_record
 from ..runs.replay import ReplayDiverged, resumable
 from ..runs.result import RunResult
 from .options import Parser
@@ -36,11 +39,12 @@ def _parser(command: str) -> argparse.ArgumentParser:
     return parser
 
 
-def main(command: str, argv: list[str]) -> int:
+def main(command: str, argv: list[str], cmd_run: Any, build_parser: Any, usage_error: type[Exception]) -> int:
+    """`cmd_run`, `build_parser`, `usage_error`: the `run` command's (cli/main.py, which calls this)."""
     args = _parser(command).parse_args(argv)
     path = Path(args.record)
     try:
-        record = RunResult.load(path)
+        record = load_record(path)
         resumable(record)
     except (OSError, ValueError) as exc:
         print(f"codeagent {command}: cannot resume {path}: {exc}", file=sys.stderr)
@@ -61,12 +65,14 @@ def main(command: str, argv: list[str]) -> int:
         print(f"codeagent approve: run {record.run_id} is not paused (its status is {record.status!r}): "
               f"use `codeagent resume {path}`", file=sys.stderr)
         return 2
-    return _go(command, args, path, record)
+    try:
+        return _go(command, args, path, record, cmd_run, build_parser)
+    except usage_error as exc:
+        print(f"codeagent {command}: {exc}", file=sys.stderr)
+        return 2
 
 
-def _go(command: str, args: argparse.Namespace, path: Path, record: RunResult) -> int:
-    from .main import UsageError, build_parser, cmd_run
-
+def _go(command: str, args: argparse.Namespace, path: Path, record: RunResult, cmd_run: Any, build_parser: Any) -> int:
     assert record.invocation is not None
     run_args = build_parser().parse_args(["run", *record.invocation])
     run_args.argv, run_args.json = record.invocation, args.json
@@ -80,6 +86,6 @@ def _go(command: str, args: argparse.Namespace, path: Path, record: RunResult) -
     except ReplayDiverged as exc:
         print(f"codeagent {command}: {exc}", file=sys.stderr)
         return 1
-    except UsageError as exc:
-        print(f"codeagent {command}: {exc}", file=sys.stderr)
+    except ExecutorError as exc:
+        print(f"codeagent {command}: the executor failed: {exc}", file=sys.stderr)
         return 2

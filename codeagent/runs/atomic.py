@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["write_atomic"]
+__all__ = ["write_atomic", "sync_path"]
 
 
 def write_atomic(path: str | os.PathLike[str], text: str, *, sync: bool = True) -> Path:
@@ -37,6 +37,21 @@ def write_atomic(path: str | os.PathLike[str], text: str, *, sync: bool = True) 
     if sync:
         _sync_dir(path.parent)
     return path
+
+
+def sync_path(path: Path) -> None:
+    """fsync a file already written (and its directory): it survives a power cut."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    _sync_dir(path.parent)
 
 
 def _sync_dir(directory: Path) -> None:

@@ -3,16 +3,18 @@ from its record, and a tool that needs approval pauses the run.
 
 Tools run on the host (the executors call `Tool` objects through their tool channel), so the
 journal sits in `Tool.__call__` / `Tool.acall` (`codeagent.tools.tool.journaling`). A live call is
-saved twice: before it runs (`done=False`: the intent, so a process killed inside the tool leaves
-a trace) and after, with its result or error. Arguments and results are kept as the executors'
+saved when it returns, with its result or error (one log line: record_file.py). Its intent is not
+written before it runs: a call cut off by a kill is made again on resume either way (below), and a
+second write per call would double what durability costs a step of many small calls. Arguments and results are kept as the executors'
 codec trees, what crossed the sandbox's boundary, so a replayed call hands the code the very data
 it had.
 
 Replaying a step, call i is answered from the record's call i when it is the same call (name and
 arguments); a different call, or one more than the record has in a step that ended, is a
 divergence: the journal stops the step (every later call fails) and says where. A recorded call
-with no result (the process died inside it) is made again: at-least-once for the one call a kill
-interrupted, exactly-once for every call whose result was saved.
+with no result (made by hand, or by an older writer) is made again, as is a call a kill cut off
+(it is not in the record): at-least-once for the one call a kill interrupted, exactly-once for
+every call whose result was saved.
 
 Approval: a call to a tool that needs it, with no decision yet, is not made: the journal keeps it
 as the run's pending call and stops the step there (this and every later call of the step fail);
@@ -56,7 +58,7 @@ class Journal:
     recorded step ended, so a call past them is a divergence; `save`: write the run's record."""
 
     def __init__(self, step: StepRecord, recorded: list[ToolCallRecord] | None = None, *, strict: bool = False,
-                 save: Callable[[], None] = lambda: None, needs_approval: Callable[[Any, Any, Any], bool] | None = None,
+                 save: Callable[[dict[str, Any]], None] = lambda entry: None, needs_approval: Callable[[Any, Any, Any], bool] | None = None,
                  decisions: Decision | None = None) -> None:
         self.step = step
         self.recorded = list(recorded or ())
@@ -78,32 +80,32 @@ class Journal:
         return self.index >= len(self.recorded)
 
     def call(self, tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any], invoke: Callable[..., Any]) -> Any:
-        answered, entry = self._enter(tool, args, kwargs)
+        answered, entry, index = self._enter(tool, args, kwargs)
         if answered:
             return self._answer(entry)
         try:
             value = invoke(*args, **kwargs)
         except ToolError as exc:
-            self._done(entry, error=str(exc))
+            self._done(entry, index, error=str(exc))
             raise
-        self._done(entry, value=value)
+        self._done(entry, index, value=value)
         return value
 
     async def acall(self, tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ainvoke: Callable[..., Any]) -> Any:
-        answered, entry = self._enter(tool, args, kwargs)
+        answered, entry, index = self._enter(tool, args, kwargs)
         if answered:
             return self._answer(entry)
         try:
             value = await ainvoke(*args, **kwargs)
         except ToolError as exc:
-            self._done(entry, error=str(exc))
+            self._done(entry, index, error=str(exc))
             raise
-        self._done(entry, value=value)
+        self._done(entry, index, value=value)
         return value
 
     # -- the journal's moves -----------------------------------------------------------------
 
-    def _enter(self, tool: Any, args: Any, kwargs: Any) -> tuple[bool, ToolCallRecord]:
+    def _enter(self, tool: Any, args: Any, kwargs: Any) -> tuple[bool, ToolCallRecord, int]:
         with self._lock:
             if self.stopped:
                 why = "waiting for approval" if self.pending is not None else "the replay diverged"
@@ -118,7 +120,7 @@ class Journal:
                                   f"record, {call_text(name, enc_args, enc_kwargs)} in the replay")
                 if old.done:  # answered from the record: the tool is not called again
                     self.step.tool_calls.append(old)
-                    return True, old
+                    return True, old, index
             elif self.strict:
                 self._diverge(f"the replay made a call the record does not have: {call_text(name, enc_args, enc_kwargs)}")
             entry = ToolCallRecord(name=name, args=enc_args, kwargs=enc_kwargs)
@@ -132,22 +134,26 @@ class Journal:
                     entry.done, entry.rejected = True, True
                     entry.error = REJECTED_NOTE.format(name=name, message=decision)
                     self.step.tool_calls.append(entry)
-                    self.save()
-                    return True, entry
+                    self._log("call", index, entry)
+                    return True, entry, index
             self.step.tool_calls.append(entry)
-        self.save()  # the intent: a process killed inside the tool leaves this trace
-        return False, entry
+        return False, entry, index
 
     def _answer(self, entry: ToolCallRecord) -> Any:
         if entry.error is not None:
             raise ToolError(entry.error)
         return decode_value(entry.result)
 
-    def _done(self, entry: ToolCallRecord, *, value: Any = None, error: str | None = None) -> None:
+    def _done(self, entry: ToolCallRecord, index: int, *, value: Any = None, error: str | None = None) -> None:
         if error is None:
             entry.result = encode_value(value)
         entry.error, entry.done = error, True
-        self.save()
+        self._log("call", index, entry)
+
+    def _log(self, kind: str, index: int, entry: ToolCallRecord) -> None:
+        call = {"name": entry.name, "args": entry.args, "kwargs": entry.kwargs, "done": entry.done,
+                "result": entry.result, "error": entry.error, "rejected": entry.rejected}  # (model_dump: 10x the time)
+        self.save({"t": kind, "step": self.step.step, "index": index, "call": call})
 
     def _diverge(self, why: str) -> None:
         self.diverged = why

@@ -22,6 +22,7 @@ from ..events import ErrorEvent, Event, FinalAnswerEvent, Observation, RunEnd, R
 from ..models.replies import ModelReply, Usage
 from ..tools.attachments import AttachmentRecord
 from ..tracing.spans import NO_TRACE, start_run
+from .record_file import RecordFile
 from .result import (
     RECORD_FORMAT,
     ActionRefused,
@@ -100,10 +101,10 @@ class Recorder:
         self.task = task
         self.output_dir = Path(output_dir) if output_dir is not None else None
         self.run_id = run_id or uuid.uuid4().hex[:12]
-        # a durable run: its record is rewritten (atomically) at every checkpoint; `saving` is off
-        # while a resumed run replays its recorded steps (the file keeps them meanwhile)
-        self.record_path = Path(record_path) if record_path is not None else None
-        self.saving = self.record_path is not None
+        # a durable run: its record (record_file.py) is logged to inside a step and written whole
+        # at each step's end; `saving` is off while a resumed run replays its recorded steps
+        self.file = RecordFile(record_path) if record_path is not None else None
+        self.saving = self.file is not None
         self.earlier_s = 0.0  # a resumed run's time before this process
         self.attached = 0  # attachments so far: the next one's index is attached + 1
         self.t0 = time.perf_counter()
@@ -153,13 +154,32 @@ class Recorder:
         record.complete = True
         self.usage = self.usage + step.usage
         self.trace.end_step(step.span, record)
-        self.checkpoint()
+        self.checkpoint(record)
 
-    def checkpoint(self) -> None:
-        """Save the run so far (status "running") when it is durable: after each model reply,
-        tool call and step. A disk that refuses it ends nothing: the run goes on, unsaved."""
-        if self.saving and self.record_path is not None:
-            self.snapshot("running").save_record(self.record_path)
+    def save_to(self, path: str | os.PathLike[str] | None, saving: bool = True) -> None:
+        self.file = RecordFile(path) if path is not None else None
+        self.saving = saving and self.file is not None
+
+    def checkpoint(self, step: StepRecord | None = None) -> None:
+        """Save the run so far when it is durable: the whole record (status "running") at its start,
+        a step's record when it ends. A disk that refuses ends nothing: the run goes on, unsaved."""
+        if self.saving and self.file is not None:
+            if step is None or self.file.full():
+                self.file.snapshot(self.snapshot("running"))
+            else:
+                self.file.append({"t": "step", "step": step.step, "record": step.model_dump(mode="json")}, sync=True)
+
+    def log(self, entry: dict[str, Any]) -> None:
+        """Inside a step: the model's reply, a tool call's intent or result, as one log line."""
+        if self.saving and self.file is not None:
+            self.file.append(entry)
+
+    def log_reply(self, step: Step) -> None:
+        record = step.record
+        if self.saving and self.file is not None:
+            self.file.append({"t": "reply", "step": step.number, "model_output": record.model_output,
+                              "reasoning": record.reasoning, "finish_reason": record.finish_reason,
+                              "empty_replies": record.empty_replies, "usage": step.usage.model_dump()})
 
     def pause(self, pending: Any) -> None:
         """A tool that needs approval stopped the step: the run ends "paused" with the call."""
@@ -327,10 +347,11 @@ class Recorder:
 
     def end(self) -> RunEnd:
         result = self.snapshot()
+        result.steps = list(self.steps)
         duration = result.duration_s
-        if self.record_path is not None:
-            self.saving = True  # (a run that ends while replaying: its end is saved)
-            result.save_record(self.record_path)
+        if self.file is not None:  # (a run that ends while replaying: its end is saved too)
+            self.file.snapshot(result, wait=True)
+            self.file.close()
         self.trace.end(self)
         return self.event(
             RunEnd, status=self.status, output=public_output(self.output), output_repr=self.output_repr,

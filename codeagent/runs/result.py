@@ -265,16 +265,6 @@ class RunResult(BaseModel):
         write_atomic(path, self.to_json() + "\n")
         return path
 
-    def save_record(self, path: str | os.PathLike[str]) -> bool:
-        """Write the JSON alone, atomically (a durable run's checkpoint: its figures were saved as
-        they came). False when the disk refused: the run goes on, and the next checkpoint retries."""
-        try:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, self.model_dump_json(indent=1) + "\n")
-        except OSError:
-            return False
-        return True
-
     def saved_files(self) -> list[Path]:
         """Where the attachments' bytes are (after `save`, or written during the run)."""
         return [p for p in (a.path for a in self.attachments) if p is not None]
