@@ -41,24 +41,19 @@ def write_atomic(path: str | os.PathLike[str], text: str, *, sync: bool = True) 
 
 def sync_path(path: Path) -> None:
     """fsync a file already written (and its directory): it survives a power cut."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    _sync(path, os.O_RDONLY)
     _sync_dir(path.parent)
 
 
 def _sync_dir(directory: Path) -> None:
+    _sync(directory, os.O_RDONLY | os.O_DIRECTORY)
+
+
+def _sync(path: Path, flags: int) -> None:
     try:
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        fd = os.open(path, flags)
     except OSError:
-        return  # (a platform without directory descriptors: the rename is done, not yet durable)
+        return  # (gone, or a platform without directory descriptors: nothing to make durable)
     try:
         os.fsync(fd)
     except OSError:
