@@ -40,7 +40,7 @@ from codeagent.batch.testing import scripted_tasks
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTED = "codeagent.batch.testing:scripted_agent"
 VOLATILE_ROW = ("wall_s",)
-VOLATILE_RUN = ("run_id", "duration_s")
+VOLATILE_RUN = ("run_id", "duration_s", "seed")  # (seed: each durable run draws its own)
 VOLATILE_STEP = ("duration_s", "model_duration_s", "execution_duration_s")
 
 

@@ -21,7 +21,7 @@ agent's `output_dir` when it has one, and shown to the model: as images when it 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any, Literal, overload
 
 from executors.base import Executor, Limits
@@ -45,6 +45,7 @@ from .code_run import AdaptationNotes, CodeRun, sees_images
 from .formats import DEFAULT_CODE_TAGS, ActionFormat, CodeBlock, normalize_code
 from .observation import observation_text
 from .prompts import PROMPTS_DIR, load_prompt
+from .resuming import approval_policy, resumption_of
 
 __all__ = [
     "CodeAgent", "RunResult", "StepRecord", "RunStatus", "DEFAULT_CODE_TAGS", "ActionRefused",
@@ -77,6 +78,14 @@ class CodeAgent:
     access: the files and network the default executor grants (`executors.Access`); with
         executor=..., give it to that executor instead. Either way the agent reads the executor's
         grants and lists what the code can see in the system prompt.
+    record_dir: make runs durable: each run's record is saved as `<record_dir>/<run_id>.json`
+        after every model reply, tool call and step (atomically: docs/runs.md), its figures beside
+        it as they come, the sandbox's random generators seeded (the seed recorded); a run cut off
+        (a killed process, a pause) goes on with `resume(record)`.
+    approval: tools whose calls pause the run until the user approves them, besides those made
+        with `@tool(approval=True)`: their names, or `policy(name, args, kwargs) -> bool`. A paused
+        run ends with status "paused" and `result.pending`; `resume(result, approve=True)` (or
+        approve=False, message=...: the model reads why) goes on, in this process or another.
     output_dir: where figures the code produces are saved as the run goes
         (`<run_id>.figure-1.png`, ...), so the model and the events can name the file; None: they
         stay in the RunResult (whose `save(path)` writes them beside the JSON).
@@ -113,6 +122,8 @@ class CodeAgent:
         access: Any = None,
         output_dir: str | os.PathLike[str] | None = None,
         stream_outputs: bool | None = None,
+        record_dir: str | os.PathLike[str] | None = None,
+        approval: Iterable[str] | Callable[[str, tuple[Any, ...], dict[str, Any]], bool] | None = None,
     ) -> None:
         check_agent_arguments(model, tools, executor)
         check_access(access, executor)
@@ -142,6 +153,10 @@ class CodeAgent:
             raise ValueError(f"stream_outputs must be True, False or None (when the caller streams), "
                              f"got {stream_outputs!r}")
         self.stream_outputs = stream_outputs
+        self.record_dir = record_dir
+        self.record_file: str | os.PathLike[str] | None = None  # this exact file instead (a batch's task)
+        self.needs_approval = approval_policy(approval, self.tools)
+        self.invocation: list[str] | None = None  # the command line that made the run (codeagent resume)
         self._executor = executor
         self._owns_executor = executor is None
         self._tools_given_to: Executor | None = None  # executors keep tools across reset()
@@ -248,6 +263,28 @@ class CodeAgent:
                 reset: bool = True) -> AsyncIterator[Event]:
         """`stream`, as an async iterator: `async for event in agent.astream(task)`."""
         return self._aevents(task, variables, reset, streaming=self.stream_outputs is not False)
+
+    def resume(self, record: RunResult | str | os.PathLike[str], *, approve: bool | None = None,
+               message: str | None = None, variables: Mapping[str, Any] | None = None,
+               on_divergence: Literal["stop", "continue"] = "stop", stream: bool = False) -> Any:
+        """Go on with a run cut off (a killed process, a pause), by replay: the record's steps run
+        again with the model's replies and every tool call answered from the record (no tool is
+        called twice for a recorded call), each checked against its record, then the run goes on
+        live. `record`: a RunResult, or the path of its saved record (saved there again as it goes).
+
+        approve: a paused run's pending call is made (True) or refused (False: `message` is what
+        the model reads). variables: the ones the run was given (they are not recorded).
+        on_divergence: "stop" raises `ReplayDiverged` (the step, the difference); "continue" goes on.
+        A run that ended (success, max_steps) comes back as it is. Returns the RunResult, or the
+        events with stream=True.
+        """
+        resumption, record, path = resumption_of(record, approve, message, on_divergence)
+        if resumption is None:
+            return iter([]) if stream else record
+        run = CodeRun(self, resumption.record.task, variables, True, self.stream_outputs is not False if stream
+                      else self.stream_outputs is True, resume=resumption, record_path=path)
+        events = run.rec.traced(interruptible(aio.events(run.events()), run.rec))
+        return events if stream else _result(events)
 
     def _events(self, task: str, variables: Mapping[str, Any] | None, reset: bool,
                 streaming: bool) -> Iterator[Event]:

@@ -15,8 +15,11 @@ loop, no thread), the async API awaits the async models, executors and tools on 
 from __future__ import annotations
 
 import dataclasses
+import secrets
 import time
 from collections.abc import Generator, Iterator, Mapping
+from contextlib import nullcontext
+from pathlib import Path
 from typing import Any
 
 from executors.base import ExecutionResult, ExecutorError
@@ -25,9 +28,11 @@ from ..events import CodeAction, ErrorEvent, Event, ModelReplyEvent, Notice
 from ..models.replies import ModelReply
 from ..parsing import CodeParseError
 from ..runs.drive import ModelCall, blocking, execute, request
-from ..runs.record import ActionRefused, ErrorKind, Recorder, Step
+from ..runs.journal import Journal
+from ..runs.record import ActionRefused, ErrorKind, Recorder, Step, StepRecord
+from ..runs.replay import ReplayDiverged, Resumption, difference
 from ..tools.attachments import AttachmentRecord, describe_line, image_part, is_sendable_image
-from ..tools.tool import collecting_attachments
+from ..tools.tool import collecting_attachments, journaling
 from .memory import Memory
 from .observation import observation_text
 
@@ -44,9 +49,24 @@ class CodeRun:
     streaming: ask for streamed replies (their text as TextDelta events)."""
 
     def __init__(self, agent: Any, task: str, variables: Mapping[str, Any] | None, reset: bool,
-                 streaming: bool) -> None:
+                 streaming: bool, resume: Resumption | None = None, record_path: Path | None = None) -> None:
         self.agent = agent
-        self.rec = Recorder(agent.model, task, agent.output_dir)
+        record = resume.record if resume is not None else None
+        self.rec = rec = Recorder(agent.model, task, agent.output_dir or agent.record_dir,
+                                  run_id=record.run_id if record is not None else None)
+        if record_path is None and getattr(agent, "record_file", None) is not None:
+            record_path = Path(agent.record_file)
+        elif record_path is None and agent.record_dir is not None:
+            record_path = Path(agent.record_dir) / f"{rec.run_id}.json"
+        rec.save_to(record_path, saving=resume is None)
+        self.resume = resume
+        # a durable run journals its tool calls and seeds the sandbox's random generators
+        self.durable = record_path is not None or resume is not None
+        if record is not None:
+            rec.earlier_s, rec.attached = record.duration_s, len(record.attachments)
+            rec.setup.update(seed=record.seed, invocation=record.invocation)
+        else:
+            rec.setup.update(seed=secrets.randbits(31) if self.durable else None, invocation=agent.invocation)
         self.variables = variables
         self.reset = reset
         self.format = agent.action_format
@@ -60,6 +80,7 @@ class CodeRun:
         executor_name = type(agent._executor).__name__ if agent._executor else "SubprocessExecutor"
         yield rec.start(max_steps=agent.max_steps, tools=list(agent.tools), executor=executor_name,
                         mode=self.format.mode, agent=type(agent).__name__, action_format=self.format)
+        rec.checkpoint()  # a durable run's record exists from its start (its task, seed, command line)
         # a constraint probe, a worker's start: blocking work, on a thread under the async API
         # (what is quick stays on the loop: a thread's hop costs more than it)
         yield blocking(lambda: self.format.use_constraint(agent.constraint_kind()), _probes(agent.model))
@@ -89,6 +110,8 @@ class CodeRun:
             executor.register_tools(dict(agent.tools))
             agent._tools_given_to = executor
         task_text = f"Task:\n{self.rec.task}"
+        if self.rec.setup.get("seed") is not None:
+            seed_sandbox(executor, self.rec.setup["seed"])
         if self.variables:
             executor.set_variables(dict(self.variables))
             names = ", ".join(f"{k} ({type(v).__name__})" for k, v in self.variables.items())
@@ -100,17 +123,62 @@ class CodeRun:
         return memory
 
     def step(self, number: int, last: bool) -> Generator[Any, Any, None]:
+        old = self.resume.recorded(number) if self.resume is not None else None
+        if self.resume is not None and number == self.resume.live_from():
+            self.rec.saving = self.rec.file is not None  # the replay is done: save again
         step = self.rec.begin_step(number)
-        reply = yield from self.ask(step, last)
+        reply = yield from (self.replayed(step, old) if old is not None else self.ask(step, last))
         if reply is None:
             return
         said = self._as_said(reply.text)
         code = yield from self.extract(step, reply.text, said)
-        if code is None:
-            return
-        result = yield from self.execute(step, code)
-        if result is not None:
+        if code is not None:
+            journal = self._journal(step, old)
+            with journaling(journal) if journal is not None else nullcontext():
+                result = yield from self.execute(step, code)
+            if journal is not None and journal.pending is not None:
+                self.rec.pause(journal.pending)  # the step stays cut off at the call: see journal.py
+                return
+            if journal is not None and journal.diverged is not None:
+                yield from self._diverged(number, f"the step's tool calls differ: {journal.diverged}")
+            if result is None:
+                return
             yield from self.observe(step, result, said)
+            if old is not None and old.complete and journal is not None and not journal.replayed_all():
+                yield from self._diverged(number, f"the replay made {journal.index} tool calls, the record "
+                                                  f"{len(journal.recorded)}")
+        if old is not None and old.complete:
+            why = difference(old, step.record)
+            if why is not None:
+                yield from self._diverged(number, why)
+            self.rec.steps[number - 1] = old  # (its original clocks and files)
+
+    def replayed(self, step: Step, old: StepRecord) -> Iterator[Event]:
+        """The recorded reply of a replayed step, as if the model had given it again."""
+        record = step.record
+        record.model_output, record.reasoning = old.model_output, old.reasoning
+        record.finish_reason, record.empty_replies, step.usage = old.finish_reason, old.empty_replies, old.usage
+        reply = ModelReply(text=old.model_output, reasoning=old.reasoning, usage=old.usage,
+                           finish_reason=old.finish_reason)
+        yield self.rec.event(ModelReplyEvent, step.number, text=reply.text, reasoning=reply.reasoning,
+                             usage=step.usage, duration_s=0.0, finish_reason=reply.finish_reason)
+        self.rec.log_reply(step)
+        return reply
+
+    def _journal(self, step: Step, old: StepRecord | None) -> Journal | None:
+        needs = self.agent.needs_approval
+        if not self.durable and needs is None:
+            return None  # an ordinary run: its tool calls go straight through
+        resume = self.resume
+        return Journal(step.record, old.tool_calls if old is not None else None,
+                       strict=old is not None and old.complete, save=self.rec.log, needs_approval=needs,
+                       decisions=resume.decisions if resume is not None else None)
+
+    def _diverged(self, number: int, why: str) -> Iterator[Event]:
+        assert self.resume is not None
+        if self.resume.on_divergence != "continue":
+            raise ReplayDiverged(number, why)
+        yield self.rec.event(Notice, number, message=f"the replay diverged at step {number} (going on): {why}")
 
     # -- the four moves ----------------------------------------------------------------------
 
@@ -123,6 +191,7 @@ class CodeRun:
         )
         yield from self.notes.new(self.rec, step.number)
         if reply is not None:
+            self.rec.log_reply(step)
             yield self.rec.event(
                 ModelReplyEvent, step.number, text=reply.text, reasoning=reply.reasoning, usage=step.usage,
                 duration_s=round(step.model_time, 6), finish_reason=reply.finish_reason,
@@ -229,6 +298,20 @@ class AdaptationNotes:
             for note in notes[self.seen[i]:]:
                 yield rec.event(Notice, step, message=str(note))
             self.seen[i] = len(notes)
+
+
+def seed_sandbox(executor: Any, seed: int) -> None:
+    """Seed the random generators the sandbox provides, so a replay draws what the run drew: the
+    `random` module and numpy's legacy global generator (`np.random.rand`, ...), each the
+    namespace's own (executors' library patches), when authorized. A step of its own, leaving no
+    name behind. Not covered: `np.random.default_rng()` without a seed, `os.urandom`, the time."""
+    imports = set(getattr(executor, "authorized_imports", ()) or ())
+    lines = []
+    for module, call in (("random", "random.seed"), ("numpy", "numpy.random.seed")):
+        if module in imports or "*" in imports:
+            lines += [f"import {module}", f"{call}({int(seed)})", f"del {module}"]
+    if lines:
+        executor.execute("\n".join(lines))  # (a module missing here: its error is no one's business)
 
 
 def _probes(model: Any) -> bool:

@@ -27,7 +27,7 @@ from .progress import make_progress
 from .store import ResultStore, changed_settings
 from .summary import BatchSummary, answers_match
 from .tasks import BatchTask, load_tasks
-from .worker import EXECUTOR_KINDS, TIMEOUT_KEY, reference_of, resolve, timeout_error
+from .worker import EXECUTOR_KINDS, RECORD_KEY, TIMEOUT_KEY, reference_of, resolve, timeout_error
 
 __all__ = ["run_batch", "BatchError", "BACKENDS", "DEFAULT_TIMEOUT_S", "RETRY_CHOICES", "retry_statuses"]
 
@@ -150,7 +150,8 @@ class _Batch:
             self.attempts[task_id] = self.attempts.get(task_id, 0) + 1
             self.started[task_id] = time.perf_counter()
             slot.state, slot.task_id = "busy", task_id
-            record = {**self.by_id[task_id].to_record(), **self.trace}
+            record = {**self.by_id[task_id].to_record(), **self.trace,
+                      RECORD_KEY: str(self.store.partial_path(task_id))}
             slot.deadline = None
             if self.timeout_s is not None:
                 slot.deadline = time.perf_counter() + self.timeout_s + getattr(self.pool, "deadline_grace_s", 0.0)

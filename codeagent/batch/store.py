@@ -1,5 +1,7 @@
 """The batch's directory: `results.jsonl` (one line per finished task, append-only) and
-`runs/<id>.json` (each run's full RunResult), plus `batch.json` (how the batch was run).
+`runs/<id>.json` (each run's full RunResult), plus `batch.json` (how the batch was run), and
+`partial/<id>.json`: an unfinished run's record, saved step by step, from which a batch started
+again resumes that run mid-way (by replay: docs/runs.md) instead of from its first step.
 
 `results.jsonl` is the commit log of the batch: a task is done when its line is there. Each line
 is written whole, flushed and fsync'ed before the next task's line, so a batch killed at any moment
@@ -22,10 +24,11 @@ from executors.worker.bounds.scan import int_literal
 
 from .tasks import run_file_name
 
-__all__ = ["ResultStore", "read_results", "RESULTS", "RUNS", "META"]
+__all__ = ["ResultStore", "read_results", "RESULTS", "RUNS", "META", "PARTIAL"]
 
 RESULTS = "results.jsonl"
 RUNS = "runs"
+PARTIAL = "partial"  # each unfinished run's record, saved as it goes (docs/runs.md): resumed mid-run
 META = "batch.json"
 
 # a run's answer (an int of at most 4,300 digits crosses the boundary) is read back no bigger:
@@ -102,6 +105,10 @@ class ResultStore:
     def run_path(self, task_id: str) -> Path:
         return self.out / RUNS / run_file_name(task_id)
 
+    def partial_path(self, task_id: str) -> Path:
+        """Where the task's run saves its record as it goes; gone once the task's line is committed."""
+        return self.out / PARTIAL / run_file_name(task_id)
+
     def record(self, row: dict[str, Any], run: dict[str, Any] | None) -> None:
         """Save the run (if any), then commit the task's line."""
         self.record_many([(row, run)])
@@ -123,6 +130,7 @@ class ResultStore:
         os.fsync(self._file.fileno())
         for row, _ in finished:
             self.done[str(row["id"])] = row
+            self.partial_path(str(row["id"])).unlink(missing_ok=True)  # (its run file has it all)
 
     def rows(self) -> Iterator[dict[str, Any]]:
         return iter(self.done.values())

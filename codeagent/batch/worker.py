@@ -22,9 +22,10 @@ from codeagent.cli.executor_options import EXECUTORS as EXECUTOR_KINDS
 from ..tracing.batch import TRACE_KEY, end_task, start_worker, task_span
 from .tasks import BatchTask
 
-__all__ = ["TaskRunner", "resolve", "reference_of", "model_calls", "EXECUTOR_KINDS", "TIMEOUT_KEY",
+__all__ = ["TaskRunner", "resolve", "reference_of", "model_calls", "EXECUTOR_KINDS", "TIMEOUT_KEY", "RECORD_KEY",
            "timeout_error"]
 
+RECORD_KEY = "_record_file"  # where a durable agent saves the task's run as it goes (and resumes it from)
 TIMEOUT_KEY = "_timeout_s"  # a record's time limit, for a worker that runs tasks at once (and cuts them)
 
 
@@ -160,10 +161,12 @@ class TaskRunner:
         t0 = time.perf_counter()
         task_id = str(record.get("id", "?"))
         try:
-            task = BatchTask.from_record(record)
+            task = BatchTask.from_record({k: v for k, v in record.items() if k != RECORD_KEY})
             agent = self.make_agent(task)
             try:
-                result = agent.run(task.task, **_run_kwargs(agent.run, task))
+                kwargs = _run_kwargs(agent.run, task)
+                saved = durable(agent, record.get(RECORD_KEY))
+                result = agent.run(task.task, **kwargs) if saved is None else agent.resume(saved, **kwargs)
             finally:
                 _close(agent)
         except Exception as exc:
@@ -195,13 +198,16 @@ class TaskRunner:
         task_id = str(record.get("id", "?"))
         executor = None
         try:
-            task = BatchTask.from_record(record)
+            task = BatchTask.from_record({k: v for k, v in record.items() if k != RECORD_KEY})
             if self.executor_kind is not None and _accepts(self.factory(), "executor"):
                 executor = self._spare.pop() if self._spare else await asyncio.to_thread(self._new_executor)
             agent = self.make_agent(task, executor)
             try:
                 kwargs = _run_kwargs(agent.run, task)
-                if callable(getattr(agent, "arun", None)):
+                saved = durable(agent, record.get(RECORD_KEY))
+                if saved is not None:  # (a resume is replayed by the sync API, on a thread)
+                    result = await asyncio.to_thread(agent.resume, saved, **kwargs)
+                elif callable(getattr(agent, "arun", None)):
                     result = await agent.arun(task.task, **kwargs)
                 else:  # an agent without an async API: its run on a thread
                     result = await asyncio.to_thread(agent.run, task.task, **kwargs)
@@ -231,6 +237,23 @@ class TaskRunner:
         for ex in self._spare:
             _close(ex)
         self._spare = []
+
+
+def durable(agent: Any, record_file: str | None) -> str | None:
+    """Make the agent save the task's run at `record_file` as it goes (an agent that can: a
+    CodeAgent); the file to resume from when an earlier session left the run unfinished there."""
+    if record_file is None or not hasattr(agent, "record_file") or not callable(getattr(agent, "resume", None)):
+        return None
+    agent.record_file = record_file
+    try:
+        from ..runs.record_file import load_record
+        from ..runs.replay import resumable
+
+        saved = load_record(record_file)
+        resumable(saved)
+    except (OSError, ValueError):  # none yet (or unreadable: the run starts over, and overwrites it)
+        return None
+    return record_file if saved.status not in ("success", "max_steps") else None
 
 
 def _close(thing: Any) -> None:

@@ -125,7 +125,8 @@ def load_tools(specs: Iterable[str]) -> list[Any]:
 # -- commands --------------------------------------------------------------------------------
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: argparse.Namespace, resume: Any = None) -> int:
+    """`codeagent run`; resume(agent): the events of a resumed run instead (`codeagent resume`)."""
     tools = load_tools(args.tools or ())
     model = make_model(args)
     executor = _run_executor(args)
@@ -140,13 +141,19 @@ def cmd_run(args: argparse.Namespace) -> int:
             agent = _agent(args, model, tools, executor)
         except (TypeError, ValueError) as exc:  # e.g. two --tools with the same name
             raise UsageError(str(exc))
+        agent.invocation = getattr(args, "argv", None)  # what `codeagent resume` rebuilds it from
         with agent:
-            result = drive(agent, args.task, as_json=args.json, out=sys.stdout)
+            result = drive(agent, args.task, as_json=args.json, out=sys.stdout,
+                           events=resume(agent) if resume is not None else None)
     _report_adaptations(model)
     saved = _save(result, args)
     show_saved(saved, sys.stderr if args.json else sys.stdout)  # NDJSON on stdout stays NDJSON
     if result.status == "interrupted":
         return 130
+    if result.status == "paused":
+        print(f"paused: {result.error}; approve it with `codeagent approve RECORD` (or --reject WHY), "
+              "the run's saved record (run with --out DIR to have one)", file=sys.stderr)
+        return 3
     return 0 if result.success else 1
 
 
@@ -173,6 +180,8 @@ def _agent(args: argparse.Namespace, model: Any, tools: list[Any], executor: Any
     if args.mode == "single_call":  # the user's tools: bundling several calls is not assumed safe
         options["bundleable"] = ()
     agent = auto_agent(model, tools, mode=args.mode, **options)
+    if hasattr(agent, "record_dir"):  # a code agent's run is saved as it goes (durable, resumable)
+        agent.record_dir = args.out
     if args.mode == "auto":
         print(f"note: --mode auto chose {agent.auto_choice.mode}: {agent.auto_choice.reason}", file=sys.stderr)
     return agent
@@ -409,6 +418,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("fuzz", help="fuzz the executors (options: codeagent fuzz --help)", add_help=False)
     sub.add_parser("batch", help="run many tasks at once, locally or on Ray (options: codeagent batch --help)",
                    add_help=False)
+    for name, what in (("resume", "go on with a run cut off (killed, paused), by replay of its record"),
+                       ("approve", "approve (or --reject) the call a paused run waits on, and go on")):
+        sub.add_parser(name, help=f"{what} (options: codeagent {name} --help)", add_help=False)
     sub.add_parser("view", help="a run or a batch as a page, written or served live (options: codeagent view --help)",
                    add_help=False)
     sub.add_parser("docker", help="set up DockerExecutor: an engine and the worker image, built offline "
@@ -432,12 +444,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .docker import main as docker_main
 
         return docker_main(argv[1:])
+    if argv and argv[0] in ("resume", "approve"):  # its own parser: codeagent.cli.resume
+        from .resume import main as resume_main
+
+        return resume_main(argv[0], argv[1:], cmd_run, build_parser, UsageError)
     if argv and argv[0] == "view":  # its own parser: codeagent.cli.view
         from .view import main as view_main
 
         return view_main(argv[1:])
     args = parser.parse_args(argv)
     if args.command == "run":
+        args.argv = argv[1:]
         task_after_tools(args, "task")
         if not (args.task or "").strip():
             print("codeagent run: TASK is required and cannot be empty: say what to do, in quotes "

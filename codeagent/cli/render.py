@@ -141,12 +141,14 @@ class HumanPrinter:
         self.out.flush()
 
 
-def drive(agent: Any, task: str, *, as_json: bool, out: TextIO, scripted_note: str | None = None) -> Any:
-    """Stream the run to `out` (NDJSON or human) and return the RunResult."""
+def drive(agent: Any, task: str, *, as_json: bool, out: TextIO, scripted_note: str | None = None,
+          events: Any = None) -> Any:
+    """Stream the run to `out` (NDJSON or human) and return the RunResult. `events`: a run's
+    events already started (a resumed run's), instead of `agent.stream(task)`."""
     printer = HumanPrinter(out, scripted_note=scripted_note)
     end: RunEnd | None = None
     try:
-        for event in agent.stream(task):
+        for event in agent.stream(task) if events is None else events:
             if as_json:
                 out.write(event.to_json() + "\n")
                 out.flush()

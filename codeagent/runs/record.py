@@ -22,7 +22,9 @@ from ..events import ErrorEvent, Event, FinalAnswerEvent, Observation, RunEnd, R
 from ..models.replies import ModelReply, Usage
 from ..tools.attachments import AttachmentRecord
 from ..tracing.spans import NO_TRACE, start_run
+from .record_file import RecordFile
 from .result import (
+    RECORD_FORMAT,
     ActionRefused,
     ErrorKind,
     RunFailed,
@@ -38,6 +40,9 @@ __all__ = ["RunStatus", "ErrorKind", "ActionRefused", "StepRecord", "RunResult",
            "Recorder", "Step", "interruptible", "cancellable", "public_output", "cancelled_result"]
 
 NO_USAGE = Usage()
+# what RunResult's fields default to, for model_construct (which fills in no defaults)
+_SETUP_DEFAULTS: dict[str, Any] = {"mode": "", "executor": "", "isolation": None, "tools": [], "max_steps": 0,
+                                   "seed": None, "invocation": None}
 _REEXPORTED = (ActionRefused, RunFailed, RunStatus, cancelled_result)  # (names kept importable from here)
 
 
@@ -90,11 +95,17 @@ def join_notes(*notes: str | None) -> str | None:
 class Recorder:
     """One run's id, clock, steps, usage and outcome, and the events that report them."""
 
-    def __init__(self, model: Any, task: str, output_dir: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, model: Any, task: str, output_dir: str | os.PathLike[str] | None = None, *,
+                 run_id: str | None = None, record_path: str | os.PathLike[str] | None = None) -> None:
         self.model = model
         self.task = task
         self.output_dir = Path(output_dir) if output_dir is not None else None
-        self.run_id = uuid.uuid4().hex[:12]
+        self.run_id = run_id or uuid.uuid4().hex[:12]
+        # a durable run: its record (record_file.py) is logged to inside a step and written whole
+        # at each step's end; `saving` is off while a resumed run replays its recorded steps
+        self.file = RecordFile(record_path) if record_path is not None else None
+        self.saving = self.file is not None
+        self.earlier_s = 0.0  # a resumed run's time before this process
         self.attached = 0  # attachments so far: the next one's index is attached + 1
         self.t0 = time.perf_counter()
         self.steps: list[StepRecord] = []
@@ -105,9 +116,10 @@ class Recorder:
         self.error: str | None = None
         self.trace: Any = NO_TRACE  # the run's spans (codeagent.tracing.spans), set by start()
         self.setup: dict[str, Any] = {}  # mode, executor, tools, max_steps, isolation: kept in the result
+        self.pending: Any = None  # the call a paused run waits on (a PendingCall)
 
     def elapsed(self) -> float:
-        return time.perf_counter() - self.t0
+        return time.perf_counter() - self.t0 + self.earlier_s
 
     def event(self, cls: type[Event], step: int | None = None, **fields: Any) -> Any:
         return cls(run_id=self.run_id, step=step, elapsed_s=round(self.elapsed(), 6), **fields)
@@ -129,7 +141,7 @@ class Recorder:
         return self.status == "max_steps"
 
     def begin_step(self, number: int) -> Step:
-        record = StepRecord(step=number)
+        record = StepRecord(step=number, complete=False)
         self.steps.append(record)
         return Step(number, record, time.perf_counter(), span=self.trace.step(number))
 
@@ -139,8 +151,40 @@ class Recorder:
         record.model_duration_s = step.model_time
         record.execution_duration_s = step.exec_time
         record.duration_s = time.perf_counter() - step.started
+        record.complete = True
         self.usage = self.usage + step.usage
         self.trace.end_step(step.span, record)
+        self.checkpoint(record)
+
+    def save_to(self, path: str | os.PathLike[str] | None, saving: bool = True) -> None:
+        self.file = RecordFile(path) if path is not None else None
+        self.saving = saving and self.file is not None
+
+    def checkpoint(self, step: StepRecord | None = None) -> None:
+        """Save the run so far when it is durable: the whole record (status "running") at its start,
+        a step's record when it ends. A disk that refuses ends nothing: the run goes on, unsaved."""
+        if self.saving and self.file is not None:
+            if step is None or self.file.full():
+                self.file.snapshot(self.snapshot("running"))
+            else:
+                self.file.append({"t": "step", "step": step.step, "record": step.model_dump(mode="json")}, sync=True)
+
+    def log(self, entry: dict[str, Any]) -> None:
+        """Inside a step: the model's reply, a tool call's intent or result, as one log line."""
+        if self.saving and self.file is not None:
+            self.file.append(entry)
+
+    def log_reply(self, step: Step) -> None:
+        record = step.record
+        if self.saving and self.file is not None:
+            self.file.append({"t": "reply", "step": step.number, "model_output": record.model_output,
+                              "reasoning": record.reasoning, "finish_reason": record.finish_reason,
+                              "empty_replies": record.empty_replies, "usage": step.usage.model_dump()})
+
+    def pause(self, pending: Any) -> None:
+        """A tool that needs approval stopped the step: the run ends "paused" with the call."""
+        self.status, self.pending = "paused", pending
+        self.error = f"paused: {pending.arguments} at step {pending.step} waits for approval"
 
     def fail_step(
         self, step: Step | None, kind: ErrorKind, message: str, *, ends_run: bool = False,
@@ -291,14 +335,23 @@ class Recorder:
         finally:
             self.trace.close()
 
-    def end(self) -> RunEnd:
-        duration = self.elapsed()
-        result = RunResult(
-            run_id=self.run_id, task=self.task, status=self.status, output=self.output,
-            output_repr=self.output_repr, error=self.error, steps=self.steps, usage=self.usage,
-            duration_s=duration, model=model_name(self.model), scripted=bool(getattr(self.model, "scripted", False)),
-            **self.setup,
+    def snapshot(self, status: RunStatus | None = None) -> RunResult:
+        """The run so far as a RunResult (its step records shared, not copied)."""
+        return RunResult.model_construct(
+            run_id=self.run_id, task=self.task, status=status or self.status, output=self.output,
+            output_repr=self.output_repr, error=self.error if status is None else None, steps=self.steps,
+            usage=self.usage, duration_s=self.elapsed(), model=model_name(self.model),
+            scripted=bool(getattr(self.model, "scripted", False)), format=RECORD_FORMAT,
+            pending=self.pending, **{**_SETUP_DEFAULTS, **self.setup},
         )
+
+    def end(self) -> RunEnd:
+        result = self.snapshot()
+        result.steps = list(self.steps)
+        duration = result.duration_s
+        if self.file is not None:  # (a run that ends while replaying: its end is saved too)
+            self.file.snapshot(result, wait=True)
+            self.file.close()
         self.trace.end(self)
         return self.event(
             RunEnd, status=self.status, output=public_output(self.output), output_repr=self.output_repr,

@@ -7,6 +7,7 @@ what a replay feeds back (`ScriptedModel.from_run`). The `Recorder` (record.py) 
 
 from __future__ import annotations
 
+import json
 import os
 from enum import Enum
 from pathlib import Path
@@ -17,13 +18,22 @@ from pydantic import BaseModel, Field, field_serializer
 from ..events import NOT_JSON, plain_json
 from ..models.replies import ModelReply, Usage
 from ..tools.attachments import AttachmentRecord
+from .atomic import write_atomic
 
 __all__ = ["RunStatus", "ErrorKind", "ActionRefused", "StepRecord", "RunResult", "RunFailed", "RunInterrupted",
-           "public_output", "cancelled_result"]
+           "public_output", "cancelled_result", "RECORD_FORMAT", "RecordFormatError", "ToolCallRecord",
+    "PendingCall"]
 
 # interrupted: Ctrl-C (KeyboardInterrupt) ended the run; cancelled: the task awaiting arun() or
 # iterating astream() was cancelled. Either way what it did so far is in the result.
-RunStatus = Literal["success", "max_steps", "failed", "interrupted", "cancelled"]
+# running: a durable record saved mid-run (the process may have died: `CodeAgent.resume` goes on);
+# paused: a tool that needs approval is waiting for it (`RunResult.pending`, `codeagent approve`).
+RunStatus = Literal["success", "max_steps", "failed", "interrupted", "cancelled", "running", "paused"]
+
+# The record's format (`RunResult.format`, docs/runs.md). 2: steps carry their tool calls and
+# whether they ended; the run its seed and pending call. A file without the field is format 1
+# (before durable runs): readable, not resumable. A newer one is refused, never misread.
+RECORD_FORMAT = 2
 
 
 class ErrorKind(str, Enum):  # noqa: UP042 - StrEnum would change what str() gives
@@ -85,6 +95,33 @@ def cancelled_result(error: BaseException) -> RunResult | None:
     return result if isinstance(result, RunResult) else None
 
 
+class RecordFormatError(ValueError):
+    """A saved record this version cannot read (made by a newer codeagent) or resume (an older one)."""
+
+
+class ToolCallRecord(BaseModel):
+    """One call a step's code made to a host tool. `args` / `kwargs` / `result` are the executors'
+    codec trees (`executors.worker.codec.encode_value`: JSON plus tags), what crossed the boundary.
+    done=False: the call started and no result was saved (the process died inside it)."""
+
+    name: str
+    args: Any = None
+    kwargs: Any = None
+    done: bool = False
+    result: Any = None
+    error: str | None = None
+    rejected: bool = False  # the user refused the call (approval): `error` is what the model read
+
+
+class PendingCall(BaseModel):
+    """A paused run's call waiting for approval: step, its index among the step's calls, what."""
+
+    step: int
+    index: int
+    name: str
+    arguments: str  # as the user reads it: name(args...), plain reprs of the decoded values
+
+
 class _Rendered:
     """Shows a value by the text the sandbox rendered for it."""
 
@@ -117,6 +154,8 @@ class StepRecord(BaseModel):
     finish_reason: str | None = None
     empty_replies: int = 0
     attachments: list[AttachmentRecord] = Field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    complete: bool = True  # False: the step was cut off (a killed process, a pause) before its end
 
 
 class RunResult(BaseModel):
@@ -145,6 +184,12 @@ class RunResult(BaseModel):
     isolation: dict[str, Any] | None = None  # executors.Isolation.to_dict() of the run's executor
     tools: list[str] = Field(default_factory=list)
     max_steps: int = 0
+    # durable runs (format 2): the record's format, the seed of the sandbox's random generators,
+    # the call waiting for approval, and the command line that made it (`codeagent resume`)
+    format: int = RECORD_FORMAT
+    seed: int | None = None
+    pending: PendingCall | None = None
+    invocation: list[str] | None = None
 
     @field_serializer("output")
     def _serialize_output(self, value: Any) -> Any:
@@ -184,7 +229,20 @@ class RunResult(BaseModel):
 
     @classmethod
     def from_json(cls, text: str | bytes) -> RunResult:
-        return cls.model_validate_json(text)
+        data = json.loads(text)
+        version = data.get("format", 1) if isinstance(data, dict) else None
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise RecordFormatError(f"not a run record: its 'format' is {version!r}, not a number")
+        if version > RECORD_FORMAT:
+            raise RecordFormatError(
+                f"this run record is format {version}, newer than this codeagent reads ({RECORD_FORMAT}): "
+                "upgrade codeagent to read it")
+        if version == 1:
+            data["format"] = 1  # (missing in the file: say so, never take it for the current one)
+            for step in data.get("steps") or ():
+                if isinstance(step, dict):
+                    step.setdefault("complete", True)
+        return cls.model_validate(data)
 
     @property
     def attachments(self) -> list[AttachmentRecord]:
@@ -204,7 +262,7 @@ class RunResult(BaseModel):
             if record.write(target):
                 record.file = target.name
                 record._base = path.parent.resolve()
-        path.write_text(self.to_json() + "\n", encoding="utf-8")
+        write_atomic(path, self.to_json() + "\n")
         return path
 
     def saved_files(self) -> list[Path]:

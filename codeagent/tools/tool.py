@@ -37,7 +37,7 @@ from ..tracing.otel import tracer
 from ..tracing.tools import atraced_call, traced_call
 
 __all__ = ["Tool", "tool", "ToolArgumentError", "ToolTimeoutError", "safe_repr", "tools_by_name", "attach",
-           "collecting_attachments", "load_tools", "ToolSpecError"]
+           "collecting_attachments", "load_tools", "ToolSpecError", "journaling"]
 
 
 class ToolArgumentError(ToolError, TypeError):
@@ -54,6 +54,22 @@ _SAFE_SCALARS = (str, int, float, bool, type(None), bytes)
 # variable: the executors call host tools on the thread that runs the step (or, for a tool with a
 # timeout, on a thread started in a copy of its context), and concurrent steps do not mix.
 _ATTACHED: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("codeagent_attached", default=None)
+
+
+# The running step's journal of tool calls (codeagent.runs.journal: a durable run records each call,
+# a resumed one answers recorded calls from its record, approval pauses); None: calls go straight
+# through. A context variable for the same reason as _ATTACHED.
+_JOURNAL: contextvars.ContextVar[Any] = contextvars.ContextVar("codeagent_journal", default=None)
+
+
+@contextmanager
+def journaling(journal: Any) -> Iterator[Any]:
+    """Route the calls made in this block through `journal` (its `call` / `acall`)."""
+    token = _JOURNAL.set(journal)
+    try:
+        yield journal
+    finally:
+        _JOURNAL.reset(token)
 
 
 def attach(*attachments: Any) -> bool:
@@ -117,6 +133,7 @@ class Tool:
         description: str | None = None,
         timeout_s: float | None = None,
         validate: bool = True,
+        approval: bool = False,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"a tool must wrap a callable, got {fn!r}")
@@ -128,6 +145,8 @@ class Tool:
         if timeout_s is not None and not timeout_s > 0:
             raise ValueError(f"tool {self.name!r}: timeout_s must be > 0, got {timeout_s!r}")
         self.timeout_s = timeout_s
+        # a call pauses the run until the user approves it (codeagent.runs.journal)
+        self.approval = bool(approval)
         # the coroutine function to await from async code (None: a plain function)
         self.afn: Callable[..., Any] | None = fn if is_coroutine_function(fn) else None
         self.signature = self._resolved_signature(fn)
@@ -193,6 +212,12 @@ class Tool:
     # -- calling -----------------------------------------------------------------------------
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        journal = _JOURNAL.get()
+        if journal is not None:
+            return journal.call(self, args, kwargs, self._traced_call)
+        return self._traced_call(*args, **kwargs)
+
+    def _traced_call(self, *args: Any, **kwargs: Any) -> Any:
         found = tracer()  # None unless a tracer provider is configured (codeagent.tracing)
         if found is not None:
             return traced_call(self, found, self._validated_call, args, kwargs)
@@ -209,6 +234,12 @@ class Tool:
     async def acall(self, *args: Any, **kwargs: Any) -> Any:
         """The call from async code: a coroutine tool awaited on this loop (validated, timed,
         traced like any call); a plain one on a thread."""
+        journal = _JOURNAL.get()
+        if journal is not None:
+            return await journal.acall(self, args, kwargs, self._atraced_call)
+        return await self._atraced_call(*args, **kwargs)
+
+    async def _atraced_call(self, *args: Any, **kwargs: Any) -> Any:
         found = tracer()
         if found is not None:
             return await atraced_call(self, found, self._avalidated_call, args, kwargs)
@@ -313,11 +344,13 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     timeout_s: float | None = None,
+    approval: bool = False,
 ) -> Any:
-    """Make a typed function a `Tool`: `@tool`, or `@tool(timeout_s=2, name="search")`."""
+    """Make a typed function a `Tool`: `@tool`, or `@tool(timeout_s=2, name="search")`.
+    approval=True: each call pauses the run until the user approves it (`codeagent approve`)."""
 
     def wrap(f: Callable[..., Any]) -> Tool:
-        return Tool(f, name=name, description=description, timeout_s=timeout_s)
+        return Tool(f, name=name, description=description, timeout_s=timeout_s, approval=approval)
 
     return wrap(fn) if fn is not None else wrap
 
@@ -338,7 +371,7 @@ def tools_by_name(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str, 
         for key, fn in tools.items():
             if isinstance(fn, Tool):
                 out[key] = fn if fn.name == key else Tool(
-                    fn.fn, name=key, description=fn.description, timeout_s=fn.timeout_s
+                    fn.fn, name=key, description=fn.description, timeout_s=fn.timeout_s, approval=fn.approval
                 )
             else:
                 out[key] = Tool(fn, name=key)

@@ -17,6 +17,7 @@ from typing import Any
 from ..batch.store import META, RESULTS
 from ..batch.summary import natural_key
 from ..runs.record import RunResult
+from ..runs.record_file import load_record
 
 __all__ = ["ViewError", "kind_of", "load_run", "run_files", "figure_files", "fingerprint", "last_session",
            "natural_key", "batch_dir", "folder_listing"]
@@ -33,7 +34,7 @@ def load_run(path: Path) -> RunResult:
     try:
         if path.stat().st_size > MAX_RUN_BYTES:
             raise ViewError(f"{path}: {path.stat().st_size:,} bytes is too large for a saved run")
-        return RunResult.load(path)
+        return load_record(path)
     except OSError as exc:
         raise ViewError(f"cannot read {path}: {exc.strerror or exc}")
     except UnicodeDecodeError:
