@@ -214,6 +214,10 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 
+from .registries import REGISTRY_SETTINGS  # noqa: E402 - it builds its rows from Setting
+
+SETTINGS += REGISTRY_SETTINGS  # registries and hooks that would call host code later
+
 _WARNING_HOOKS = tuple(name for name in ("showwarning", "_showwarnmsg_impl", "_showwarnmsg",
                                           "formatwarning") if hasattr(warnings, name))
 _get_hooks = operator.attrgetter(*_WARNING_HOOKS, "__name__")  # (always a tuple: one C call)

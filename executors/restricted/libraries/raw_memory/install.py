@@ -1,0 +1,34 @@
+"""Installs the raw-memory checks into the libraries that are loaded (once each; hooks.py calls
+this whenever it looks for newly loaded libraries)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from .frame_routes import install_pandas, install_pyarrow
+from .numpy_routes import install_numpy
+from .protocols import install_library_protocols
+from .sparse_routes import install_scipy_callables, install_sparse
+
+# the module whose presence triggers an installer -> the installer
+_INSTALLERS: tuple[tuple[str, Callable[[], None]], ...] = (
+    ("numpy.lib._stride_tricks_impl", install_numpy),
+    ("numpy.lib.stride_tricks", install_numpy),
+    ("scipy.sparse", install_sparse),
+    ("scipy._lib._ccallback", install_scipy_callables),
+    ("pandas.core.window.rolling", install_pandas),
+    ("pyarrow.lib", install_pyarrow),
+)
+_DONE: set[str] = set()
+
+
+def install_raw_memory_checks() -> None:
+    install_library_protocols()  # (idempotent: each class is shielded once)
+    for module, install in _INSTALLERS:
+        if module not in _DONE and module in sys.modules:
+            try:
+                install()
+            except Exception:  # noqa: BLE001 - another version of the library: it stays as is
+                continue
+            _DONE.add(module)

@@ -1,0 +1,94 @@
+"""numpy: views made from explicit strides must stay inside the memory of the array they view.
+
+`np.lib.stride_tricks.as_strided(x, shape, strides)` builds a view with no bounds check at all:
+with a stride of `address - x's address` it reads or writes any byte of the process. In a step
+the arguments are checked first: the view's lowest and highest byte must lie inside the memory
+the base array owns (found by walking `.base` down to the array that owns the data, or to the
+array numpy made, with its own check, over a buffer); for dtypes holding Python objects every
+element must also start on an element boundary (a pointer made of half of two pointers is a
+forged object). The shape and strides checked are the ones used (a model object answering
+differently the second time changes nothing). `sliding_window_view` and numpy's own callers pass
+through the same check and always pass it.
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+from typing import Any
+
+from .checks import refusal, replace_in
+
+_WHY = "the view would reach memory outside the array it is made from"
+_INSTEAD = ("use np.lib.stride_tricks.sliding_window_view, reshape, slicing or np.broadcast_to, "
+            "or strides that stay inside the array")
+
+
+def _ints(values: Any, what: str) -> tuple[int, ...]:
+    try:
+        return tuple(operator.index(v) for v in tuple(values))
+    except TypeError:
+        raise TypeError(f"as_strided: {what} must be a sequence of integers") from None
+
+
+def _data(array: Any) -> int:
+    return array.__array_interface__["data"][0]
+
+
+def memory_of(array: Any) -> tuple[int, int]:
+    """[low, high) of the memory `array`'s data lives in, as far as numpy vouches for it."""
+    np = sys.modules["numpy"]
+    root = array
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    low, high = _extent(_data(root), root.shape, root.strides, root.itemsize)
+    return low, high
+
+
+def _extent(data: int, shape: tuple, strides: tuple, itemsize: int) -> tuple[int, int]:
+    if any(n == 0 for n in shape):
+        return data, data
+    low = high = data
+    for n, stride in zip(shape, strides, strict=True):
+        reach = (n - 1) * stride
+        if reach < 0:
+            low += reach
+        else:
+            high += reach
+    return low, high + itemsize
+
+
+def check_view(x: Any, shape: tuple[int, ...], strides: tuple[int, ...]) -> None:
+    """Refuse a view of `x` with these shape and strides that leaves x's memory."""
+    if len(shape) != len(strides):
+        raise ValueError("as_strided: shape and strides must have the same length")
+    if any(n < 0 for n in shape):
+        raise ValueError("as_strided: negative dimensions are not allowed")
+    data, itemsize = _data(x), x.dtype.itemsize
+    low, high = _extent(data, shape, strides, itemsize)
+    if low == high:
+        return  # an empty view touches no memory
+    base_low, base_high = memory_of(x)
+    if low < base_low or high > base_high:
+        raise refusal("np.lib.stride_tricks.as_strided with these strides", _WHY, _INSTEAD)
+    if x.dtype.hasobject and ((data - base_low) % itemsize or
+                              any(s % itemsize for s in strides)):
+        raise refusal("a strided view of Python objects that does not step by whole elements",
+                      "it would read pointers made of parts of two objects", _INSTEAD)
+
+
+def _as_strided_check(x: Any, shape: Any = None, strides: Any = None, subok: bool = False,
+                      writeable: bool = True) -> tuple[tuple, dict]:
+    np = sys.modules["numpy"]
+    x = np.array(x, copy=None, subok=subok)
+    shape = x.shape if shape is None else _ints(shape, "shape")
+    strides = x.strides if strides is None else _ints(strides, "strides")
+    check_view(x, shape, strides)
+    return (x,), {"shape": shape, "strides": strides, "subok": subok, "writeable": writeable}
+
+
+def install_numpy() -> None:
+    for name in ("numpy.lib._stride_tricks_impl", "numpy.lib.stride_tricks"):
+        module = sys.modules.get(name)
+        if module is not None:
+            replace_in(module, "as_strided", _as_strided_check)
