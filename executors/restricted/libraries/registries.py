@@ -5,7 +5,7 @@ what a step registered and calls it later, in the host's own use of the library 
 namespace on every DataFrame, a pyarrow extension type or compute function, a scipy.fft backend,
 sympy's printing hook in `sys.displayhook`). The rule: a step's changes to library state never
 survive into host code. What has no way back is refused (`REFUSED_MEMBERS`, merged into
-rules.py's table); what can be put back is a row of state.py's table (`REGISTRY_SETTINGS`),
+rules.py's table); what can be put back is a row of state.py's table (`REGISTRY_ROWS`),
 snapshotted before each step and restored after it. Stdlib only: libraries via sys.modules.
 """
 
@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import sys
 from typing import Any
-
-from .state import Setting
 
 _REGISTRY = ("a process-wide registry of the library: what a step registers there would be "
              "called by the host's own code after the step, and nothing can take it out again")
@@ -70,7 +68,8 @@ def _sympy_put_back(sympy: Any, saved: tuple) -> None:
             setattr(holder, name, value)
 
 
-REGISTRY_SETTINGS: tuple[Setting, ...] = (
-    Setting("sympy", "printing set-up (init_printing: sys.displayhook, global printer settings) "
-            "and global parameters (evaluate, distribute)", _sympy_state, _sympy_put_back),
+# (module, what, snapshot, restore): rows of state.py's SETTINGS
+REGISTRY_ROWS: tuple[tuple, ...] = (
+    ("sympy", "printing set-up (init_printing: sys.displayhook, global printer settings) and "
+     "global parameters (evaluate, distribute)", _sympy_state, _sympy_put_back),
 )

@@ -20,6 +20,7 @@ from ..guards.errors import ImportPolicyError
 from ..host.guard import HostGuard
 from ..limits.budget import RunState
 from .patches import PATCHES, PatchContext, patch_members
+from .raw_memory import install_raw_memory_checks
 from .rules import hidden_reason, module_refusal
 
 # Submodules that are part of what their parent is for (`os.path` is posixpath): authorizing the
@@ -246,9 +247,11 @@ class SandboxImporter:
 
     def _load(self, name: str) -> types.ModuleType:
         try:
-            return importlib.import_module(name)
+            module = importlib.import_module(name)
         except ImportError:
             raise ImportError(f"No module named '{name}'") from None
+        install_raw_memory_checks()  # (a stdlib module is no trusted import: checked now)
+        return module
 
     def proxy(self, name: str, *, refresh: bool = False) -> ModuleProxy:
         cached = self.cache.get(name)

@@ -22,6 +22,8 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from .registries import REGISTRY_ROWS
+
 
 class Setting(NamedTuple):
     module: str  # the top-level module that owns the setting
@@ -214,9 +216,8 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 
-from .registries import REGISTRY_SETTINGS  # noqa: E402 - it builds its rows from Setting
-
-SETTINGS += REGISTRY_SETTINGS  # registries and hooks that would call host code later
+# registries and hooks that would call host code later (registries.py)
+SETTINGS += tuple(Setting(*row) for row in REGISTRY_ROWS)
 
 _WARNING_HOOKS = tuple(name for name in ("showwarning", "_showwarnmsg_impl", "_showwarnmsg",
                                           "formatwarning") if hasattr(warnings, name))

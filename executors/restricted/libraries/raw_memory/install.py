@@ -24,7 +24,9 @@ _DONE: set[str] = set()
 
 
 def install_raw_memory_checks() -> None:
-    install_library_protocols()  # (idempotent: each class is shielded once)
+    install_library_protocols()  # (each class once)
+    if len(_DONE) == len(_INSTALLERS):
+        return
     for module, install in _INSTALLERS:
         if module not in _DONE and module in sys.modules:
             try:

@@ -24,10 +24,18 @@ ATTRIBUTE_STORES: dict[str, tuple[str, ...]] = {
 }
 
 
+_DONE: set[str] = set()
+
+
 def install_library_protocols() -> None:
+    if len(_DONE) == len(ATTRIBUTE_STORES):
+        return
     for module_name, names in ATTRIBUTE_STORES.items():
         module = sys.modules.get(module_name)
+        if module_name in _DONE or module is None:
+            continue
         for name in names:
             cls = getattr(module, name, None)
             if isinstance(cls, type):
                 shield(cls)
+        _DONE.add(module_name)
