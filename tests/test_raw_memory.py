@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import raw_memory_harness as harness
+from native_crash_regressions import REGRESSIONS
 from raw_memory_escapes import CASES, Case
 
 from executors import LocalExecutor
@@ -32,13 +33,14 @@ from executors.restricted.libraries.sandbox_modules import Authorization
 
 pytestmark = pytest.mark.timeout(900)
 IDS = [c.id for c in CASES]
+ALL = CASES + REGRESSIONS  # (the crash fuzzer's findings run in the same batches)
 LIBRARIES = {"numpy", "pandas", "pyarrow", "scipy", "polars", "sympy"}
 _verdicts: dict[str, dict[str, harness.Verdict]] = {}
 
 
 def _run(mode: str) -> dict[str, harness.Verdict]:
     if mode not in _verdicts:
-        _verdicts[mode] = dict(zip(IDS, harness.run_cases(mode, CASES), strict=True))
+        _verdicts[mode] = {c.id: v for c, v in zip(ALL, harness.run_cases(mode, ALL), strict=True)}
     return _verdicts[mode]
 
 
@@ -60,7 +62,7 @@ def _placeholders_filled(code: str) -> str:
     return re.sub(r"\{[A-Z_]+\}", "4096", code)
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", ALL, ids=[c.id for c in ALL])
 def test_every_case_is_code_the_policy_accepts(case: Case) -> None:
     tree = ast.parse(_placeholders_filled(case.code))
     assert [v.message for v in inspect_tree(tree)] == []
@@ -79,7 +81,7 @@ def test_the_table_is_documented_and_its_checks_are_wired() -> None:
 
 
 # ----------------------------------------------------------------------------- the verdicts
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", ALL, ids=[c.id for c in ALL])
 def test_every_case_gets_out_of_plain_cpython(case: Case) -> None:
     verdict = _run("plain")[case.id]
     assert verdict.escaped and verdict.how == case.expect, verdict
@@ -87,7 +89,7 @@ def test_every_case_gets_out_of_plain_cpython(case: Case) -> None:
 
 @pytest.mark.parametrize("mode", ["local", "subprocess"])
 def test_no_case_escapes_or_crashes_the_host(mode: str) -> None:
-    escaped = [v for v in _run(mode).values() if v.escaped]
+    escaped = [v for v in _run(mode).values() if v.escaped]  # (the fuzzer's regressions too)
     assert escaped == [], "\n".join(f"{v.id}: {v.how} ({v.detail}; {v.error[:200]})" for v in escaped)
 
 
