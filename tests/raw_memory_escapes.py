@@ -48,6 +48,7 @@ FREED = "memory freed under a live view"
 CTYPES = "addresses as ctypes objects"
 FOREIGN = "buffers at an address"
 REG = "registry"
+MAPPED = "memory-mapped files"
 # a dataframe-interchange object (the protocol's names only) whose one column's data buffer is
 # the host's secret, given by its `.ptr`
 INTERCHANGE = """
@@ -358,6 +359,36 @@ CASES: list[Case] = [
         b = [np.zeros(1 << 20) for i in range(8)]
         view[:] = 255
         [x.sum() for x in b]
+    """),
+    # ---------------------------------------------------------------- memory-mapped files
+    _case("numpy-memmap-truncated", MAPPED, "crashed", NP, """
+        import numpy as np
+        m = np.memmap("mapped.bin", dtype=np.uint8, mode="w+", shape=(1 << 16,))
+        np.zeros(1, dtype=np.uint8).tofile("mapped.bin")
+        int(m[-1])
+    """),
+    _case("numpy-load-mmap-truncated", MAPPED, "crashed", NP, """
+        import numpy as np
+        np.save("mapped.npy", np.arange(1 << 16))
+        m = np.load("mapped.npy", mmap_mode="r")
+        np.save("mapped.npy", np.zeros(1))
+        int(m[-1])
+    """),
+    _case("numpy-open_memmap-truncated", MAPPED, "crashed", NP, """
+        import numpy as np
+        m = np.lib.format.open_memmap("mapped.npy", mode="w+", dtype=np.uint8, shape=(1 << 16,))
+        np.save("mapped.npy", np.zeros(1))
+        int(m[-1])
+    """),
+    _case("pyarrow-memory_map-truncated", MAPPED, "crashed", PA, """
+        import numpy as np, pyarrow as pa
+        with pa.output_stream("mapped.arrow") as f:
+            with pa.ipc.new_file(f, pa.schema([("a", pa.int64())])) as writer:
+                writer.write_table(pa.table({"a": np.arange(1 << 16)}))
+        table = pa.ipc.open_file(pa.memory_map("mapped.arrow")).read_all()
+        with pa.output_stream("mapped.arrow") as f:
+            f.write(b"x")
+        print(table.column("a").to_numpy().sum())
     """),
     # ---------------------------------------------------- sparse arrays with unchecked indices
     _case("scipy-csr-indices", SPARSE, "crashed", SP, """

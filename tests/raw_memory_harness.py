@@ -22,9 +22,11 @@ import json
 import math
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,6 +135,7 @@ def _case(spec: dict, out: int) -> None:
                        "PI_ADDR": id(math.pi) + 16}.items():
         code = code.replace("{" + key + "}", str(value))
     result: dict[str, Any] = {"id": spec["id"], "token": token, "target_expected": expected}
+    os.chdir(spec["dir"])  # (the runner removes it, whatever became of this process)
     try:
         result["probe_before"] = _probe(spec["probe"])
         if spec["mode"] == "plain":
@@ -159,7 +162,7 @@ def _runner(jobs: int) -> int:
     pending, running = list(reversed(specs)), {}
     while pending or running:
         while pending and len(running) < jobs:
-            spec = pending.pop()
+            spec = {**pending.pop(), "dir": tempfile.mkdtemp(prefix="raw-memory-case-")}
             read, write = os.pipe()
             pid = os.fork()
             if pid == 0:
@@ -193,6 +196,7 @@ def _collect(running: dict) -> None:
         elif os.WIFSIGNALED(status):
             extra["signal"] = signal.Signals(os.WTERMSIG(status)).name
         os.close(read)
+        shutil.rmtree(spec["dir"], ignore_errors=True)
         del running[pid]
         lines = b"".join(chunks).decode(errors="replace").splitlines()
         result = json.loads(lines[-1]) if lines else {"id": spec["id"], "token": "-"}

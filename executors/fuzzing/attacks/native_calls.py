@@ -93,7 +93,6 @@ def _numpy_buffer(draw: st.DrawFn) -> NativeCall:
                 f"'itemsize': {draw(_edge(0, 256))}}}))")
     else:
         call = f"np.zeros({size}, dtype={dtype})\nv.shape = {draw(_list(_edge(0), 1, 2))}"
-        return NativeCall(f"v = {call}\nr = {draw(st.sampled_from(_READ))}\n", "numpy", how)
     return NativeCall(f"v = {call}\nr = {draw(st.sampled_from(_READ))}\n", "numpy", how)
 
 

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 
 from .frame_routes import install_pandas, install_pyarrow
+from .mapped_files import install_mapped_files
 from .numpy_routes import install_numpy
 from .protocols import install_library_protocols
 from .sparse_routes import install_scipy_callables, install_sparse
@@ -19,6 +20,11 @@ _INSTALLERS: tuple[tuple[str, Callable[[], None]], ...] = (
     ("scipy._lib._ccallback", install_scipy_callables),
     ("pandas.core.window.rolling", install_pandas),
     ("pyarrow.lib", install_pyarrow),
+    ("pyarrow", install_mapped_files),
+    ("polars", install_mapped_files),
+    ("pyarrow.parquet", install_mapped_files),
+    ("pyarrow.feather", install_mapped_files),
+    ("pandas", install_mapped_files),
 )
 _DONE: set[str] = set()
 

@@ -1,7 +1,7 @@
 """The raw-memory routes of the authorized native libraries, by class, and what each gets in
 process: `refuse` (never in a step), `check` (the arguments are checked at the entry point),
-`library` (the library checks them itself: a test holds it to that), `shield` (model-made
-objects cannot supply it), `put back` / `info`. docs/library-capabilities.md shows this table;
+`copy` (the data is read into memory instead of being mapped), `library` (the library checks
+them itself: a test holds it to that), `shield` (model-made objects cannot supply it), `info`. docs/library-capabilities.md shows this table;
 tests/raw_memory_escapes.py holds at least one attempt per row.
 """
 
@@ -67,6 +67,14 @@ ROUTES: tuple[Route, ...] = (
           "pyarrow ResizableBuffer.resize, bytearray/array.array resized while exported", "refuse",
           "numpy's refcheck=True (the default) and CPython's export counts refuse the others; "
           "refcheck=False and pyarrow's resize free memory views still point at"),
+    Route("memory-mapped files", "np.memmap, np.load(mmap_mode=...), np.lib.format.open_memmap, "
+          "mmap.mmap of a file, pa.memory_map, pa.create_memory_map, readers' memory_map=True "
+          "(polars.read_parquet's default, pyarrow's parquet and feather readers, pd.read_csv)",
+          "refuse / copy",
+          "a file shortened while it is mapped (the model can write its workdir) kills the process "
+          "with SIGBUS at the next read: Python-level maps of files are refused (the mmap.__new__ "
+          "audit event), pa.memory_map(path) reads the file into memory, its writable modes and "
+          "create_memory_map are refused, readers run with memory_map=False (same results)"),
     Route("native function pointers", "scipy.LowLevelCallable (and .from_cython)", "refuse",
           "scipy calls the pointer with raw pointers to its data"),
     Route("index arguments checked by the library", "np.take/put/choose, ufunc.at, reduceat, "
@@ -79,4 +87,4 @@ ROUTES: tuple[Route, ...] = (
           "an address is only a number: every route above that would turn one into memory is "
           "closed, so they stay available"),
 )
-DECISIONS = ("refuse", "check", "shield", "library", "info")
+DECISIONS = ("refuse", "check", "shield", "library", "info", "refuse / copy")
