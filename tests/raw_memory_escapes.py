@@ -444,6 +444,14 @@ CASES: list[Case] = [
         B.indices[2] = 1 << 30
         (A + B).toarray()
     """),
+    _case("scipy-subclass-lies-about-shape", SPARSE, "crashed", SP, """
+        import numpy as np, scipy.sparse as sps
+        class Lying(sps.csr_array):
+            def _swap(self, x):
+                return x if isinstance(x[0], str) else (x[0], x[1] << 24)
+        A = Lying(np.eye(3))
+        A.toarray()
+    """),
     # ---------------------------------------------------------- window bounds from the model
     _case("pandas-baseindexer-sum", "window bounds from the model", "crashed", PD, """
         import numpy as np, pandas as pd

@@ -44,10 +44,16 @@ def _check_pointers(indptr: Any, rows: int, entries: int) -> None:
 
 
 def check_sparse(x: Any) -> None:
-    """Refuse a sparse array whose index arrays a kernel could follow out of bounds."""
-    fmt = getattr(x, "format", None)
+    """Refuse a sparse array whose index arrays a kernel could follow out of bounds. Only
+    scipy's own classes: a subclass could answer the shape or the format differently to this
+    check and to scipy's kernels."""
+    if not type(x).__module__.startswith("scipy.sparse."):
+        raise refusal("a subclass of scipy's sparse arrays", "scipy's kernels trust what its "
+                      "methods and attributes say about the arrays' shape and indices",
+                      "use scipy.sparse's own classes")
+    fmt = x.format
     if fmt in ("csr", "csc"):
-        rows, cols = x._swap(x._shape_as_2d)
+        rows, cols = x._shape_as_2d if fmt == "csr" else x._shape_as_2d[::-1]
         indices = x.indices
         if indices.ndim != 1 or indices.dtype.kind not in "iu" or x.data.ndim != 1:
             raise _bad("index or data arrays have the wrong shape or type")
