@@ -20,6 +20,16 @@ def _found(id: str, route: str, code: str) -> Case:
 
 
 REGRESSIONS: list[Case] = [
+    # the long LocalExecutor campaign (seed 20261207) found these kill the host before the fix:
+    # numpy takes an empty buffer's length from the requested shape (array_class.py)
+    _found("numpy-fuzz-ndarray-empty-buffer", "array constructors over buffers", """
+        v = np.ndarray([51, 51, 4096], dtype=np.complex128, buffer=bytearray(0), offset=4096, strides=[51, 51, 4096])
+        r = v.ravel()
+    """),
+    _found("numpy-fuzz-ndarray-empty-objects", "array constructors over buffers", """
+        v = np.ndarray([2, 15, 15], dtype=object, buffer=bytearray(0), offset=56, strides=[4, 0, 34])
+        r = np.sort(v, axis=None)
+    """),
     _found("numpy-fuzz-as_strided-unicode", "strided views", """
         a = np.zeros(4, dtype='U3')[1:]
         v = np.lib.stride_tricks.as_strided(a, shape=[13, 58, 15], strides=[4, 2147483647, 2147483647])

@@ -153,6 +153,27 @@ CASES: list[Case] = [
         v = np.lib.stride_tricks.as_strided(a, shape=(4,), strides=(1 << 30,))
         v.sum()
     """),
+    _case("numpy-empty-buffer-read", "array constructors over buffers", "read", NP, """
+        import numpy as np
+        empty = np.zeros(0, dtype=np.uint8)
+        reach = {SECRET_ADDR} - np.lib.array_utils.byte_bounds(empty)[0]
+        v = np.ndarray((reach + {SECRET_LEN},), dtype=np.uint8, buffer=empty, offset=0, strides=(1,))
+        bytes(v[reach:]).decode()
+    """),
+    _case("numpy-empty-buffer-write", "array constructors over buffers", "wrote", NP, """
+        import numpy as np
+        empty = np.zeros(0, dtype=np.uint8)
+        reach = {TARGET_ADDR} - np.lib.array_utils.byte_bounds(empty)[0]
+        v = type(np.zeros(1))((reach + 4,), dtype=np.uint8, buffer=empty, offset=0, strides=(1,))
+        v[reach:] = 33
+    """),
+    _case("numpy-empty-buffer-recarray", "array constructors over buffers", "wrote", NP, """
+        import numpy as np
+        empty = np.zeros(0, dtype=np.uint8)
+        reach = {PI_ADDR} - np.lib.array_utils.byte_bounds(empty)[0]
+        v = np.recarray((reach // 8 + 1,), dtype=[("x", "<f8")], buf=empty, strides=(8,))
+        v.x[reach // 8] = 3.0
+    """),
     # ----------------------------------------------------- array interfaces of model-made objects
     _case("numpy-getattr-interface", IFACE, "read", NP, f"""
         import numpy as np

@@ -85,7 +85,7 @@ SandboxType.__name__ = SandboxType.__qualname__ = "type"
 def sandbox_type_of(obj: Any) -> Any:
     """type(obj), except that `type` itself and every metaclass read as the sandbox `type`."""
     kind = type(obj)
-    return SandboxType if issubclass(kind, type) else kind
+    return SandboxType if issubclass(kind, type) else CLASS_SUBSTITUTES.get(kind, kind)
 
 
 def unchanged(container: Any, saved: Any) -> bool:

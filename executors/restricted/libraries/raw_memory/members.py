@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .checks import refusal
+from .numpy_routes import WRAP_CHECKS
 
 _ARROW_PARTS = ("from_buffers", "from_arrays", "from_dense", "from_sparse", "from_storage",
                 "from_struct_array")
@@ -61,6 +62,24 @@ def _resize(obj: Any, name: str) -> Any:
     return method
 
 
+def _index_wrapping(obj: Any, name: str) -> Any:
+    """a.take/a.put/a.choose with mode="wrap": the indices reduced first (numpy_routes.py)."""
+    method = getattr(obj, name)
+    if not _numpy_type(obj) or isinstance(obj, type):
+        return method
+    check = WRAP_CHECKS[name]
+
+    @functools.wraps(method)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        replaced = check(obj, *args, **kwargs)
+        if replaced is None:
+            return method(*args, **kwargs)
+        args, kwargs = replaced
+        return method(*args[1:], **kwargs)
+
+    return wrapped
+
+
 def _arrow_parts(obj: Any, name: str) -> Any:
     """Arrays assembled from buffers and child arrays: pyarrow validates only their lengths
     here; the full validation (offsets, indices, run ends inside their children) runs before
@@ -92,6 +111,7 @@ def _arrow_sparse(obj: Any, name: str) -> Any:
 MEMBER_CHECKS: dict[str, Callable[[Any, str], Any]] = {
     "ctypes": _ctypes,
     "resize": _resize,
+    **dict.fromkeys(WRAP_CHECKS, _index_wrapping),
     **{name: _arrow_parts for name in _ARROW_PARTS},
     **{name: _arrow_sparse for name in _ARROW_SPARSE},
 }

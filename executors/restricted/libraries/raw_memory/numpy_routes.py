@@ -92,3 +92,47 @@ def install_numpy() -> None:
         module = sys.modules.get(name)
         if module is not None:
             replace_in(module, "as_strided", _as_strided_check)
+
+
+# -- index wrapping: numpy's mode="wrap" subtracts the length until an index fits, one step at
+# a time (np.take(a, [2**62], mode="wrap") runs for years in C, where no deadline reaches it).
+# In a step the indices are reduced first (np.mod: the same positions), then numpy runs.
+def _wrapped(indices: Any, length: int) -> Any:
+    np = sys.modules["numpy"]
+    indices = np.asarray(indices)
+    if indices.dtype.kind in "iu" and length > 0:
+        return np.mod(indices, length)
+    return indices
+
+
+def _take_check(a: Any, indices: Any, axis: Any = None, out: Any = None,
+                mode: str = "raise") -> tuple[tuple, dict] | None:
+    if mode != "wrap":
+        return None
+    np = sys.modules["numpy"]
+    arr = np.asarray(a)
+    length = arr.size if axis is None else arr.shape[operator.index(axis)]
+    return (a, _wrapped(indices, length)), {"axis": axis, "out": out, "mode": mode}
+
+
+def _put_check(a: Any, ind: Any, v: Any, mode: str = "raise") -> tuple[tuple, dict] | None:
+    if mode != "wrap":
+        return None
+    return (a, _wrapped(ind, sys.modules["numpy"].size(a)), v), {"mode": mode}
+
+
+def _choose_check(a: Any, choices: Any, out: Any = None,
+                  mode: str = "raise") -> tuple[tuple, dict] | None:
+    if mode != "wrap":
+        return None
+    return (_wrapped(a, len(choices)), choices), {"out": out, "mode": mode}
+
+
+WRAP_CHECKS = {"take": _take_check, "put": _put_check, "choose": _choose_check}
+
+
+def install_index_wrapping() -> None:
+    numpy = sys.modules.get("numpy")
+    for name, check in WRAP_CHECKS.items():
+        if numpy is not None:
+            replace_in(numpy, name, check)

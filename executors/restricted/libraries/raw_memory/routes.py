@@ -24,10 +24,17 @@ ROUTES: tuple[Route, ...] = (
           "view of Python objects must step by whole elements; sliding_window_view, reshape and "
           "slicing pass unchanged"),
     Route("array constructors over buffers",
-          "np.ndarray(shape, dtype, buffer, offset, strides), np.frombuffer, a.strides = ..., "
-          "a.view(object), np.frombuffer(b, dtype=object)", "library",
-          "numpy checks offset and strides against the buffer's length and refuses object "
-          "arrays over memory; held by the corpus"),
+          "np.ndarray(shape, dtype, buffer, offset, strides) (also as type(a)(...), a subclass, "
+          "np.recarray(buf=...), np.char.chararray(buffer=...))", "check",
+          "numpy checks offset and strides against the buffer's length, except for an empty "
+          "buffer, whose length it takes from the shape (found by the crash fuzzer): any byte "
+          "after it can be read or written. Model code's np.ndarray is a checked stand-in (a "
+          "subclass answering isinstance for every array; type() answers with it too); "
+          "recarray's and chararray's constructors are checked"),
+    Route("buffers numpy checks itself", "np.frombuffer(b, dtype, count, offset), a.strides = "
+          "..., a.view(object), np.frombuffer(b, dtype=object), a.setfield(v, dtype, offset)",
+          "library", "numpy refuses offsets past the buffer and object arrays over memory; held by "
+          "the corpus and the crash fuzzer"),
     Route("array interfaces of model-made objects",
           "__array_interface__ (an address, or a buffer with an unchecked offset), "
           "__array_struct__, __array__, __dlpack__, __arrow_c_array__/_stream__/_schema__, "
