@@ -48,6 +48,7 @@ def describe_in_child(factory: Callable[[], Any], ctx: RunContext) -> dict:
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         os.close(read)
+        gc.freeze()  # (as the runner's child does: see _child_main)
         try:
             ex = make_executor(factory, ctx)
             info = {"ok": True, "name": type(ex).__name__, "in_process": is_in_process(ex),
