@@ -221,7 +221,8 @@ def evaluate_native(ex: Any, code: str, label: str) -> Outcome:
         after, _, problem = _execute(ex, "1 + 1")
         if problem is None and (after.error is not None or after.output != 2):
             problem = f"the executor does not work after the example: {after.error or after.output!r}"
-    problem = problem or _reset(ex)
+    # (no reset: every example imports and binds what it uses, and a reset would rebuild the
+    # five libraries' module proxies each time, most of an example's cost)
     if problem:
         return Outcome("native", label, "internal-error", code, problem, duration_s=dt)
     error_type = r.error.type if r.error is not None else None
