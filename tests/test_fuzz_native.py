@@ -61,3 +61,12 @@ def test_a_host_killed_by_a_signal_is_a_crash() -> None:
     assert died.status == "crashed" and died.failed, died
     assert "died" in died.detail
     assert lived.status == "survived"  # (a fresh child took over)
+
+
+def test_a_phase_of_many_runs_gets_all_its_examples() -> None:
+    """A phase runs hypothesis in batches; each batch ends when it has its share, and hypothesis
+    then replays the example that stopped it (which draws nothing): that replay is no flaky
+    strategy, and a phase of more than five batches used to stop after the fifth."""
+    report = fuzz(_local, examples=14, batch_size=2, properties=["crashes"], seed=9, isolate=True,
+                  register_tools=False, tools={})
+    assert report.total("native") == 14
