@@ -51,7 +51,7 @@ class FuzzReport:
 
     def add(self, o: Outcome) -> None:
         self.counts[(o.category, o.status)] += 1
-        if o.status in ("refused", "divergent", "held", "contained"):
+        if o.status in ("refused", "divergent", "held", "contained", "survived"):
             self.error_types[(o.category, o.error_type or "none")] += 1
         if o.failed or o.status == "divergent":
             self.failures.append(o)
