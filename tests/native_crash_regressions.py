@@ -72,3 +72,52 @@ REGRESSIONS: list[Case] = [
         r = v.to_pylist()
     """),
 ]
+
+
+# Programs that ran for years in one C call, where no deadline reaches a step in process: numpy's
+# mode="wrap" subtracts the length from an index until it fits. The long campaign found the
+# string spelling; the mode also comes as an integer (1), an object with __index__, or a str
+# subclass that answers "not wrap" to a check. Each must end at once with numpy's positions
+# (index % n), which the test computes with small indices in plain numpy.
+_EDGES = "[2**62, -2**62, 2**63 - 1, -2**63, 7, -1]"
+_MODE_OBJECTS = """
+class Index:  # "clip" the first time it is read, "wrap" after
+    reads = 0
+    def __index__(self):
+        Index.reads += 1
+        return 0 if Index.reads == 1 else 1
+class Lying(str):  # "wrap" that compares unequal to "wrap"
+    def __eq__(self, other):
+        return False
+    def __ne__(self, other):
+        return True
+class Int(int):
+    def __index__(self):
+        return 0
+"""
+HANGS: dict[str, tuple[str, str]] = {  # name -> (program's result, the same with small indices)
+    "np.take, mode='wrap'": (f"np.take(np.arange(5) * 10, {_EDGES}, mode='wrap')",
+                             "np.take(np.arange(5) * 10, [i % 5 for i in EDGES])"),
+    "np.take, mode=1": (f"np.take(np.arange(5) * 10, {_EDGES}, mode=1)",
+                        "np.take(np.arange(5) * 10, [i % 5 for i in EDGES])"),
+    "np.take, mode=np.int64(1), axis=-1": (
+        f"np.take(np.arange(10).reshape(2, 5), {_EDGES}, axis=-1, mode=np.int64(1))",
+        "np.take(np.arange(10).reshape(2, 5), [i % 5 for i in EDGES], axis=-1)"),
+    "np.take, a stateful __index__ mode": (f"np.take(np.arange(5), {_EDGES}, mode=Index())",
+                                           "np.take(np.arange(5), [4, 0, 4, 0, 4, 0])"),
+    "np.take, a lying str mode": (f"np.take(np.arange(5), {_EDGES}, mode=Lying('wrap'))",
+                                  "np.take(np.arange(5), [i % 5 for i in EDGES])"),
+    "np.take, an int subclass mode": (f"np.take(np.arange(5), {_EDGES}, mode=Int(1))",
+                                      "np.take(np.arange(5), [i % 5 for i in EDGES])"),
+    "ndarray.take, mode=1": (f"(np.arange(5) * 10).take({_EDGES}, mode=1)",
+                             "np.take(np.arange(5) * 10, [i % 5 for i in EDGES])"),
+    "np.put, mode=1": (f"np.put(a := np.zeros(5), {_EDGES}, np.arange(6), mode=1) or a",
+                       "np.put(a := np.zeros(5), [i % 5 for i in EDGES], np.arange(6)) or a"),
+    "ndarray.put, mode='wrap'": (f"(a := np.zeros(5)).put({_EDGES}, np.arange(6), mode='wrap') or a",
+                                 "np.put(a := np.zeros(5), [i % 5 for i in EDGES], np.arange(6)) or a"),
+    "np.choose, mode='wrap'": (f"np.choose({_EDGES}, np.arange(18).reshape(3, 6), mode='wrap')",
+                               "np.choose([i % 3 for i in EDGES], np.arange(18).reshape(3, 6))"),
+    "ndarray.choose, mode=1": (f"np.array({_EDGES}).choose(np.arange(18).reshape(3, 6), mode=1)",
+                               "np.choose([i % 3 for i in EDGES], np.arange(18).reshape(3, 6))"),
+}
+HANG_PRELUDE = "import numpy as np\n" + _MODE_OBJECTS.strip() + f"\nEDGES = {_EDGES}\n"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import raw_memory_harness as harness
-from native_crash_regressions import REGRESSIONS
+from native_crash_regressions import HANG_PRELUDE, HANGS, REGRESSIONS
 from raw_memory_escapes import CASES, Case
 
 from executors import LocalExecutor
@@ -91,6 +91,38 @@ def test_every_case_gets_out_of_plain_cpython(case: Case) -> None:
 def test_no_case_escapes_or_crashes_the_host(mode: str) -> None:
     escaped = [v for v in _run(mode).values() if v.escaped]  # (the fuzzer's regressions too)
     assert escaped == [], "\n".join(f"{v.id}: {v.how} ({v.detail}; {v.error[:200]})" for v in escaped)
+
+
+_HANG_CHILD = """
+import json, sys
+from executors import Limits, LocalExecutor
+programs = json.loads(sys.stdin.read())
+with LocalExecutor(authorized_imports=["numpy"], limits=Limits(timeout_s=20)) as ex:
+    out = {}
+    for name, code in programs.items():
+        r = ex.execute(code)
+        out[name] = r.output if r.error is None else f"{r.error.type}: {r.error.message}"
+print(json.dumps(out))
+"""
+
+
+def test_index_wrapping_ends_at_once_with_numpys_positions() -> None:
+    """The hangs the crash fuzzer found (tests/native_crash_regressions.py): in a step, take/put/
+    choose with the wrap mode in any spelling give numpy's positions for indices up to 2**63
+    and end at once. Run in a child: were one to loop in C, no deadline would stop it."""
+    import json
+
+    import numpy as np
+
+    programs = {name: f"{HANG_PRELUDE}r = {program}\nr.tolist()" for name, (program, _) in HANGS.items()}
+    child = subprocess.run([sys.executable, "-c", _HANG_CHILD], input=json.dumps(programs),
+                           capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+    assert child.returncode == 0, child.stderr[-2000:]
+    got = json.loads(child.stdout.strip().splitlines()[-1])
+    for name, (_, expected) in HANGS.items():
+        scope = {"np": np, "EDGES": [2**62, -2**62, 2**63 - 1, -2**63, 7, -1]}
+        assert got[name] == eval(expected, scope).tolist(), name  # noqa: S307 - the test's own text
 
 
 def test_refusals_say_what_to_do_instead() -> None:

@@ -75,6 +75,8 @@ def _index_wrapping(obj: Any, name: str) -> Any:
         if replaced is None:
             return method(*args, **kwargs)
         args, kwargs = replaced
+        if name == "choose":  # the indices are the array itself: choose on the reduced copy
+            return args[0].choose(*args[1:], **kwargs)
         return method(*args[1:], **kwargs)
 
     return wrapped

@@ -96,7 +96,22 @@ def install_numpy() -> None:
 
 # -- index wrapping: numpy's mode="wrap" subtracts the length until an index fits, one step at
 # a time (np.take(a, [2**62], mode="wrap") runs for years in C, where no deadline reaches it).
-# In a step the indices are reduced first (np.mod: the same positions), then numpy runs.
+# In a step the indices are reduced first (np.mod: the same positions), then numpy runs. The
+# mode, axis and choices are read once and numpy gets what was read: numpy also takes the mode
+# as an integer (1 is "wrap") or anything with __index__, and a model's str subclass or __index__
+# could answer "not wrap" to the check and "wrap" to numpy.
+_MODES = {0: "clip", 1: "wrap", 2: "raise"}
+
+
+def _mode(mode: Any) -> Any:
+    if type(mode) is str or isinstance(mode, bool):  # (numpy refuses a bool itself)
+        return mode
+    if isinstance(mode, str):
+        return str.__getitem__(mode, slice(None))  # an exact str copy of its characters
+    number = int.__int__(mode) if isinstance(mode, int) else operator.index(mode)
+    return _MODES.get(number, number)
+
+
 def _wrapped(indices: Any, length: int) -> Any:
     np = sys.modules["numpy"]
     indices = np.asarray(indices)
@@ -106,26 +121,36 @@ def _wrapped(indices: Any, length: int) -> Any:
 
 
 def _take_check(a: Any, indices: Any, axis: Any = None, out: Any = None,
-                mode: str = "raise") -> tuple[tuple, dict] | None:
-    if mode != "wrap":
+                mode: Any = "raise") -> tuple[tuple, dict] | None:
+    if type(mode) is str and mode != "wrap":
         return None
+    mode = _mode(mode)
     np = sys.modules["numpy"]
     arr = np.asarray(a)
-    length = arr.size if axis is None else arr.shape[operator.index(axis)]
-    return (a, _wrapped(indices, length)), {"axis": axis, "out": out, "mode": mode}
+    if axis is not None:
+        axis = np.lib.array_utils.normalize_axis_index(operator.index(axis), arr.ndim)
+    if mode == "wrap":
+        indices = _wrapped(indices, arr.size if axis is None else arr.shape[axis])
+    return (a, indices), {"axis": axis, "out": out, "mode": mode}
 
 
-def _put_check(a: Any, ind: Any, v: Any, mode: str = "raise") -> tuple[tuple, dict] | None:
-    if mode != "wrap":
+def _put_check(a: Any, ind: Any, v: Any, mode: Any = "raise") -> tuple[tuple, dict] | None:
+    if type(mode) is str and mode != "wrap":
         return None
-    return (a, _wrapped(ind, sys.modules["numpy"].size(a)), v), {"mode": mode}
+    mode = _mode(mode)
+    if mode == "wrap":
+        ind = _wrapped(ind, sys.modules["numpy"].size(a))
+    return (a, ind, v), {"mode": mode}
 
 
 def _choose_check(a: Any, choices: Any, out: Any = None,
-                  mode: str = "raise") -> tuple[tuple, dict] | None:
-    if mode != "wrap":
+                  mode: Any = "raise") -> tuple[tuple, dict] | None:
+    if type(mode) is str and mode != "wrap":
         return None
-    return (_wrapped(a, len(choices)), choices), {"out": out, "mode": mode}
+    mode, choices = _mode(mode), tuple(choices)  # (numpy's count of choices is the one used)
+    if mode == "wrap":
+        a = _wrapped(a, len(choices))
+    return (a, choices), {"out": out, "mode": mode}
 
 
 WRAP_CHECKS = {"take": _take_check, "put": _put_check, "choose": _choose_check}

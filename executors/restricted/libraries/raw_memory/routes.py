@@ -84,11 +84,17 @@ ROUTES: tuple[Route, ...] = (
           "create_memory_map are refused, readers run with memory_map=False (same results)"),
     Route("native function pointers", "scipy.LowLevelCallable (and .from_cython)", "refuse",
           "scipy calls the pointer with raw pointers to its data"),
-    Route("index arguments checked by the library", "np.take/put/choose, ufunc.at, reduceat, "
+    Route("index arguments checked by the library", "np.take/put/choose (raise, clip), ufunc.at, reduceat, "
           "pd.Categorical.from_codes, pd.api.extensions.take, pa.DictionaryArray (safe=False), "
           "Buffer.slice, pa.ipc readers", "library",
           "each checks its indices or validates what it reads (pyarrow 26 checks dictionary "
           "indices even with safe=False); held by the corpus and the crash fuzzer"),
+    Route("index wrapping", "np.take/put/choose and ndarray.take/put/choose with mode='wrap' "
+          "(also mode=1, np.int64(1), any __index__ object, a str subclass)", "check",
+          "numpy subtracts the length from an index until it fits, one step at a time: an index "
+          "of 2**62 runs for years inside one C call, where no deadline reaches a step in process "
+          "(found by the crash fuzzer). The mode, axis and choices are read once, the indices "
+          "reduced with np.mod (the same positions), and numpy gets what was read"),
     Route("addresses as numbers", "id(), Buffer.address, np.byte_bounds, a.__array_interface__ "
           "(refused by the policy)", "info",
           "an address is only a number: every route above that would turn one into memory is "
