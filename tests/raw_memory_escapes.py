@@ -423,6 +423,14 @@ CASES: list[Case] = [
         A.indices[0] = 1 << 30
         A @ np.ones(3)
     """),
+    # another library's native code following the indices: sklearn's Cython helpers
+    _case("scipy-indices-into-sklearn", SPARSE, "crashed", SP + " sklearn.*", """
+        import numpy as np, scipy.sparse as sps
+        from sklearn.preprocessing import StandardScaler
+        A = sps.csr_matrix(np.eye(4))
+        A.indices[0] = 10**8
+        StandardScaler(with_mean=False).fit(A).scale_
+    """),
     _case("scipy-csr-indices-replaced", SPARSE, "crashed", SP, """
         import numpy as np, scipy.sparse as sps
         A = sps.csr_matrix(np.eye(3))

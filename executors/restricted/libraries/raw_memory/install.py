@@ -11,7 +11,7 @@ from .frame_routes import install_pandas, install_pyarrow
 from .mapped_files import install_mapped_files
 from .numpy_routes import install_index_wrapping, install_numpy
 from .protocols import install_library_protocols
-from .sparse_routes import install_scipy_callables, install_sparse
+from .sparse_routes import install_scipy_callables, install_sklearn_input, install_sparse
 
 # the module whose presence triggers an installer -> the installer
 _INSTALLERS: tuple[tuple[str, Callable[[], None]], ...] = (
@@ -21,6 +21,7 @@ _INSTALLERS: tuple[tuple[str, Callable[[], None]], ...] = (
     ("numpy.lib.stride_tricks", install_numpy),
     ("scipy.sparse", install_sparse),
     ("scipy._lib._ccallback", install_scipy_callables),
+    ("sklearn.utils.validation", install_sklearn_input),
     ("pandas.core.window.rolling", install_pandas),
     ("pyarrow.lib", install_pyarrow),
     ("pyarrow", install_mapped_files),

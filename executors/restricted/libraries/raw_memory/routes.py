@@ -63,10 +63,11 @@ ROUTES: tuple[Route, ...] = (
           "outside its memory. scipy.sparse does the same job with checked indices"),
     Route("sparse arrays with unchecked indices", "scipy.sparse csr/csc/bsr/coo/dia arrays and "
           "matrices, built from index arrays or with A.indices/A.indptr/A.coords changed later, "
-          "then any operation or csgraph/linalg routine", "check",
-          "sparsetools and csgraph follow the indices without bounds checks: when the step's code "
-          "enters a sparse method, the array and its sparse arguments are checked in full "
-          "(O(nnz), unchanged); construction is checked when __init__ ends"),
+          "then any operation or csgraph/linalg routine, or sklearn's estimators", "check",
+          "sparsetools, csgraph and sklearn's Cython helpers follow the indices without bounds "
+          "checks: when the step's code enters a sparse method, the array and its sparse arguments "
+          "are checked in full (O(nnz), unchanged); construction is checked when __init__ ends; "
+          "sklearn's check_array checks its sparse input first"),
     Route("window bounds from the model", "pandas rolling with a BaseIndexer subclass "
           "(get_window_bounds)", "check",
           "pandas' Cython kernels read values[start:end] unchecked: 0 <= start <= end <= n"),

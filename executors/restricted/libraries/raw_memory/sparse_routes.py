@@ -9,6 +9,11 @@ full, without changing it, when the step's code first enters one of its methods 
 `toarray`, `tocsc`, `__init__` when it ends, ...) -- itself and every sparse argument; calls
 scipy makes from there on see arrays it built itself. The check is O(nnz) and vectorized.
 
+Other libraries' native code reads the same index arrays without asking scipy: sklearn's Cython
+helpers (sparsefuncs_fast, behind StandardScaler and many more) write through them unchecked. Its
+estimators take sparse input through `check_array`, whose sparse half (`_ensure_sparse_format`,
+called from there by its module-global name) checks the array first in a step.
+
 `scipy.LowLevelCallable` wraps a native function pointer (a PyCapsule, a ctypes or cffi function)
 that scipy's integrators and filters then call with raw pointers: refused in a step.
 """
@@ -20,7 +25,7 @@ import sys
 import threading
 from typing import Any
 
-from .checks import in_step, refusal
+from .checks import in_step, refusal, replace_in
 
 _DEPTH = threading.local()
 _WHY = "its index arrays point outside the array, and scipy's C++ kernels would follow them"
@@ -131,6 +136,16 @@ def install_sparse() -> None:
                     getattr(value, "codeagent_checked", False) or name in _SKIP:
                 continue
             setattr(klass, name, _checked_method(value, after=name == "__init__"))
+
+
+def install_sklearn_input() -> None:
+    validation = sys.modules.get("sklearn.utils.validation")
+    if validation is not None:
+        replace_in(validation, "_ensure_sparse_format", _check_first)
+
+
+def _check_first(sparse_container: Any, *args: Any, **kwargs: Any) -> None:
+    check_sparse(sparse_container)
 
 
 # Methods that read no index array (or are how the check itself reads the shape).
