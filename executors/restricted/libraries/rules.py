@@ -121,6 +121,7 @@ DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
     # Native file access the audit hook cannot see (native_files.py checks the readers' and
     # writers' paths; these hand out file systems or readers that open any path later).
     "pyarrow": {"OSFile": _NATIVE_FILE, "MemoryMappedFile": _NATIVE_FILE},
+    "pyarrow.lib": {"OSFile": _NATIVE_FILE, "MemoryMappedFile": _NATIVE_FILE},  # (the same classes)
     "pyarrow.csv": {"CSVWriter": _NATIVE_READER},
     "pyarrow.fs": {"*": _NATIVE_FS},
     "pyarrow.dataset": {"*": _NATIVE_FS},
