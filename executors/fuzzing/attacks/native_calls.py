@@ -106,13 +106,18 @@ def _numpy_buffer(draw: st.DrawFn) -> NativeCall:
 def _numpy_indices(draw: st.DrawFn) -> NativeCall:
     n = draw(st.integers(0, 6))
     idx = draw(_list(_edge(), 0, 4))
-    how = draw(st.sampled_from(("take", "put", "choose", "ufunc.at", "reduceat", "delete",
-                                "insert", "fancy", "setfield", "repeat", "partition")))
-    mode = draw(st.sampled_from(("'raise'", "'wrap'", "'clip'")))
+    how = draw(st.sampled_from(("take", "put", "choose", "a.take", "a.put", "a.choose", "ufunc.at",
+                                "reduceat", "delete", "insert", "fancy", "setfield", "repeat",
+                                "partition")))
+    # (numpy takes the mode as a name or as its number: 1 is "wrap")
+    mode = draw(st.sampled_from(("'raise'", "'wrap'", "'clip'", "0", "1", "2", "np.int64(1)")))
     calls = {
         "take": f"np.take(a, {idx}, mode={mode})",
         "put": f"np.put(a, {idx}, 1, mode={mode})",
         "choose": f"np.choose({idx}, [a, a], mode={mode})",
+        "a.take": f"a.take({idx}, mode={mode})",
+        "a.put": f"a.put({idx}, 1, mode={mode})",
+        "a.choose": f"np.array({idx}, dtype=np.int64).choose([a, a], mode={mode})",
         "ufunc.at": f"np.add.at(a, {idx}, 1)",
         "reduceat": f"np.add.reduceat(a, {idx})",
         "delete": f"np.delete(a, {idx})",
