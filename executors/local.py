@@ -24,7 +24,12 @@ from .restricted import RestrictedRuntime
 from .restricted.capabilities import Grants
 from .restricted.host.workdir import release_descriptors
 
-__all__ = ["LocalExecutor"]
+__all__ = ["LocalExecutor", "LOCAL_BOUNDARY"]
+
+# What LocalExecutor is, in one line: its isolation report, the README and the CLI say it so.
+LOCAL_BOUNDARY = ("language-level guard in the host's process; native libraries are checked at "
+                  "their entry points; for untrusted code with native libraries use the worker "
+                  "(SubprocessExecutor)")
 
 
 class LocalExecutor(ExecutorBase):
@@ -80,16 +85,23 @@ class LocalExecutor(ExecutorBase):
         hook: a best effort next to the kernel layers of SubprocessExecutor/DockerExecutor."""
         hook = "audit hook (capability guard, this thread only)"
         return Isolation("LocalExecutor", {
+            "boundary": LOCAL_BOUNDARY,
             "policy": "restricted AST whitelist (executors.restricted)",
             "files": f"{hook}: reads in the grants and the Python installation, writes in the "
                      "workdir and write grants",
             "network": f"{hook}: {'allowed' if self._grants.network else 'no sockets'}",
             "processes": f"{hook}: no process creation, signals or native code",
             "libraries": LIBRARY_LAYER,
+            "raw memory": "native libraries checked at their entry points: strided views, array "
+                          "interfaces, ctypes and address buffers, sparse indices, arrays from "
+                          "parts, window bounds (docs/library-capabilities.md, section 9)",
             "user": "the host's user (same process)",
             "memory": "size checks + temporary RLIMIT_AS (process-wide, best effort)",
             "time": "watchdog thread + operation budget",
-        }, missing=("kernel: no kernel layer in process (use SubprocessExecutor)",))
+        }, missing=("kernel: no kernel layer in process (use SubprocessExecutor)",
+                    "native code: numpy, pyarrow, scipy, polars run in the host's process; a flaw "
+                    "in one that its entry-point checks do not cover reaches the host's memory "
+                    "(for untrusted code with native libraries use SubprocessExecutor)"))
 
     def execute(self, code: str) -> ExecutionResult:
         return self._runtime.execute(code)

@@ -49,6 +49,15 @@ PYDATA_ATTEMPTS: list[Attempt] = [
         import pyarrow.fs
         pyarrow.fs.LocalFileSystem().open_input_stream("{SECRET_FILE}").read()
     """),
+    # pyarrow.lib (a public module of pyarrow) re-exports pyarrow's file classes and functions
+    _attempt("read-pa-lib-osfile", "read", PA, "pyarrow.lib.OSFile", """
+        import pyarrow.lib
+        pyarrow.lib.OSFile("{SECRET_FILE}").read()
+    """),
+    _attempt("read-pa-lib-input_stream", "read", PA, "pyarrow.lib.input_stream", """
+        import pyarrow.lib
+        pyarrow.lib.input_stream("{SECRET_FILE}").read()
+    """),
     _attempt("read-sk-load_files", "read", SK, "sklearn.datasets.load_files", """
         from sklearn.datasets import load_files
         print(load_files("{SECRET_DIR}/..").data)
@@ -66,6 +75,10 @@ PYDATA_ATTEMPTS: list[Attempt] = [
         import pyarrow as pa
         import pyarrow.parquet as pq
         pq.write_table(pa.table({"a": [1]}), "{TARGET_FILE}")
+    """),
+    _attempt("write-pa-lib-output_stream", "write", PA, "pyarrow.lib.output_stream", """
+        import pyarrow.lib
+        pyarrow.lib.output_stream("{TARGET_FILE}").write(b"written")
     """),
     _attempt("write-sp-savemat", "write", SP, "scipy.io.savemat", """
         from scipy import io

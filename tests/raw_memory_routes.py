@@ -1,9 +1,11 @@
 """Raw-memory routes through numpy, pandas, pyarrow and scipy that the restricted policy lets
-through (issue 41): each is code the policy and the guard accept, and each hands the code memory
-outside the object it holds: reads and writes past a buffer, absolute addresses, a view over
-freed memory, sparse indices nobody checks. With them the code can reach the guard's own state,
-so what holds the worker is the kernel (tests/test_owned_worker.py shows what native code can do
-from there); here each route runs in a worker per configuration and nothing may reach the host.
+through (issue 41): each is code the policy accepts, and each would hand the code memory outside
+the object it holds: reads and writes past a buffer, absolute addresses, a view over freed memory,
+sparse indices nobody checks. The in-process guard now checks these libraries at their entry
+points (issue 42: all but ADDRESS_ONLY are refused, in process and in the worker alike), but a
+flaw none of those checks covers would reach the guard's own state, so what holds the worker is
+the kernel (tests/test_owned_worker.py shows what native code can do from there); here each route
+runs in a worker per configuration and nothing may reach the host.
 
 ROUTES: name -> code (its value says what it got: "read ...", "wrote ...", or it fails).
 `variant(route, offset, value)` is the code hypothesis varies (offsets and values of raw reads
@@ -80,6 +82,11 @@ def raw_writes():
     return st.tuples(st.sampled_from(["read", "write", "pyarrow"]),
                      st.integers(min_value=-(1 << 16), max_value=1 << 16).filter(bool),
                      st.integers(min_value=0, max_value=255))
+
+
+# Routes that still "get" under the entry-point checks: an address as a number, which no route
+# left open turns back into memory (docs/library-capabilities.md, section 9: "info").
+ADDRESS_ONLY = frozenset({"pyarrow buffer address"})
 
 
 def all_routes() -> dict[str, str]:

@@ -112,8 +112,8 @@ def test_warning_filters_are_restored():
 
 
 def test_every_setting_names_its_module():
-    assert all(s.module in {"numpy", "pandas", "matplotlib", "scipy", "sklearn", "pyarrow", "polars"}
-               and s.what for s in SETTINGS)
+    assert all(s.module in {"numpy", "pandas", "matplotlib", "scipy", "sklearn", "pyarrow", "polars",
+                            "sympy"} and s.what for s in SETTINGS)
 
 
 def test_pydata_settings_are_restored():

@@ -24,6 +24,9 @@ from executors.base import Limits
 
 __all__ = ["EXECUTORS", "SetupError", "make_executor", "access_of", "limits_of"]
 
+# libraries that hand model code raw memory: with --executor local, the CLI says what that means
+NATIVE_LIBRARIES = frozenset({"numpy", "pandas", "pyarrow", "scipy", "polars", "sklearn",
+                              "statsmodels", "matplotlib"})
 EXECUTORS = {"local": ("executors.local", "LocalExecutor"),
              "subprocess": ("executors.process", "SubprocessExecutor"),
              "docker": ("executors.docker", "DockerExecutor")}
@@ -76,7 +79,8 @@ def make_executor(kind: str, options: Mapping[str, Any] | None = None, *, tools:
                   notes: list[str] | None = None) -> Any:
     """The executor `kind` ("local", "subprocess", "docker") with these options (see the module
     docstring). Docker: modules named by --import that its image lacks are added as --packages
-    (installed here, copied offline), and `notes` gets a line saying so."""
+    (installed here, copied offline), and `notes` gets a line saying so; so does the in-process
+    executor with a native library authorized (what its boundary is)."""
     options = dict(options or {})
     if kind not in EXECUTORS:
         raise SetupError(f"unknown executor {kind!r}: choose one of {', '.join(EXECUTORS)} (--executor)")
@@ -86,6 +90,11 @@ def make_executor(kind: str, options: Mapping[str, Any] | None = None, *, tools:
         raise SetupError("--packages builds a Docker image: it needs --executor docker (for the other "
                          "executors, install the packages in this Python and pass --import)")
     _check_imports(kind, imports)
+    native = sorted({m.split(".")[0] for m in imports or ()} & NATIVE_LIBRARIES)
+    if kind == "local" and native and notes is not None:
+        from executors.local import LOCAL_BOUNDARY
+
+        notes.append(f"--executor local with {', '.join(native)}: {LOCAL_BOUNDARY}")
     module_name, cls_name = EXECUTORS[kind]
     try:
         cls = getattr(importlib.import_module(module_name), cls_name)

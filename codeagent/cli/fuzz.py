@@ -46,9 +46,11 @@ def add_fuzz_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: the probe tools of executors.testing)")
     parser.add_argument("--mode", choices=("data", "grammar", "all"), default="data",
                         help="program generator: model-like data programs, hypothesmith grammar, or both")
-    parser.add_argument("--properties", nargs="*", choices=("cpython", "escapes", "bombs"),
+    parser.add_argument("--properties", nargs="*", choices=("cpython", "escapes", "bombs", "crashes"),
                         default=["cpython", "escapes", "bombs"], help="what to check: cpython (ordinary programs print what CPython prints), escapes (hostile "
-                             "code gets nothing out), bombs (resource bombs are contained) (default: all three)")
+                             "code gets nothing out), bombs (resource bombs are contained) (default: all three); crashes "
+                             "feeds numpy, pandas, pyarrow, scipy and polars hostile shapes, strides, offsets and indices "
+                             "(it authorizes them unless --authorized-imports says otherwise)")
     parser.add_argument("--escape-families", nargs="+", default=None, metavar="FAMILY",
                         help="only these families of escape attempts, e.g. 'library' for the attempts "
                              "through the authorized libraries, 'deferred' for model-made objects with "
@@ -133,6 +135,11 @@ def run_fuzz(args: argparse.Namespace) -> int:
         check_options(options, distribute)
     except ValueError as exc:
         raise _usage(str(exc)) from None
+    if "crashes" in args.properties and args.authorized_imports is None:
+        from executors.fuzzing.attacks.native_calls import NATIVE_IMPORTS
+
+        args.authorized_imports = [m for m in NATIVE_IMPORTS
+                                   if importlib.util.find_spec(m.split(".")[0]) is not None]
     factory = make_factory(args)
     _check_executor(factory, args)
     if distribute is None:
@@ -151,6 +158,12 @@ def _check_executor(factory: Callable[..., Any], args: argparse.Namespace) -> No
     from executors.importable import NotImportable
 
     try:
+        if args.executor == "local":  # (built here, its libraries' thread pools would not
+            from executors.base import extra_imports  # survive the campaign's fork)
+            from executors.importable import ensure_importable
+
+            ensure_importable(extra_imports(args.authorized_imports))
+            return
         executor = factory()
     except NotImportable as exc:
         raise _usage(f"--authorized-imports {' '.join(exc.missing)}: not installed where the {args.executor} "

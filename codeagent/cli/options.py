@@ -86,7 +86,9 @@ def add_executor_options(p: argparse.ArgumentParser, *, imports: bool = True, ba
     """--executor, and (imports=True) --import, --packages, --timeout and the grants."""
     where = "one warm executor per worker, reused by its tasks" if batch else "where the code runs"
     p.add_argument("--executor", choices=tuple(EXECUTORS), default="subprocess",
-                   help=f"{where}: local (in this process, restricted), subprocess (a child process, "
+                   help=f"{where}: local (in this process: a language-level guard in the host's "
+                        "process; native libraries are checked at their entry points; for untrusted "
+                        "code with native libraries use the worker), subprocess (a child process, "
                         "restricted, confined by the kernel where it can) or docker (a container) "
                         "(default: subprocess)")
     if not batch:

@@ -1,7 +1,8 @@
 """`fuzz()`: a hypothesis-driven campaign against one executor configuration.
 
 The examples are split among the properties ("cpython": generated programs compared with
-CPython; "escapes"; "bombs"), one phase each. Hypothesis draws the examples (reproducibly with
+CPython; "escapes"; "bombs"; on request "crashes": native-library calls with hostile numbers,
+which must not kill the host), one phase each. Hypothesis draws the examples (reproducibly with
 a seed), a `Session` evaluates them, a `FuzzReport` counts the outcomes.
 """
 
@@ -15,10 +16,12 @@ from ..judging.outcome import FuzzReport, Outcome
 from .determinism import seed_only_generation
 from .session import CANARY_ENV, Session
 
-__all__ = ["fuzz", "PROPERTIES"]
+__all__ = ["fuzz", "PROPERTIES", "ALL_PROPERTIES"]
 
-PROPERTIES = ("cpython", "escapes", "bombs")
-_SHARE = {"cpython": 0.6, "escapes": 0.3, "bombs": 0.1}
+PROPERTIES = ("cpython", "escapes", "bombs")  # the default campaign
+# "crashes" needs the native libraries authorized (attacks/native_calls.py NATIVE_IMPORTS)
+ALL_PROPERTIES = (*PROPERTIES, "crashes")
+_SHARE = {"cpython": 0.6, "escapes": 0.3, "bombs": 0.1, "crashes": 0.3}
 # Hypothesis remembers every example of a run to avoid repeats, which slows long runs down:
 # long phases run as several runs of at most `batch_size` examples (default _BATCH), the k-th with
 # the seed `seed + k`. A distributed campaign (shards.py) runs each such run as one shard.
@@ -38,6 +41,8 @@ def _request(prop: str, mode: str, example: Any) -> dict[str, str]:
         return {"category": "program", "code": example, "label": mode}
     if prop == "escapes":
         return {"category": "escape", "code": example.code, "label": example.label}
+    if prop == "crashes":
+        return {"category": "native", "code": example.code, "label": example.label}
     return {"category": "bomb", "code": example.code, "label": example.label}
 
 
@@ -81,8 +86,11 @@ def _strategy(prop: str, session: Session, mode: str, imports: Iterable[str] | N
               bomb_kinds: Iterable[str] | None, families: Iterable[str] | None = None) -> Any:
     from ..attacks.bombs import BOMB_KINDS, resource_bombs
     from ..attacks.escapes import DEFAULT_FAMILIES, escape_attempts
+    from ..attacks.native_calls import native_calls
     from ..differential.strategy import programs
 
+    if prop == "crashes":
+        return native_calls()
     if prop == "cpython":
         return programs(session.tools, mode, authorized_imports=imports)
     if prop == "escapes":
@@ -94,9 +102,9 @@ def _strategy(prop: str, session: Session, mode: str, imports: Iterable[str] | N
 def check_properties(properties: Iterable[str]) -> list[str]:
     """The properties asked for, in order; ValueError naming the known ones otherwise."""
     props = list(properties)
-    unknown = set(props) - set(PROPERTIES)
+    unknown = set(props) - set(ALL_PROPERTIES)
     if unknown or not props:
-        raise ValueError(f"properties must be among {PROPERTIES}, got {props}")
+        raise ValueError(f"properties must be among {ALL_PROPERTIES}, got {props}")
     return props
 
 
@@ -151,6 +159,8 @@ def _run_phase(planned: int, strategy: Any, prop: str, mode: str, phase_deadline
         except _TimeUp:
             break
         except Flaky:
+            if report.total() >= run_target:
+                continue  # (hypothesis replays the example _Enough stopped, which draws nothing)
             flaky += 1
             continue
         if report.total() == before:

@@ -46,7 +46,7 @@ class Progress:
 
 def report_table(report: FuzzReport) -> str:
     """The campaign's counts as a text table, one row per category and a total."""
-    cats = [("program", "programs"), ("escape", "escapes"), ("bomb", "bombs")]
+    cats = [("program", "programs"), ("escape", "escapes"), ("bomb", "bombs"), ("native", "native calls")]
     cols = ["examples", "refusals", "CPython-equal", "divergent", "mismatches", "contained", "escapes",
             "internal", "hangs"]
     rows = []
@@ -55,6 +55,11 @@ def report_table(report: FuzzReport) -> str:
         if not n:
             continue
         refused = report.total(cat, "refused") if cat == "program" else report.total(cat, "held")
+        if cat == "native":  # 'contained' = survived, 'hangs' = hangs and crashes
+            rows.append([name, n, "-", "-", "-", "-", report.total(cat, "survived"), "-",
+                         report.total(cat, "internal-error"),
+                         report.total(cat, "hang") + report.total(cat, "crashed")])
+            continue
         rows.append([name, n, refused, report.total(cat, "equal"), report.total(cat, "divergent"),
                      report.total(cat, "mismatch"),
                      report.total(cat, "contained") if cat == "bomb" else "-",
@@ -87,5 +92,7 @@ def summary_dict(report: FuzzReport, options: Any) -> dict[str, Any]:
         "bombs": report.total("bomb"), "bombs_contained": report.total("bomb", "contained"),
         "bombs_uncontained": report.total("bomb", "uncontained"),
         "internal_errors": report.total(None, "internal-error"), "hangs": report.total(None, "hang"),
+        "native_calls": report.total("native"), "native_survived": report.total("native", "survived"),
+        "host_crashes": report.total(None, "crashed"),
         "error_types": {f"{c}:{t}": n for (c, t), n in report.error_types.most_common()},
     }

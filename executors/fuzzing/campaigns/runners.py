@@ -23,10 +23,10 @@ from dataclasses import asdict
 from typing import Any
 
 from ...base import Limits
-from ..judging.evaluate import RunContext, evaluate
+from ..judging.evaluate import RunContext, evaluate, is_in_process
 from ..judging.outcome import Outcome
 
-__all__ = ["InlineRunner", "ForkRunner", "make_executor"]
+__all__ = ["InlineRunner", "ForkRunner", "make_executor", "describe_in_child"]
 
 # Bound once: an attempt that tampers with the json module must not break our own messages.
 _json_dumps = json.dumps
@@ -38,6 +38,42 @@ def make_executor(factory: Callable[[], Any], ctx: RunContext) -> Any:
     if ctx.register and ctx.tools:
         ex.register_tools(dict(ctx.tools))
     return ex
+
+
+def describe_in_child(factory: Callable[[], Any], ctx: RunContext) -> dict:
+    """Build the executor once in a forked child and say what it is (name, limits, authorized
+    imports, in process or not), so that this process imports none of its libraries: a library
+    whose native thread pools started here (polars) deadlocks in the children forked from it."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.close(read)
+        gc.freeze()  # (as the runner's child does: see _child_main)
+        try:
+            ex = make_executor(factory, ctx)
+            info = {"ok": True, "name": type(ex).__name__, "in_process": is_in_process(ex),
+                    "limits": asdict(getattr(ex, "limits", None) or Limits()),
+                    "authorized_imports": list(getattr(ex, "authorized_imports", None) or [])}
+            with contextlib.suppress(Exception):
+                ex.close()
+        except BaseException as exc:  # noqa: BLE001
+            info = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        data = _json_dumps(info).encode()
+        while data:
+            data = data[os.write(write, data):]
+        os._exit(0)
+    os.close(write)
+    chunks = []
+    while chunk := os.read(read, 1 << 16):
+        chunks.append(chunk)
+    os.close(read)
+    os.waitpid(pid, 0)
+    if not chunks:
+        raise RuntimeError("the executor factory killed the process that built it")
+    info = _json_loads(b"".join(chunks))
+    if not info["ok"]:
+        raise RuntimeError(f"the executor factory failed: {info['error']}")
+    return info
 
 
 class InlineRunner:
@@ -198,6 +234,8 @@ class ForkRunner:
         status = "uncontained" if req["category"] == "bomb" else "hang"
         if "died" in detail and req["category"] != "bomb":
             status = "internal-error"
+        if "died" in detail and (self.proc.exitcode or 0) < 0 and req["category"] == "native":
+            status = "crashed"  # killed by a signal: a native library broke the host
         self._kill()
         self._spawn()
         return Outcome(req["category"], req["label"], status, req["code"], detail,

@@ -14,7 +14,7 @@ from ..attacks.canaries import CanaryFiles
 from ..judging.evaluate import RunContext, is_in_process
 from ..judging.outcome import Outcome
 from ..judging.probes import probe_tools
-from .runners import ForkRunner, InlineRunner, make_executor
+from .runners import ForkRunner, InlineRunner, describe_in_child, make_executor
 
 __all__ = ["Session", "CANARY_ENV"]
 
@@ -73,6 +73,14 @@ class Session:
 
     def _start(self, factory: Callable[[], Any], ctx: RunContext, isolate: bool | None) -> None:
         """Build the executor once to learn its configuration, then place it in its runner."""
+        if isolate is not False and hasattr(os, "fork"):
+            info = describe_in_child(factory, ctx)  # (nothing of the executor's loads here)
+            self.executor_name, self.in_process = info["name"], info["in_process"]
+            self.limits = Limits(**info["limits"])
+            self.authorized_imports = info["authorized_imports"] or None
+            self.isolated = self.in_process if isolate is None else isolate
+            self.runner: Any = ForkRunner(factory, ctx) if self.isolated else InlineRunner(factory, ctx)
+            return
         probe = make_executor(factory, ctx)
         self.executor_name = type(probe).__name__
         self.limits: Limits = getattr(probe, "limits", None) or Limits()
@@ -82,14 +90,14 @@ class Session:
         if self.isolated:
             with contextlib.suppress(Exception):
                 probe.close()
-            self.runner: Any = ForkRunner(factory, ctx)
+            self.runner = ForkRunner(factory, ctx)
         else:
             self.runner = InlineRunner(factory, ctx, probe)
 
     def run(self, category: str, code: str, label: str = "") -> Outcome:
         """Evaluate one example: category is "program", "escape" or "bomb" (label: "kind/name")."""
-        if category not in ("program", "escape", "bomb"):
-            raise ValueError(f"category must be program, escape or bomb, got {category!r}")
+        if category not in ("program", "escape", "bomb", "native"):
+            raise ValueError(f"category must be program, escape, bomb or native, got {category!r}")
         return self.runner.run({"category": category, "code": code, "label": label or category}, self.budget)
 
     def _cleanup(self) -> None:

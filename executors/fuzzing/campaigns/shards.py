@@ -26,7 +26,15 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..judging.outcome import FuzzReport, Outcome
-from .campaign import _BATCH, PROPERTIES, _run_phase, _strategy, check_properties, phase_plan
+from .campaign import (
+    _BATCH,
+    ALL_PROPERTIES,
+    PROPERTIES,
+    _run_phase,
+    _strategy,
+    check_properties,
+    phase_plan,
+)
 
 __all__ = ["ShardSpec", "plan_shards", "run_shard", "run_shards_inline", "report_to_dict",
            "report_from_dict", "merge_reports", "shard_of", "DEFAULT_SHARD_SIZE"]
@@ -61,7 +69,7 @@ class ShardSpec:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ShardSpec:
         spec = cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
-        if spec.prop not in PROPERTIES or spec.examples < 1 or spec.batch < 0:
+        if spec.prop not in ALL_PROPERTIES or spec.examples < 1 or spec.batch < 0:
             raise ValueError(f"not a shard of a campaign: {dict(data)}")
         return spec
 

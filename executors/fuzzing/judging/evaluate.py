@@ -219,6 +219,22 @@ def evaluate_escape(ex: Any, code: str, label: str, marker: str, secret: str,
                    r.error.type if r.error else None, dt)
 
 
+def evaluate_native(ex: Any, code: str, label: str) -> Outcome:
+    """A native-library call with hostile numbers: any error is fine; the executor must answer
+    (a dead host is seen by the runner: "crashed") and still work afterwards."""
+    r, dt, problem = _execute(ex, code)
+    if problem is None:
+        after, _, problem = _execute(ex, "1 + 1")
+        if problem is None and (after.error is not None or after.output != 2):
+            problem = f"the executor does not work after the example: {after.error or after.output!r}"
+    # (no reset: every example imports and binds what it uses, and a reset would rebuild the
+    # five libraries' module proxies each time, most of an example's cost)
+    if problem:
+        return Outcome("native", label, "internal-error", code, problem, duration_s=dt)
+    error_type = r.error.type if r.error is not None else None
+    return Outcome("native", label, "survived", code, "", error_type, dt)
+
+
 def _max_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
@@ -306,6 +322,8 @@ def evaluate(ex: Any, req: dict, ctx: RunContext, extra_text: Callable[[], str] 
     cat, code, label = req["category"], req["code"], req["label"]
     if cat == "program":
         return evaluate_program(ex, code, label, ctx.tools, limits)
+    if cat == "native":
+        return evaluate_native(ex, code, label)
     if cat == "escape":
         open_policy = ctx.open_policy if ctx.open_policy is not None else is_open_policy(ex)
         return evaluate_escape(ex, code, label, ctx.marker, ctx.secret, not open_policy, extra_text,

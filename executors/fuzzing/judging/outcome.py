@@ -9,19 +9,20 @@ from dataclasses import dataclass, field
 __all__ = ["Outcome", "FuzzReport", "FAILING", "SAFETY_FAILURES"]
 
 # Statuses that fail a property.
-FAILING = frozenset({"escape", "internal-error", "hang", "uncontained", "mismatch"})
+FAILING = frozenset({"escape", "internal-error", "hang", "uncontained", "mismatch", "crashed"})
 
 # Statuses that fail a campaign run from the command line (mismatches only with --strict).
-SAFETY_FAILURES = ("escape", "internal-error", "hang", "uncontained")
+SAFETY_FAILURES = ("escape", "internal-error", "hang", "uncontained", "crashed")
 
 
 @dataclass
 class Outcome:
     """The verdict on one generated example.
 
-    category: "program", "escape" or "bomb". status: program → equal | refused | divergent
-    (an ordinary exception CPython did not raise) | mismatch (accepted, different output);
-    escape → held | escape; bomb → contained | uncontained; any → internal-error | hang.
+    category: "program", "escape", "bomb" or "native". status: program → equal | refused |
+    divergent (an ordinary exception CPython did not raise) | mismatch (accepted, different
+    output); escape → held | escape; bomb → contained | uncontained; native → survived | crashed
+    (the process hosting the executor died by a signal); any → internal-error | hang.
     """
 
     category: str
@@ -50,7 +51,7 @@ class FuzzReport:
 
     def add(self, o: Outcome) -> None:
         self.counts[(o.category, o.status)] += 1
-        if o.status in ("refused", "divergent", "held", "contained"):
+        if o.status in ("refused", "divergent", "held", "contained", "survived"):
             self.error_types[(o.category, o.error_type or "none")] += 1
         if o.failed or o.status == "divergent":
             self.failures.append(o)

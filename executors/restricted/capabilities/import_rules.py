@@ -25,6 +25,7 @@ LIBRARY_ALLOWED: dict[str, str] = {
                "namespaces, scipy's docstring templates, sympy's operator tables)",
     "code.__new__": "a library building its own functions at import (scikit-learn, statsmodels)",
     "function.__new__": "a library building its own functions at import (networkx's decorators)",
+    "mmap.__new__": "a library maps its own data files at import (read-only, in the installation)",
 }
 LIBRARY_PREFIX_ALLOWED = {
     "ctypes": "extension modules and ctypes bindings of the installation load and probe the "

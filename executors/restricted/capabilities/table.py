@@ -193,6 +193,20 @@ def path_entry(*indexes: int) -> Rule:
     return judge
 
 
+_MAPPED = ("mapping a file into memory (np.memmap, np.load(mmap_mode=...), mmap.mmap of a file) "
+           "is not allowed in the sandbox (native): a file shortened while it is mapped kills the "
+           "whole process at the next read of the map; read the file instead (np.load, "
+           "np.fromfile, pd.read_csv without memory_map)")
+
+
+def judge_mmap(step: StepContext, event: str, args: tuple) -> None:
+    """A map of a file (not an anonymous one, fileno -1): the host process dies by SIGBUS when
+    any code shortens the file and the map is read (raw memory, issue 42)."""
+    fileno = _fd_of(args[0]) if args else None
+    if fileno is None or fileno != -1:
+        step.refuse("native", event, _MAPPED)
+
+
 def judge_link(step: StepContext, event: str, args: tuple) -> None:
     # A hard link is a second name for the same inode: its source must be writable too, or a
     # link from the workdir would open a read-only (or ungranted) file for writing.
@@ -301,6 +315,8 @@ ROWS: list[Row] = [
     Row("os.remove", "files.write", path_entry(), "deletes a name (a link itself, not its target)"),
     Row("os.rename", "files.write", path_entry(0, 1), "moves a name: both ends are writes; a "
       "grant's own root is refused (its name belongs to the directory above)"),
+    Row("mmap.__new__", "native", judge_mmap, "a file mapped into memory: shortened under the "
+        "map, it kills the process (SIGBUS); anonymous maps (fileno -1) are memory like any other"),
     Row("os.truncate", "files.write", path_write(), "truncates a file"),
     Row("os.chmod", "files.write", path_write(), "changes permissions"),
     Row("os.chown", "files.write", path_write(), "changes ownership"),
@@ -438,7 +454,6 @@ ALLOWED = {
     "object.__setattr__": "host objects are read-only through the policy's host guard",
     "object.__delattr__": "same",
     "array.__new__": "harmless",
-    "mmap.__new__": "maps a descriptor opened through a judged open",
     "glob.glob": "followed by judged os.scandir/listdir events",
     "glob.glob/2": "same",
     "os.walk": "followed by judged os.scandir events",

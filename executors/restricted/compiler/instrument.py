@@ -347,6 +347,9 @@ class Instrumenter:
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.children(node, ast.Call)
+        for keyword in node.keywords:
+            if keyword.arg is None:  # `**m`: its names are checked as written ones are
+                keyword.value = _call(n.KWARGS, keyword.value, keyword.value)
         func, args = node.func, node.args
         if self.metered or type(func) is not _Name or func.id not in n.SANDBOX_REDUCER or \
                 node.keywords or not args or type(args[0]) is not ast.GeneratorExp or \

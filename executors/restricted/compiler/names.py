@@ -22,6 +22,7 @@ PRIVATE_ATTR = "_pattr"  # `obj._x`: only on the model's own objects
 WRITABLE = "_w"  # `obj.attr = v` -> `_w(obj).attr = v`: no writes into host objects
 PRIVATE_WRITABLE = "_wp"  # `obj._x = v`: only on the model's own objects
 MATCH_CHECK = "_match_check"  # before a match statement: its classes' __match_args__
+KWARGS = "_kwargs"  # `f(**m)` -> `f(**_kwargs(m))`: the names checked as written keywords are
 GEN = "_gen"  # the innermost decorator of every generator function: its generators are tracked
 RESULT = "_result_"  # the value of the step's last expression statement
 AUG_TARGET = "_aug_target"  # `obj.a **= v` / `obj[k] **= v`: obj (and k), evaluated once
@@ -36,7 +37,7 @@ C_REDUCER = {name: f"_c_{name}" for name in DIRECT_REDUCERS}  # CPython's builti
 
 # Everything above that the runtime binds in the namespace (the rest are targets the code stores).
 BOUND = (LIVE, DEAD, FOR, FOREVER, TICK, POW, LSHIFT, IPOW, ILSHIFT, FMT_ATTR, ATTR, PRIVATE_ATTR,
-         WRITABLE, PRIVATE_WRITABLE, MATCH_CHECK, GEN, RESULT,
+         WRITABLE, PRIVATE_WRITABLE, MATCH_CHECK, KWARGS, GEN, RESULT,
          *SANDBOX_REDUCER.values(), *C_REDUCER.values())
 
 # The file name of each step's code starts so: tracebacks map back to the model's lines by it,

@@ -151,6 +151,11 @@ GUARDED_LOAD_REASONS: dict[str, str] = {
     "register": "ABC registration changes isinstance() for the whole process",
     "__dict__": "only of the model's own objects",
     "mro": "answers with the sandbox's stand-ins for host classes",
+    # methods of native types checked where they are taken (libraries/raw_memory/members.py)
+    **dict.fromkeys(("ctypes", "resize", "take", "put", "choose", "from_buffers", "from_arrays", "from_dense",
+                     "from_sparse", "from_storage", "from_struct_array", "from_numpy",
+                     "from_dense_numpy", "from_scipy", "from_pydata_sparse", "from_tensor"),
+                    "a raw-memory route of a native library, checked where it is taken"),
 }
 GUARDED_LOADS: frozenset[str] = frozenset(GUARDED_LOAD_REASONS)
 

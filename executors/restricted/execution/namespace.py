@@ -15,6 +15,7 @@ from ...base import FINAL_ANSWER_NAME, ToolError
 from ..compiler import names as n
 from ..guards.errors import PolicyError, SandboxFinished
 from ..guards.operations import (
+    check_kwargs,
     fmt_attr,
     guarded_ilshift,
     guarded_ipow,
@@ -26,6 +27,7 @@ from ..guards.operations import (
     safe_dir,
 )
 from ..host.guard import HostGuard, SandboxType
+from ..libraries.raw_memory import MEMBER_CHECKS
 from ..libraries.sandbox_modules import SandboxImporter
 from ..limits.budget import SIZED_TYPES, UNMETERED, RunState
 from ..limits.output import OutputBuffer, make_print
@@ -54,6 +56,7 @@ def build_namespace(
     guard of this namespace (its snapshots are restored after every step)."""
     print_fn = make_print(buffer_ref)
     host = HostGuard(own_functions=state.generators.functions)
+    host.member_checks = MEMBER_CHECKS
     importer = SandboxImporter(authorized_imports, state, print_fn, host)
     getattr_ = make_getattr(host.attr, host.private_attr)
     safe_builtins: dict[str, Any] = {name: getattr(builtins, name) for name in PLAIN_BUILTINS}
@@ -89,6 +92,7 @@ def build_namespace(
         n.FMT_ATTR: fmt_attr,
         n.ATTR: host.attr,
         n.MATCH_CHECK: match_check,
+        n.KWARGS: check_kwargs,
         n.GEN: state.generators.wrap,
         n.WRITABLE: host.writable,
         n.PRIVATE_ATTR: host.private_attr,

@@ -332,6 +332,7 @@ class RestrictedRuntime:
         ns = state.ns
         exc: BaseException | None = None
         depth = frame_depth() + self.limits.max_recursion_depth + 12
+        WATCHDOG.ensure_running()  # (the host's thread: outside the guard and the memory cap)
         suspend_tracing(state)  # (a host debugger never sees the model's frames)
         host_context = decimal.getcontext()  # the step's decimal context is a copy (localcontext's)
         decimal.setcontext(host_context.copy())
@@ -340,7 +341,6 @@ class RestrictedRuntime:
             PROCESS_CAPS.enter(self.limits.max_memory_mb, depth)
             self._settings.save()
             WORKDIRS.enter(self.workdir)
-            WATCHDOG.ensure_running()  # (its thread is the host's: started outside the guard)
             self._pyplot.enter()
             guard = GUARD.enter(self.grants, sys._getframe(), state)
             try:

@@ -224,3 +224,17 @@ def safe_dir(ns: dict[str, Any]) -> Callable[..., list[str]]:
 
     return dir_
 
+
+
+def check_kwargs(mapping: Any) -> Any:
+    """`f(**mapping)`: keyword names starting with '_' are refused as written ones are (a
+    library object that stores its keywords as attributes would get `__array_interface__`).
+    A mapping that is not an exact dict is read once, as CPython would (keys(), then items)."""
+    if type(mapping) is not dict:
+        if not hasattr(mapping, "keys"):
+            return mapping  # (CPython's own TypeError says what is wrong)
+        mapping = {key: mapping[key] for key in mapping.keys()}
+    for key in mapping:
+        if type(key) is str and key[:1] == "_":
+            raise PolicyError(f"the keyword argument '{key}' is not allowed (leading '_')")
+    return mapping

@@ -14,13 +14,14 @@ import itertools
 import operator
 import types
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 from ..compiler.names import STEP_FILE_PREFIX
 from ..compiler.policy import PUBLIC_UNDERSCORE_NAMES, is_private_name
 from ..guards.errors import PolicyError
 from ..guards.operations import check_attr_name, exact_name
+from .protocols import dunder, shield
 
 _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), frozenset, range)
 _SNAPSHOT_TYPES = (list, dict, set, bytearray)
@@ -84,7 +85,7 @@ SandboxType.__name__ = SandboxType.__qualname__ = "type"
 def sandbox_type_of(obj: Any) -> Any:
     """type(obj), except that `type` itself and every metaclass read as the sandbox `type`."""
     kind = type(obj)
-    return SandboxType if issubclass(kind, type) else kind
+    return SandboxType if issubclass(kind, type) else CLASS_SUBSTITUTES.get(kind, kind)
 
 
 def unchanged(container: Any, saved: Any) -> bool:
@@ -107,6 +108,36 @@ def unchanged(container: Any, saved: Any) -> bool:
     return t is bytearray and container == saved  # (bytes compare in C)
 
 
+class FunctionDict(MutableMapping):
+    """A model function's `__dict__`: its attributes, but no dunder name (a function answers
+    numpy's `__array_interface__` from there, protocols.py)."""
+
+    __slots__ = ("_d",)
+
+    def __init__(self, d: dict) -> None:
+        self._d = d
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._d[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if dunder(key):
+            raise PolicyError(f"the attribute {key!r} cannot be set in the sandbox")
+        self._d[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        del self._d[key]
+
+    def __iter__(self) -> Any:
+        return iter(self._d)
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def __repr__(self) -> str:
+        return repr(self._d)
+
+
 class HostGuard:
     def __init__(self, own_functions: Any = ()) -> None:
         # host-made wrappers that stand for the model's functions (its generator functions)
@@ -126,6 +157,9 @@ class HostGuard:
         self._lengths: list[int] = []
         self._bytearrays: list[tuple[bytearray, bytearray]] = []
         self._build_class = builtins.__build_class__
+        # attribute name -> check(obj, name) -> what model code gets: methods of native types
+        # checked where they are taken (set by the namespace: libraries/raw_memory/members.py)
+        self.member_checks: dict[str, Callable[[Any, str], Any]] = {}
 
     # -- what model code created ------------------------------------------------------------------
     def build_class(self, func: Callable[..., Any], name: str, *bases: Any, **kwargs: Any) -> type:
@@ -135,7 +169,7 @@ class HostGuard:
             # with any namespace when called.
             raise PolicyError("defining metaclasses (subclasses of type) is not allowed")
         self.classes.add(cls)
-        return cls
+        return shield(cls)  # (no raw-memory protocol answered by the model's objects)
 
     def share(self, value: Any) -> None:
         # (exact types: an IntEnum member or a str subclass is an int/str with attributes)
@@ -239,9 +273,14 @@ class HostGuard:
         if name == "__class__":
             return sandbox_type_of(obj)
         if name == "__dict__":
-            if self.owns(obj) or (isinstance(obj, types.FunctionType) and self._own_function(obj)):
-                return obj.__dict__
+            if self.owns(obj):
+                return obj.__dict__  # (a dunder key there is shadowed: see protocols.py)
+            if isinstance(obj, types.FunctionType) and self._own_function(obj):
+                return FunctionDict(obj.__dict__)
             raise PolicyError("'__dict__' is only available on objects of your own classes")
+        check = self.member_checks.get(name)
+        if check is not None:
+            return check(obj, name)
         value = getattr(obj, name)
         if name == "__init__":
             bound_to = getattr(value, "__self__", None)

@@ -32,6 +32,7 @@ from ..capabilities import GUARD
 from ..guards.errors import PolicyError
 from ..guards.operations import check_format_template
 from .native_files import install_native_file_checks
+from .raw_memory import install_raw_memory_checks
 from .state import touch
 
 _INSTALLED: set[str] = set()
@@ -227,6 +228,7 @@ def install_hooks() -> None:
     global _modules_seen
     _modules_seen = len(sys.modules)
     install_native_file_checks()
+    install_raw_memory_checks()
     for library, install in HOOKS.items():
         if library not in _INSTALLED and library in sys.modules:
             try:

@@ -55,6 +55,8 @@ ENTRY_POINTS: dict[str, dict[str, str]] = {
     # the classes that open paths, OSFile, MemoryMappedFile, CSVWriter, are hidden instead)
     "pyarrow": {"memory_map": MODE, "create_memory_map": WRITE, "input_stream": READ,
                 "output_stream": WRITE},
+    "pyarrow.lib": {"memory_map": MODE, "create_memory_map": WRITE, "input_stream": READ,
+                    "output_stream": WRITE},  # (pyarrow's own, re-exported: a public module)
     "pyarrow.csv": {"read_csv": READ, "open_csv": READ, "write_csv": WRITE},
     "pyarrow.json": {"read_json": READ, "open_json": READ},
     "pyarrow.parquet": {"read_table": READ, "read_pandas": READ, "read_metadata": READ,

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .registries import REFUSED_MEMBERS
+
 _PROCESS = "it starts processes as the host"
 _ENV = "it reads or changes the host's environment"
 _INTERP = "it reaches the interpreter's internals (frames, modules, hooks)"
@@ -119,6 +121,7 @@ DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
     # Native file access the audit hook cannot see (native_files.py checks the readers' and
     # writers' paths; these hand out file systems or readers that open any path later).
     "pyarrow": {"OSFile": _NATIVE_FILE, "MemoryMappedFile": _NATIVE_FILE},
+    "pyarrow.lib": {"OSFile": _NATIVE_FILE, "MemoryMappedFile": _NATIVE_FILE},  # (the same classes)
     "pyarrow.csv": {"CSVWriter": _NATIVE_READER},
     "pyarrow.fs": {"*": _NATIVE_FS},
     "pyarrow.dataset": {"*": _NATIVE_FS},
@@ -155,6 +158,10 @@ DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
     "scipy.io": {"mmread": "it reads files in C++ with no audit event",
                  "mmwrite": "it writes files in C++ with no audit event"},
 }
+
+# Registries and process-wide library state that would call host code later (registries.py).
+for _module, _members in REFUSED_MEMBERS.items():
+    DANGEROUS_MEMBERS.setdefault(_module, {}).update(_members)
 
 # For modules hidden with "*": the members model code still gets (all harmless or judged by the
 # audit hook). os/posix: path handling and the file operations that the grants govern.

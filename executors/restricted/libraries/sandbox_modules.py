@@ -17,9 +17,10 @@ from typing import Any
 
 from ..compiler.policy import FORBIDDEN_BUILTINS, HIDDEN_MODULE_MEMBERS, IO_ALLOWED
 from ..guards.errors import ImportPolicyError
-from ..host.guard import HostGuard
+from ..host.guard import CLASS_SUBSTITUTES, HostGuard
 from ..limits.budget import RunState
 from .patches import PATCHES, PatchContext, patch_members
+from .raw_memory import install_raw_memory_checks
 from .rules import hidden_reason, module_refusal
 
 # Submodules that are part of what their parent is for (`os.path` is posixpath): authorizing the
@@ -246,9 +247,11 @@ class SandboxImporter:
 
     def _load(self, name: str) -> types.ModuleType:
         try:
-            return importlib.import_module(name)
+            module = importlib.import_module(name)
         except ImportError:
             raise ImportError(f"No module named '{name}'") from None
+        install_raw_memory_checks()  # (a stdlib module is no trusted import: checked now)
+        return module
 
     def proxy(self, name: str, *, refresh: bool = False) -> ModuleProxy:
         cached = self.cache.get(name)
@@ -321,6 +324,8 @@ class SandboxImporter:
             return _ABSENT
         if isinstance(value, type) and issubclass(value, type):
             return _ABSENT  # metaclasses create classes with any dunder (ABCMeta, EnumType)
+        if isinstance(value, type):
+            value = CLASS_SUBSTITUTES.get(value, value)  # (a checked stand-in: np.ndarray)
         if type(value) in _READ_ONLY:
             if type(value) in (dict, list):
                 self.host.share_nested(value)

@@ -22,6 +22,8 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from .registries import REGISTRY_ROWS
+
 
 class Setting(NamedTuple):
     module: str  # the top-level module that owns the setting
@@ -213,6 +215,9 @@ SETTINGS: tuple[Setting, ...] = (
             _pl_core_settings, _pl_set_core_settings),
 )
 
+
+# registries and hooks that would call host code later (registries.py)
+SETTINGS += tuple(Setting(*row) for row in REGISTRY_ROWS)
 
 _WARNING_HOOKS = tuple(name for name in ("showwarning", "_showwarnmsg_impl", "_showwarnmsg",
                                           "formatwarning") if hasattr(warnings, name))
