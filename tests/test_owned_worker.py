@@ -236,7 +236,7 @@ def test_raw_reads_and_writes_anywhere_near_stay_in_the_worker(corpus_worker, at
 def test_every_face_of_the_isolation_report_lists_the_kernel_layers():
     """The CLI's flag opts in by name, and the MCP server's description and the executor's table
     name each kernel layer as on / off / unavailable."""
-    from codeagent.cli.executor_options import SetupError, make_executor
+    from codeagent.cli.flags.executor_options import SetupError, make_executor
     from codeagent.mcp.serve import tool_description
 
     with pytest.raises(SetupError, match="--unconfined-native"):

@@ -437,7 +437,7 @@ def test_compare_lists_changes_in_id_order(tmp_path):
 def test_a_callers_own_executor_settings_reach_the_executor():
     """executor_options from Python (run_batch(executor_options=...)): a Limits given whole is kept,
     a timeout from the flags goes on top of it, and tools reach the constructor."""
-    from codeagent.cli.executor_options import make_executor
+    from codeagent.cli.flags.executor_options import make_executor
     from executors import Limits
 
     def ping() -> str:

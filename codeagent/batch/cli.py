@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from codeagent.cli.options import (
+from codeagent.cli.flags.options import (
     Parser,
     add_executor_options,
     count,
@@ -29,7 +29,7 @@ from codeagent.cli.options import (
     seconds_or_none,
     task_after_tools,
 )
-from codeagent.cli.options import executor_options as cli_executor_options
+from codeagent.cli.flags.options import executor_options as cli_executor_options
 
 from ..mcp.cli import add_client_options, server_specs
 from ..models.openai_model import DEFAULT_MAX_RETRIES as DEFAULT_MODEL_RETRIES
@@ -153,7 +153,7 @@ def _agent_options(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
 def check_setup(args: argparse.Namespace, executor_options: dict[str, Any]) -> None:
     """What every task would meet, checked once before the first: the tools import, and the
     executor starts with these flags (a mistake is exit 2 here, not an `error` row per task)."""
-    from codeagent.cli.executor_options import SetupError, make_executor
+    from codeagent.cli.flags.executor_options import SetupError, make_executor
     from codeagent.tools.tool import ToolSpecError, load_tools
 
     try:

@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from codeagent.cli.executor_options import EXECUTORS as EXECUTOR_KINDS
+from codeagent.cli.flags.executor_options import EXECUTORS as EXECUTOR_KINDS
 
 from ..tracing.batch import TRACE_KEY, end_task, start_worker, task_span
 from .tasks import BatchTask
@@ -115,7 +115,7 @@ class TaskRunner:
 
     def executor(self) -> Any:
         if self._executor is None:
-            from codeagent.cli.executor_options import make_executor
+            from codeagent.cli.flags.executor_options import make_executor
 
             self._executor = make_executor(self.executor_kind, self.executor_options)
         return self._executor
@@ -228,7 +228,7 @@ class TaskRunner:
         return row
 
     def _new_executor(self) -> Any:
-        from codeagent.cli.executor_options import make_executor
+        from codeagent.cli.flags.executor_options import make_executor
 
         return make_executor(self.executor_kind, self.executor_options)
 

@@ -29,7 +29,7 @@ __all__ = ["add_fuzz_arguments", "run_fuzz", "main"]
 
 def add_fuzz_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options of `codeagent fuzz` on `parser` (every number range-checked here)."""
-    from .options import count, number, seconds
+    from .flags.options import count, number, seconds
 
     parser.add_argument("--executor", choices=("local", "subprocess", "docker"), default="local",
                         help="which executor to fuzz (default: local)")
@@ -174,7 +174,7 @@ def _check_executor(factory: Callable[..., Any], args: argparse.Namespace) -> No
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .options import Parser
+    from .flags.options import Parser
 
     parser = Parser(prog="codeagent fuzz", description=__doc__.splitlines()[0])
     add_fuzz_arguments(parser)

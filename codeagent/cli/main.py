@@ -30,12 +30,12 @@ from ..mcp.cli import add_client_options, add_serve_options
 from ..runs.record import ErrorKind
 from ..tools.tool import TOOLS_HELP
 from ..tracing.cli import TracingUnavailable, add_trace_option, trace_session
-from .access import access_from_args  # noqa: F401 - the command line's grants, as before
-from .executor_options import EXECUTORS as _PLACES
-from .executor_options import SetupError
-from .executor_options import make_executor as build_executor
-from .model_options import ModelSetupError, add_model_options, make_model
-from .options import (
+from .flags.access import access_from_args  # noqa: F401 - the command line's grants, as before
+from .flags.executor_options import EXECUTORS as _PLACES
+from .flags.executor_options import SetupError
+from .flags.executor_options import make_executor as build_executor
+from .flags.model_options import ModelSetupError, add_model_options, make_model
+from .flags.options import (
     Parser,
     add_executor_options,
     count,

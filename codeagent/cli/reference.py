@@ -44,8 +44,8 @@ def _own_parsers() -> Iterator[tuple[str, argparse.ArgumentParser]]:
             module, function = own[name]
             parser = getattr(importlib.import_module(module), function)()
         elif name == "fuzz":
+            from .flags.options import Parser
             from .fuzz import add_fuzz_arguments
-            from .options import Parser
 
             parser = Parser(prog="codeagent fuzz", description="Fuzz the executors.")
             add_fuzz_arguments(parser)

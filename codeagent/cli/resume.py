@@ -14,7 +14,7 @@ from executors.base import ExecutorError
 from ..runs.record_file import load_record
 from ..runs.replay import ReplayDiverged, resumable
 from ..runs.result import RunResult
-from .options import Parser
+from .flags.options import Parser
 
 __all__ = ["main"]
 

@@ -3,7 +3,7 @@
 One parser helper (`add_executor_options`) gives the three commands the same flags for where the
 code runs (--executor), what it may import (--import, --packages), its time limit (--timeout)
 and what it may touch (--read, --write, --workdir, --network); `executor_options` turns them into
-the plain options of `codeagent.cli.executor_options.make_executor`. Every number is checked where it
+the plain options of `codeagent.cli.flags.executor_options.make_executor`. Every number is checked where it
 is parsed (argparse types below), with one rule for timeouts: `executors.base.timeout_seconds`.
 """
 
@@ -114,7 +114,7 @@ def add_executor_options(p: argparse.ArgumentParser, *, imports: bool = True, ba
 
 
 def executor_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The plain options (`codeagent.cli.executor_options`) the flags of add_executor_options ask for."""
+    """The plain options (`codeagent.cli.flags.executor_options`) the flags of add_executor_options ask for."""
     options: dict[str, Any] = {}
     if getattr(args, "imports", None):
         options["authorized_imports"] = list(args.imports)

@@ -10,12 +10,12 @@ import os
 import sys
 from typing import Any
 
-from ..models.constrain.request import SPELLINGS
-from ..models.openai_model import CONNECT_TIMEOUT_S
-from ..models.openai_model import DEFAULT_MAX_RETRIES as DEFAULT_MODEL_RETRIES
-from ..models.openai_model import DEFAULT_TIMEOUT_S as DEFAULT_MODEL_TIMEOUT_S
+from ...models.constrain.request import SPELLINGS
+from ...models.openai_model import CONNECT_TIMEOUT_S
+from ...models.openai_model import DEFAULT_MAX_RETRIES as DEFAULT_MODEL_RETRIES
+from ...models.openai_model import DEFAULT_TIMEOUT_S as DEFAULT_MODEL_TIMEOUT_S
+from ..wait import show_waiting
 from .options import count, number, seconds
-from .wait import show_waiting
 
 __all__ = ["ModelSetupError", "add_model_options", "make_model", "DEFAULT_MODEL_TIMEOUT_S", "DEFAULT_MODEL_RETRIES"]
 
@@ -56,7 +56,7 @@ def add_model_options(p: argparse.ArgumentParser, *, constrain: bool = False) ->
 
 def make_model(args: argparse.Namespace, *, default_model: str | None = None) -> Any:
     """The OpenAIModel the flags ask for; a missing name or key is a ModelSetupError."""
-    from ..models.openai_model import OpenAIModel
+    from ...models.openai_model import OpenAIModel
 
     model_id = args.model or os.environ.get("CODEAGENT_MODEL") or default_model
     if not model_id:
