@@ -69,7 +69,7 @@ def _failed(msg: ToolCall, exc: Exception, max_frame_bytes: int) -> bytes:
 def _result(msg: ToolCall, value: Any, max_frame_bytes: int) -> bytes:
     try:
         # (a `ToolResult`, framed from its fields: the value is the codec's plain tree already)
-        return pack_frame({"op": "tool_result", "call": msg.call, "value": encode_value(value)}, max_frame_bytes)
+        return pack_frame({"op": "tool_result", "call": msg.call, "value": encode_value(value, raw=True)}, max_frame_bytes)
     except Exception as exc:
         return ToolErrorReply(
             call=msg.call, type=type(exc).__name__,
