@@ -52,7 +52,7 @@ from ..base import (
     variable_names_asked,
 )
 from ..worker.wire import SourceRefs, truncate_text
-from .answers import step_result, tool_reply
+from .answers import encoded_variables, step_result, tool_reply
 from .awaited import AwaitedSteps
 from .link import (
     Channel,
@@ -80,7 +80,6 @@ from .protocol import (
     ToolCall,
     Variables,
     checked_variables,
-    encode_value,
     pack_frame,
 )
 
@@ -427,7 +426,7 @@ class RemoteExecutor(AwaitedSteps, ExecutorBase):
 
     def set_variables(self, values: Mapping[str, Any]) -> None:
         check_variable_names(values, self._tools)
-        encoded = encode_value(dict(values), raw=True, bounds=self._link.bounds)  # (Limits.max_payload_bytes)
+        encoded = encoded_variables(values, self._link.bounds)
         with self._lock:
             self._check_open()
             self._ready()
