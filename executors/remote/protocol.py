@@ -6,7 +6,8 @@ host has one place to import from.
 The message models are pydantic and used only on the host, which validates every frame it reads
 and treats the worker as hostile. JSON only: no pickle in either direction.
 
-Frame: 4-byte big-endian length, then a UTF-8 JSON object with an "op" key (see `MAX_FRAME_BYTES`).
+Frame: 4-byte big-endian length, then a UTF-8 JSON object with an "op" key (see `MAX_FRAME_BYTES`);
+a message with binary payloads is a binary frame, its blobs beside the JSON (worker/codec/frames.py).
 
   host -> worker                                    worker -> host
   configure {id, policy, tools, authorized_imports,  ok {id, hardening?} | error {id, type, message}

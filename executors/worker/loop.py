@@ -280,7 +280,10 @@ class Worker:
         if type(values) is not dict:
             return self._error(msg, "ProtocolError", "set_variables needs a dict")
         try:
-            self.runtime.set_variables(values)
+            if self.policy == "restricted":  # (decoded from the frame: copies already, no second one)
+                self.runtime.set_variables(values, fresh=True)
+            else:
+                self.runtime.set_variables(values)
         except Exception as exc:  # e.g. a name the runtime reserves
             return self._error(msg, type(exc).__name__, safe_str(exc))
         self.send(reply("ok", msg.get("id")))

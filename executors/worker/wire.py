@@ -5,9 +5,12 @@ but the standard library) and the host (`executors.remote.protocol` adds its val
 top). No pickle anywhere: the host treats every byte from a worker as hostile.
 
   frame   = 4-byte big-endian length + UTF-8 JSON object with an "op" key; at most
-            `max_frame_bytes` (DEFAULT_MAX_FRAME_BYTES unless configured).
-  values  = the value codec (codec.py, re-exported here): JSON plus tagged objects, numpy and
-            pandas as typed payloads (data_values.py); anything else as its repr.
+            `max_frame_bytes` (DEFAULT_MAX_FRAME_BYTES unless configured); or, when the message
+            carries raw bytes, a binary frame: the JSON and its blobs beside it, inline or in the
+            worker's shared-memory arena, within `max_payload_bytes` (codec/frames.py).
+  values  = the value codec (codec/, re-exported here): JSON plus tagged objects, numpy, pandas
+            and Arrow as typed payloads whose buffers are blobs (data_values.py, arrow_data.py);
+            anything else as its repr.
 
 Messages (their fields are listed in `executors.remote.protocol`):
   host -> worker: configure, execute, tool_result, tool_error, set_variables, get_variables,

@@ -141,10 +141,10 @@ class RestrictedRuntime:
             self.ns[name] = tool_proxy(name, fn, self.state)
         self._reserved = frozenset(self._tools) | {FINAL_ANSWER_NAME}
 
-    def set_variables(self, values: Mapping[str, Any]) -> None:
-        """The host's values as copies (the codec's): the model never holds a host object."""
+    def set_variables(self, values: Mapping[str, Any], fresh: bool = False) -> None:
+        """The host's values as copies (the codec's; `fresh`: the worker decoded them, copies already)."""
         check_variable_names(values, self._tools)
-        self.ns.update(decode_value(encode_value(dict(values), binary=True)))
+        self.ns.update(values if fresh else decode_value(encode_value(dict(values), binary=True)))
 
     def get_variables(self, names: Iterable[str] | None = None) -> dict[str, Any]:
         """The model's variables (all, or those named): plain data as a copy, anything else as
