@@ -107,7 +107,7 @@ def png_size(data: bytes) -> tuple[int | None, int | None]:
 def _raw_bytes(obj) -> str:
     """Raw bytes left in a tree by encode_value(binary=True) are written as base64 text."""
     t = type(obj)
-    if t is bytes or t is bytearray or t is memoryview or issubclass(t, bytearray):
+    if t is bytes or t is bytearray or t is memoryview or issubclass(t, bytearray) or t.__name__ == "ndarray":
         return binascii.b2a_base64(bytes(obj), newline=False).decode("ascii")
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
@@ -240,6 +240,8 @@ def _dumps_with(message: dict, blobs: list) -> str:
 
     def default(obj):
         t = type(obj)
+        if t.__name__ == "ndarray":  # (an in-process blob: numpy's uint8 copy, `_owned_blob`)
+            obj, t = memoryview(obj), memoryview
         if t is bytes or t is memoryview or issubclass(t, bytearray):
             n = obj.nbytes if t is memoryview else len(obj)
             if n > INLINE_MAX:
