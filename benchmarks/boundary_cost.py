@@ -92,7 +92,7 @@ def strings_floor(column):
     import pyarrow as pa
 
     sink = pa.BufferOutputStream()
-    table = pa.table({"city": pa.array(column.array.__arrow_array__())})
+    table = pa.table({"city": column.array.__arrow_array__()})
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     return pa.ipc.open_stream(sink.getvalue()).read_all().to_pandas()

@@ -314,16 +314,17 @@ def _own(raw):
         return raw
     if t is bytearray:
         return raw
-    np = sys.modules.get("numpy")
-    if np is not None and t is np.ndarray and raw.dtype == np.uint8 and raw.base is None:
-        # a blob read out of the arena (codec/frames.py `_empty`): taken once
+    np = sys.modules["numpy"]  # (decoding an array: loaded)
+    if t is np.ndarray and raw.dtype == np.uint8 and raw.base is None:
+        # a blob read out of the arena (codec/frames.py `_empty`), an in-process copy: taken once
         import weakref
 
         taken = _own.__dict__.setdefault("taken", weakref.WeakValueDictionary())
         if taken.get(id(raw)) is not raw:
             taken[id(raw)] = raw
             return raw
-    return bytearray(raw)
+    # numpy's copy, not bytearray's: its large allocations ask for huge pages
+    return np.frombuffer(raw, dtype=np.uint8).copy()
 
 
 def _shape_within(shape, count: int) -> bool:

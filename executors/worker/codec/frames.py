@@ -42,7 +42,7 @@ ENTRY = 16
 ALIGN = 64  # inline blobs start on 64-byte boundaries (numpy's SIMD loops like aligned data)
 INLINE_MAX = 255  # raw bytes up to this many cross as base64 text in the JSON: no table entry
 ARENA_MIN_BYTES = 256 * 1024  # below this, the pipe is as fast as a mapping
-KEEP_BYTES = 32 * 1024 * 1024  # arena pages a worker keeps between messages (Arena.free)
+KEEP_BYTES = 64 * 1024 * 1024  # arena pages a worker keeps between messages (Arena.free)
 _WINDOW = 16 * 1024 * 1024  # mapping windows: a worker's RLIMIT_AS pays for 16 MiB, not the blob
 
 
