@@ -9,8 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..base import ExecutionError, ExecutionResult, Limits, ToolError, acall_tool, make_result
-from ..worker.codec import Crossing, TooLargeToCross
-from ..worker.wire import truncate_text
+from ..worker.wire import Crossing, TooLargeToCross, truncate_text
 from .protocol import (
     Result,
     ToolCall,

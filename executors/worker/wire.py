@@ -38,6 +38,8 @@ from .bounds.scan import FrameBounds, int_literal
 from .codec import (
     REPR_CHARS,
     TAG,
+    Crossing,
+    TooLargeToCross,
     ProtocolError,
     Repr,
     decode_value,
@@ -61,7 +63,8 @@ from .codec.frames import (
 )
 
 __all__ = [
-    "Arena", "BinaryFrame", "DEFAULT_MAX_PAYLOAD_BYTES", "Outgoing", "PayloadTooLarge",
+    "Arena", "BinaryFrame", "Crossing", "DEFAULT_MAX_PAYLOAD_BYTES", "Outgoing", "PayloadTooLarge",
+    "TooLargeToCross",
     "DEFAULT_MAX_FRAME_BYTES", "HEADER_BYTES", "MAX_PICTURES", "PNG", "REPR_CHARS", "TAG",
     "attachments_to_wire", "png_size",
     "FrameBuffer", "FrameTooLarge", "OutputBuffer", "ProtocolError", "Repr",
