@@ -6,7 +6,8 @@ Every value that leaves a step (its output, final answer, variables) or enters a
 plain data inside the step and rebuilt by the host (executors/worker/codec): a DataFrame crosses
 as typed columns, its buffers as blobs of a binary frame (worker/codec/frames.py), never as JSON
 text and never pickled; pandas' strings columns as their Arrow buffers. Rows, each beside
-`df.copy(deep=True)` (or `a.copy()` for the array), medians of `--reps`:
+`df.copy(deep=True)` (or `a.copy()` for the array), timed in turns with it: the median time and
+the median of the per-turn ratios (the load of a shared machine moves those far less):
 
   the frame (`--rows` rows: int64, float64, a short-string column in pandas' str dtype, datetime64)
     codec in process        encode + decode as LocalExecutor hands a value over (one copy)
@@ -58,15 +59,28 @@ ax.plot(range(1000), [i * i for i in range(1000)])
 """
 
 
-def median_ms(fn, reps: int) -> float:
-    fn()  # (warm: the first call faults fresh pages in, on every side)
-    times = []
-    for _ in range(reps):
-        gc.collect()
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
+class Paired:
+    """Each row timed in turns with the table's baseline (`base`, then the row, `reps` times):
+    its median ms and the median of its per-turn ratios, which the load of a shared machine
+    moves far less than either time alone."""
+
+    def __init__(self, base, reps: int) -> None:
+        self.base, self.reps, self.rows = base, reps, {}
+
+    def __call__(self, name: str, fn) -> None:
+        fn()  # (warm: the first call faults fresh pages in, on every side)
+        self.base()
+        times, ratios = [], []
+        for _ in range(self.reps):
+            gc.collect()
+            t0 = time.perf_counter()
+            self.base()
+            t1 = time.perf_counter()
+            fn()
+            t2 = time.perf_counter()
+            times.append((t2 - t1) * 1000)
+            ratios.append((t2 - t1) / max(t1 - t0, 1e-9))
+        self.rows[name] = (statistics.median(times), statistics.median(ratios))
 
 
 def framed(value) -> object:
@@ -99,41 +113,41 @@ def strings_floor(column):
 
 
 def frame_rows(df, make: str, reps: int) -> dict:
-    rows = {"df.copy(deep=True)": median_ms(lambda: df.copy(deep=True), reps),
-            "codec in process": median_ms(lambda: decode_value(encode_value(df, binary=True)), reps),
-            "codec, framed (inline blobs)": median_ms(lambda: framed(df), reps),
-            "Arrow IPC round trip, whole frame": median_ms(lambda: arrow_round_trip(df), reps),
-            "Arrow IPC floor: the strings column": median_ms(lambda: strings_floor(df["city"]), reps),
-            "  as Python str objects (.tolist())": median_ms(lambda: df["city"].tolist(), reps),
-            "strings column: df['city'].copy()": median_ms(lambda: df["city"].copy(), reps)}
-    limits = Limits(timeout_s=120, max_memory_mb=None)
+    row = Paired(lambda: df.copy(deep=True), reps)
+    row("df.copy(deep=True)", lambda: df.copy(deep=True))
+    row("codec in process", lambda: decode_value(encode_value(df, binary=True)))
+    row("codec, framed (inline blobs)", lambda: framed(df))
+    row("Arrow IPC round trip, whole frame", lambda: arrow_round_trip(df))
+    row("Arrow IPC floor: the strings column", lambda: strings_floor(df["city"]))
+    row("  as Python str objects (.tolist())", lambda: df["city"].tolist())
     imports = ["numpy.*", "pandas.*", "matplotlib.*"]
-    with LocalExecutor(authorized_imports=imports, limits=limits) as local:
+    with LocalExecutor(authorized_imports=imports, limits=Limits(timeout_s=120, max_memory_mb=None)) as local:
         assert local.execute(make).error is None
-        rows["LocalExecutor: get_variables(['df'])"] = median_ms(lambda: local.get_variables(["df"]), reps)
-        rows["LocalExecutor: execute('df')"] = median_ms(lambda: local.execute("df"), reps)
+        row("LocalExecutor: get_variables(['df'])", lambda: local.get_variables(["df"]))
+        row("LocalExecutor: execute('df')", lambda: local.execute("df"))
     with SubprocessExecutor(authorized_imports=imports, limits=Limits(timeout_s=120, max_memory_mb=4096)) as sub:
         assert sub.execute(make).error is None
-        rows["SubprocessExecutor: get_variables(['df'])"] = median_ms(lambda: sub.get_variables(["df"]), reps)
-        rows["SubprocessExecutor: execute('df')"] = median_ms(lambda: sub.execute("df"), reps)
-    return rows
+        row("SubprocessExecutor: get_variables(['df'])", lambda: sub.get_variables(["df"]))
+        row("SubprocessExecutor: execute('df')", lambda: sub.execute("df"))
+    return row.rows
 
 
 def array_rows(mb: int, reps: int) -> dict:
     import numpy as np
 
     a = np.random.default_rng(1).random(mb * 2**20 // 8)
-    rows = {"a.copy()": median_ms(lambda: a.copy(), reps)}
+    row = Paired(lambda: a.copy(), reps)
+    row("a.copy()", lambda: a.copy())
     imports = ["numpy.*", "pandas.*", "matplotlib.*"]
     with LocalExecutor(authorized_imports=imports, limits=Limits(timeout_s=120, max_memory_mb=None)) as local:
-        rows["LocalExecutor: set_variables"] = median_ms(lambda: local.set_variables({"a": a}), reps)
-        rows["LocalExecutor: get_variables"] = median_ms(lambda: local.get_variables(["a"]), reps)
+        row("LocalExecutor: set_variables", lambda: local.set_variables({"a": a}))
+        row("LocalExecutor: get_variables", lambda: local.get_variables(["a"]))
     with SubprocessExecutor(authorized_imports=imports, limits=Limits(timeout_s=120, max_memory_mb=4096)) as sub:
-        rows["SubprocessExecutor: set_variables"] = median_ms(lambda: sub.set_variables({"a": a}), reps)
-        rows["SubprocessExecutor: get_variables"] = median_ms(lambda: sub.get_variables(["a"]), reps)
+        row("SubprocessExecutor: set_variables", lambda: sub.set_variables({"a": a}))
+        row("SubprocessExecutor: get_variables", lambda: sub.get_variables(["a"]))
         back = sub.get_variables(["a"])["a"]
         assert back.shape == a.shape and back[-1] == a[-1]
-    return rows
+    return row.rows
 
 
 def figure_rows(reps: int) -> dict:
@@ -145,16 +159,16 @@ def figure_rows(reps: int) -> dict:
         ns["fig"].savefig(buf, format="png")
         ns["plt"].close(ns["fig"])
 
-    rows = {"draw + savefig in this process": median_ms(draw_here, reps)}
+    row = Paired(draw_here, reps)
+    row("draw + savefig in this process", draw_here)
     imports = ["matplotlib.*", "numpy.*"]
-    limits = Limits(timeout_s=120, max_memory_mb=None)
-    with LocalExecutor(authorized_imports=imports, limits=limits) as local:
+    with LocalExecutor(authorized_imports=imports, limits=Limits(timeout_s=120, max_memory_mb=None)) as local:
         assert local.execute(PLOT).attachments, "no figure came back"
-        rows["LocalExecutor: the step, its PNG back"] = median_ms(lambda: local.execute(PLOT), reps)
+        row("LocalExecutor: the step, its PNG back", lambda: local.execute(PLOT))
     with SubprocessExecutor(authorized_imports=imports, limits=Limits(timeout_s=120, max_memory_mb=2048)) as sub:
         assert sub.execute(PLOT).attachments, "no figure came back"
-        rows["SubprocessExecutor: the step, its PNG back"] = median_ms(lambda: sub.execute(PLOT), reps)
-    return rows
+        row("SubprocessExecutor: the step, its PNG back", lambda: sub.execute(PLOT))
+    return row.rows
 
 
 def main() -> int:
@@ -174,10 +188,10 @@ def main() -> int:
         print(json.dumps({"rows": args.rows, "mb": args.mb, "ms": tables}, indent=2))
         return 0
     for title, rows in tables.items():
-        base_name, base = next(iter(rows.items()))
-        print(f"{title}: medians of {args.reps}, ms, and x {base_name}")
-        for name, ms in rows.items():
-            print(f"  {name:<46}{ms:>10.2f}   {ms / base:>7.1f}x")
+        base_name = next(iter(rows))
+        print(f"{title}: medians of {args.reps} turns with {base_name}: ms, and the ratio to it")
+        for name, (ms, ratio) in rows.items():
+            print(f"  {name:<46}{ms:>10.2f}   {ratio:>7.1f}x")
     return 0
 
 
