@@ -335,3 +335,13 @@ def test_local_executor_hands_frames_over_without_a_per_element_conversion():
         out = ex.get_variables(["out"])["out"]
     assert isinstance(out["s"].array, pd.arrays.ArrowStringArray)
     pd.testing.assert_frame_equal(out, frame_1m(100_000).assign(g=np.arange(100_000) * 2))
+
+
+def test_in_process_arrow_data_is_copied_not_shared():
+    # an Arrow array over memory the model can still write: the host's copy does not change
+    memory = bytearray(b"abcdefgh")
+    offsets = pa.py_buffer(bytearray(struct.pack("<2i", 0, 8)))
+    arr = pa.Array.from_buffers(pa.string(), 1, [None, offsets, pa.py_buffer(memory)])
+    host = decode_value(encode_value(arr, binary=True))
+    memory[0] = ord("Z")
+    assert host.to_pylist() == ["abcdefgh"] and arr.to_pylist() == ["Zbcdefgh"]

@@ -64,8 +64,11 @@ def array_payload(arr, pa, blob) -> dict:
         arr = arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
     if not isinstance(arr, pa.Array):
         raise NotArrowData
-    # in process, Arrow's buffers are immutable: the host gets read-only views of them, no copy
-    wrap = memoryview if getattr(blob, "in_process", False) else (lambda b: blob(memoryview(b)))
+    # copied like any raw memory, in process too: Arrow's own buffers say they are mutable, and
+    # a numpy view of one (np.frombuffer) writes it, so a shared view would be the model's to change
+    def wrap(b):
+        return blob(memoryview(b))
+
     return {TAG: "arrow_array", "type": _spec(arr.type, pa), "length": len(arr),
             "offset": arr.offset, "buffers": [None if b is None else wrap(b) for b in arr.buffers()]}
 
@@ -104,13 +107,11 @@ def decode_array(data, pa, bytes_of):
     if type(length) is not int or type(offset) is not int or not 0 <= length < 2**62 \
             or not 0 <= offset < 2**62 or type(buffers) is not list or len(buffers) != typ.num_buffers:
         raise ValueError("an Arrow array needs its length, offset and one entry per buffer")
-    raw = [None if b is None else bytes_of(b) for b in buffers]
-    # buffers of an Arrow array in this process (read-only views of pyarrow's own: no frame and
-    # no worker can make one) are used as they are; anything else is checked whole
-    shared = all(b is None or (type(b) is memoryview and type(b.obj) is pa.Buffer) for b in raw)
-    bufs = [None if b is None else b.obj if shared else pa.py_buffer(b) for b in raw]
+    bufs = [None if b is None else pa.py_buffer(bytes_of(b)) for b in buffers]
     arr = pa.Array.from_buffers(typ, length, bufs, offset=offset)
-    arr.validate(full=not shared)  # (pyarrow's ArrowInvalid is a ValueError)
+    # checked whole, in process too: an array the model built from buffers may lie about its
+    # offsets, and reading it would read past them (pyarrow's ArrowInvalid is a ValueError)
+    arr.validate(full=True)
     return arr
 
 

@@ -40,9 +40,6 @@ def _owned_blob(data):
     return Owned(data)
 
 
-_owned_blob.in_process = True  # (arrow_data: Arrow's immutable buffers are shared, not copied)
-
-
 def encode_value(value, *, max_nodes: int | None = None, binary: bool = False, raw: bool = False,
                  describe=safe_repr, strict: bool = False, bounds: Bounds = BOUNDS):
     """Turn a value into plain data (the tagged extension), within `bounds` (the table in
