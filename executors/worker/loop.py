@@ -295,17 +295,19 @@ class Worker:
         getter = getattr(self.runtime, "get_variables", None)
         if getter is None:
             return self._error(msg, "NotImplementedError", "this worker's runtime cannot list its variables")
+        wire = self.policy == "restricted"  # (its runtime hands the codec's trees: no second copy)
         try:
-            values = getter(names)
+            values = getter(names, wire=True) if wire else getter(names)
         except KeyError as exc:
             text = exc.args[0] if exc.args and isinstance(exc.args[0], str) else safe_str(exc)
             return self._error(msg, "KeyError", text)
         except Exception as exc:
             return self._error(msg, type(exc).__name__, safe_str(exc))
         crossing = Crossing(raw=True)  # one budget for the message: a variable over what is left is cut
-        encoded = {name: crossing.encode(value) for name, value in values.items()}
+        encoded = values if wire else {name: crossing.encode(value) for name, value in values.items()}
         if TAG in encoded:  # (a model's variable named like the tag: the dict crosses tagged)
-            encoded = encode_value(dict(values), raw=True)
+            encoded = {TAG: "dict", "v": [[name, tree] for name, tree in encoded.items()]} if wire \
+                else encode_value(dict(values), raw=True)
         try:
             self.send(reply("variables", msg.get("id"), values=encoded))
         except FrameTooLarge:
