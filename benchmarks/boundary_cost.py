@@ -7,7 +7,7 @@ plain data inside the step and rebuilt by the host (executors/worker/codec): a D
 as typed columns, its buffers as blobs of a binary frame (worker/codec/frames.py), never as JSON
 text and never pickled; pandas' strings columns as their Arrow buffers. Rows, each beside
 `df.copy(deep=True)` (or `a.copy()` for the array), timed in turns with it: the median time and
-the median of the per-turn ratios (the load of a shared machine moves those far less):
+its ratio to the baseline's median in the same turns:
 
   the frame (`--rows` rows: int64, float64, a short-string column in pandas' str dtype, datetime64)
     codec in process        encode + decode as LocalExecutor hands a value over (one copy)
@@ -61,8 +61,8 @@ ax.plot(range(1000), [i * i for i in range(1000)])
 
 class Paired:
     """Each row timed in turns with the table's baseline (`base`, then the row, `reps` times):
-    its median ms and the median of its per-turn ratios, which the load of a shared machine
-    moves far less than either time alone."""
+    its median ms and the ratio of that to the baseline's median in the same turns (the load of a
+    shared machine then weighs on both)."""
 
     def __init__(self, base, reps: int) -> None:
         self.base, self.reps, self.rows = base, reps, {}
@@ -70,7 +70,7 @@ class Paired:
     def __call__(self, name: str, fn) -> None:
         fn()  # (warm: the first call faults fresh pages in, on every side)
         self.base()
-        times, ratios = [], []
+        times, base = [], []
         for _ in range(self.reps):
             gc.collect()
             t0 = time.perf_counter()
@@ -79,8 +79,9 @@ class Paired:
             fn()
             t2 = time.perf_counter()
             times.append((t2 - t1) * 1000)
-            ratios.append((t2 - t1) / max(t1 - t0, 1e-9))
-        self.rows[name] = (statistics.median(times), statistics.median(ratios))
+            base.append((t1 - t0) * 1000)
+        ms = statistics.median(times)
+        self.rows[name] = (ms, ms / max(statistics.median(base), 1e-6))
 
 
 def framed(value) -> object:
@@ -189,7 +190,7 @@ def main() -> int:
         return 0
     for title, rows in tables.items():
         base_name = next(iter(rows))
-        print(f"{title}: medians of {args.reps} turns with {base_name}: ms, and the ratio to it")
+        print(f"{title}: medians of {args.reps} turns with {base_name}: ms, and x its median")
         for name, (ms, ratio) in rows.items():
             print(f"  {name:<46}{ms:>10.2f}   {ratio:>7.1f}x")
     return 0
