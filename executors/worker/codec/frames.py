@@ -34,7 +34,7 @@ import sys
 from .text import TAG, ProtocolError
 
 __all__ = ["ARENA_MIN_BYTES", "Arena", "BinaryFrame", "FrameTooLarge", "Outgoing", "PayloadTooLarge", "blob_ref",
-           "binary_header_needed", "parse_binary_header", "split_binary"]
+           "parse_binary_header", "split_binary"]
 
 BINARY = 0x80000000
 FIXED = 16  # word 0, word 1, u64 B
@@ -134,10 +134,6 @@ class BinaryFrame:
             view = memoryview(self.inline)
             return [view[off:off + length] for off, length in self.table]
         return [arena.read(off, length) for off, length in self.table]
-
-
-def binary_header_needed(first4: bytes) -> bool:
-    return bool(first4[0] & 0x80)
 
 
 def parse_binary_header(head: bytes, max_frame_bytes: int, max_blobs: int, max_payload: int) -> tuple[int, int, int, bool]:
