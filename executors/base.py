@@ -97,6 +97,10 @@ class Limits:
     max_recursion_depth: int = 200
     # Figures and images a step returns (ExecutionResult.attachments): total bytes per step.
     max_attachment_bytes: int = 5_000_000
+    # Binary payloads (arrays, frames, Arrow data, bytes, images) in one message across the
+    # boundary: values within it cross whole (through shared memory where the place has it);
+    # past it the value is refused with an error that names this setting.
+    max_payload_bytes: int = 1 << 30
 
     def __post_init__(self) -> None:
         if self.timeout_s is not None:  # None: no time limit
@@ -112,6 +116,9 @@ class Limits:
         if not isinstance(self.max_attachment_bytes, int) or self.max_attachment_bytes < 0:
             raise ValueError(f"Limits.max_attachment_bytes must be an int >= 0 (0: none), got "
                              f"{self.max_attachment_bytes!r}")
+        if not isinstance(self.max_payload_bytes, int) or not 0 < self.max_payload_bytes < 1 << 40:
+            raise ValueError(f"Limits.max_payload_bytes must be a positive int under 1 TiB, got "
+                             f"{self.max_payload_bytes!r}")
         if not isinstance(self.max_recursion_depth, int) or self.max_recursion_depth < 10:
             raise ValueError(
                 f"Limits.max_recursion_depth must be an int >= 10, got {self.max_recursion_depth!r}"

@@ -168,6 +168,24 @@ PROBE = textwrap.dedent(r'''
     check("open_by_handle_at", *sys_(304, AT_FDCWD, 0, 0), SURFACE)
     check("setuid(0)", *sys_(105, 0), SURFACE)
     check("setresuid(0, 0, 0)", *sys_(117, 0, 0, 0), SURFACE)
+
+    # the payload arena (worker/codec/frames.py): its descriptor is the worker's, so the owned
+    # code holds it too; the host sealed it against shrinking and growing, so no mapping of it
+    # on the host can fault, whatever is done here ("NO ARENA" is no errno: the check fails;
+    # growing may meet RLIMIT_FSIZE first, EFBIG)
+    import stat
+    def is_arena(fd):
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            return False
+        return stat.S_ISREG(st.st_mode) and st.st_size >= 1 << 20 and st.st_nlink == 0
+    arenas = [fd for fd in range(3, 1024) if is_arena(fd)]
+    for fd in arenas[:1]:
+        check("shrink the payload arena", *sys_(77, fd, 0), {{errno.EPERM}})
+        check("grow the payload arena", *sys_(77, fd, os.fstat(fd).st_size * 2), {{errno.EPERM, errno.EFBIG}})
+    if not arenas:
+        out["shrink the payload arena"] = "NO ARENA"
     out
 ''')
 
@@ -272,12 +290,24 @@ def run_config(name: str, home: str) -> dict:
                 r = ex.execute(traps.probe())
                 out.update(started=True, results=r.output, error=None if r.error is None else
                            f"{r.error.type}: {r.error.message}", layers=ex.isolation.kernel_layers)
+                out["payload"] = _payload_round_trip(ex)
         except ExecutorError as exc:
             out.update(started=False, error=str(exc), results=None)
         out["arrived"] = traps.arrived()
     finally:
         traps.close()
     return out
+
+
+def _payload_round_trip(ex) -> str:
+    """Bytes over the arena's threshold there and back under this configuration's layers."""
+    data = os.urandom(1 << 20)
+    try:
+        ex.set_variables({"payload": data})
+        back = ex.get_variables(["payload"])["payload"]
+    except Exception as exc:  # noqa: BLE001 - reported, the test says what failed
+        return f"{type(exc).__name__}: {str(exc)[:200]}"
+    return "round trip through the arena" if back == data else "changed on the way"
 
 
 def run_corpus(name: str, home: str) -> dict:

@@ -99,6 +99,8 @@ def root_corpus():
 def assert_holds(result: dict, *, own_root: bool = True) -> None:
     assert result["started"], result["error"]
     assert result["error"] is None, result["error"]
+    # binary payloads cross under these layers, through the sealed arena (issue 48)
+    assert result["payload"] == "round trip through the arena", result["payload"]
     results = dict(result["results"])
     # stat itself is allowed; in its own root the worker does not see the host's home (another
     # inode, or none). Without a mount namespace it does: Landlock does not govern stat(2), so

@@ -124,6 +124,7 @@ class ProcessWorker(WorkerHandle):
         with contextlib.suppress(OSError):
             proc.stdin.close()
         self._killed = False
+        self.arena = None  # the shared-memory arena for binary payloads (set by the executor)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -145,6 +146,8 @@ class ProcessWorker(WorkerHandle):
             with contextlib.suppress(OSError):
                 self.cgroup.rmdir()
         self.channel.close()
+        if self.arena is not None:
+            self.arena.close()
         if self.proc.stderr is not None:
             with contextlib.suppress(OSError):
                 self.proc.stderr.close()

@@ -52,6 +52,7 @@ from ..remote.lease import SANDBOX_IDS, Lease
 from ..remote.link import WORKER_PARENT, WorkerHandle, prepare_worker_code, worker_command
 from ..remote.protocol import MAX_FRAME_BYTES
 from ..worker.hardening import holds
+from ..worker.wire import Arena
 from .child import (
     PIDS_CGROUP_ROOT,
     PipeChannel,
@@ -293,6 +294,9 @@ class SubprocessExecutor(RemoteExecutor):
                       if self.harden and os.geteuid() == 0 and "namespaces" not in self.leave_out
                       else None)
         pass_fds = () if self._join is None else (self._join,)
+        arena = _arena(self.limits.max_payload_bytes)
+        if arena is not None:
+            pass_fds += (arena.fd,)
         if self.harden and "namespaces" not in self.leave_out:
             spec["namespaces"] = {"network": a.network, "join_net": self._join}
         prepare_worker_code()
@@ -315,6 +319,8 @@ class SubprocessExecutor(RemoteExecutor):
         try:
             proc = self._fork_from_zygote(spec, cwd, env, pass_fds) or _spawner.spawn(spawn)
         except (OSError, subprocess.SubprocessError) as exc:
+            if arena is not None:
+                arena.close()
             if cgroup is not None:
                 with contextlib.suppress(OSError):
                     cgroup.rmdir()
@@ -327,7 +333,9 @@ class SubprocessExecutor(RemoteExecutor):
                 with contextlib.suppress(OSError):
                     cgroup.rmdir()
                 cgroup = None
-        return ProcessWorker(proc, cgroup)
+        worker = ProcessWorker(proc, cgroup)
+        worker.arena = arena
+        return worker
 
     def _fork_from_zygote(self, spec: dict, cwd: str, env: dict, pass_fds: tuple) -> Any:
         """A worker forked from this interpreter's zygote (a ZygoteChild), or None: then it is
@@ -387,6 +395,15 @@ def _refuse_native(authorized: Iterable[str] | None, missing: list[str]) -> None
             f"hold by itself: {'; '.join(missing)}. {holds.GUARD_ALONE[0].upper()}"
             f"{holds.GUARD_ALONE[1:]}: run where those layers exist (harden=True on Linux with "
             f"user namespaces, seccomp and Landlock), or opt in with {holds.OPT_IN}")
+
+
+def _arena(size: int) -> Arena | None:
+    """The worker's shared-memory arena for binary payloads (worker/codec/frames.py), or None
+    where memfd or sealing is missing: then payloads cross inline in the pipe."""
+    try:
+        return Arena.create(size)
+    except (AttributeError, OSError):
+        return None
 
 
 def _base_environment() -> dict[str, str]:

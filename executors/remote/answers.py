@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..base import ExecutionError, ExecutionResult, Limits, ToolError, acall_tool, make_result
-from ..worker.wire import truncate_text
+from ..worker.wire import Crossing, TooLargeToCross, truncate_text
 from .protocol import (
     Result,
     ToolCall,
@@ -21,7 +21,7 @@ from .protocol import (
     pack_frame,
 )
 
-__all__ = ["tool_reply", "atool_reply", "step_result"]
+__all__ = ["tool_reply", "atool_reply", "encoded_variables", "step_result"]
 
 
 def tool_reply(tools: Mapping[str, Callable[..., Any]], msg: ToolCall, max_frame_bytes: int) -> bytes:
@@ -69,12 +69,24 @@ def _failed(msg: ToolCall, exc: Exception, max_frame_bytes: int) -> bytes:
 def _result(msg: ToolCall, value: Any, max_frame_bytes: int) -> bytes:
     try:
         # (a `ToolResult`, framed from its fields: the value is the codec's plain tree already)
-        return pack_frame({"op": "tool_result", "call": msg.call, "value": encode_value(value)}, max_frame_bytes)
+        return pack_frame({"op": "tool_result", "call": msg.call, "value": encode_value(value, raw=True)}, max_frame_bytes)
     except Exception as exc:
         return ToolErrorReply(
             call=msg.call, type=type(exc).__name__,
             message=f"its result cannot be sent to the sandbox: {_exc_text(exc)}",
         ).frame(max_frame_bytes)
+
+
+def encoded_variables(values: Mapping[str, Any], bounds) -> Any:
+    """Variables for `set_variables` as the wire's tree: a value over the bounds crosses as a
+    marker that says what was cut, except binary payloads over `Limits.max_payload_bytes`,
+    which are refused (ValueError naming it): an array the user sent is not silently replaced."""
+    try:
+        return Crossing(bounds, raw=True).encode(dict(values), cut=False)
+    except TooLargeToCross as exc:
+        if "max_payload_bytes" in str(exc):
+            raise ValueError(f"variables too large to send to the sandbox: {exc}") from None
+    return encode_value(dict(values), raw=True, bounds=bounds)
 
 
 def step_result(msg: Result, limits: Limits, started: float) -> ExecutionResult:

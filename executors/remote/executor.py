@@ -52,7 +52,7 @@ from ..base import (
     variable_names_asked,
 )
 from ..worker.wire import SourceRefs, truncate_text
-from .answers import step_result, tool_reply
+from .answers import encoded_variables, step_result, tool_reply
 from .awaited import AwaitedSteps
 from .link import (
     Channel,
@@ -80,7 +80,6 @@ from .protocol import (
     ToolCall,
     Variables,
     checked_variables,
-    encode_value,
     pack_frame,
 )
 
@@ -121,7 +120,7 @@ class RemoteExecutor(AwaitedSteps, ExecutorBase):
                              f"(Limits.max_output_chars={self.limits.max_output_chars}), got {max_frame_bytes}")
         self._tools: dict[str, Callable[..., Any]] = normalize_tools(tools)
         self._lock = threading.RLock()
-        self._link = WorkerLink(self.max_frame_bytes)
+        self._link = WorkerLink(self.max_frame_bytes, self.limits.max_payload_bytes)
         self._next_id = 0
         self._configure_id: int | None = None  # configure sent, ack not read yet
         self._closed = False
@@ -224,6 +223,7 @@ class RemoteExecutor(AwaitedSteps, ExecutorBase):
             access=self._worker_access(),
             grants=self._worker_grants(),
             unconfined_native=self._unconfined_native(),
+            arena=None if self._link.arena is None else [self._link.arena.fd, self._link.arena.size],
         )
         try:
             handle.channel.write(message.frame(self.max_frame_bytes), self.startup_timeout_s)
@@ -308,7 +308,7 @@ class RemoteExecutor(AwaitedSteps, ExecutorBase):
             self._ready()
         deadline = time.monotonic() + max(10.0, 2 * (self.limits.timeout_s or 5.0))
         try:
-            self._link.send(message.frame(self.max_frame_bytes), deadline)
+            self._link.send(message.frame(self.max_frame_bytes, self.limits.max_payload_bytes), deadline)
             reply = self._link.recv(deadline)
         except (WorkerDied, DeadlinePassed, ProtocolError) as exc:
             why = self._link.exit_description()
@@ -426,14 +426,14 @@ class RemoteExecutor(AwaitedSteps, ExecutorBase):
 
     def set_variables(self, values: Mapping[str, Any]) -> None:
         check_variable_names(values, self._tools)
-        encoded = encode_value(dict(values))
+        encoded = encoded_variables(values, self._link.bounds)
         with self._lock:
             self._check_open()
             self._ready()
             self._dirty = True
             try:
                 message = SetVariables(id=self._new_id(), values=encoded)
-                message.frame(self.max_frame_bytes)
+                message.frame(self.max_frame_bytes, self.limits.max_payload_bytes)
             except FrameTooLarge as exc:
                 raise ValueError(f"variables too large to send to the sandbox: {exc}") from None
             reply = self._request(message, "set_variables")

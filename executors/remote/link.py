@@ -148,20 +148,47 @@ class WorkerLink:
     Holds no reference to the executor, so a finalizer can kill the worker through it.
     """
 
-    __slots__ = ("handle", "frames", "stall_s")
+    __slots__ = ("handle", "frames", "stall_s", "arena", "bounds")
 
-    def __init__(self, max_frame_bytes: int) -> None:
+    def __init__(self, max_frame_bytes: int, max_payload_bytes: int = BOUNDS.payload_bytes) -> None:
         self.handle: WorkerHandle | None = None
-        self.frames = FrameBuffer(max_frame_bytes)
+        self.frames = FrameBuffer(max_frame_bytes, max_payload_bytes)
         self.stall_s = BOUNDS.stall_s  # how long a frame may stay half-written
+        self.arena = None  # the worker's shared-memory arena (codec/frames.py), if its place has one
+        self.bounds = BOUNDS.replace(payload_bytes=max_payload_bytes)  # what the host sends within
 
     def attach(self, handle: WorkerHandle) -> None:
         self.handle = handle
-        self.frames = FrameBuffer(self.frames.max_frame_bytes)
+        self.arena = getattr(handle, "arena", None)
+        self.frames = FrameBuffer(self.frames.max_frame_bytes, self.frames.max_payload_bytes)
 
-    def send(self, data: bytes, deadline: float | None) -> None:
-        """Write one frame. DeadlinePassed / WorkerDied."""
+    def _parse(self, body):
+        """A frame from the worker, validated; the arena's pages given back once its blobs
+        (and those of what the host sent before) are copied out."""
+        try:
+            return parse_worker_message(body, arena=self.arena,
+                                        max_payload_bytes=self.frames.max_payload_bytes)
+        finally:
+            if self.arena is not None and self.arena.used:
+                self.arena.free()
+
+    def _laid_out(self, data) -> bytes:
+        """A frame's bytes: a binary frame's blobs written to the arena first where there is one."""
+        if type(data) is bytes:
+            return data
+        try:
+            return data.render(self.arena)
+        except OSError as exc:  # the arena cannot be written (mapping refused): inline instead
+            if self.arena is None:
+                raise
+            self.arena.used.clear()
+            del exc
+            return data.render(None)
+
+    def send(self, data, deadline: float | None) -> None:
+        """Write one frame (bytes, or an `Outgoing` binary frame). DeadlinePassed / WorkerDied."""
         assert self.handle is not None
+        data = self._laid_out(data)
         try:
             self.handle.channel.write(data, remaining(deadline))
         except TimeoutError:
@@ -179,7 +206,7 @@ class WorkerLink:
         while True:
             body = frames.next_frame()  # FrameTooLarge is a ProtocolError
             if body is not None:
-                return parse_worker_message(body)
+                return self._parse(body)
             stalls = False  # (True: the stall comes before the deadline)
             if frames.pending():
                 if stall is None:
@@ -206,7 +233,7 @@ class WorkerLink:
         """`send`, waiting for the pipe on the running event loop. DeadlinePassed / WorkerDied."""
         assert self.handle is not None
         channel = self.handle.channel
-        view = memoryview(data)
+        view = memoryview(self._laid_out(data))
         while view:
             try:
                 view = view[channel.write_nowait(view):]
@@ -222,7 +249,7 @@ class WorkerLink:
         while True:
             body = frames.next_frame()
             if body is not None:
-                return parse_worker_message(body)
+                return self._parse(body)
             try:
                 chunk = channel.read_nowait(1 << 16)
             except OSError as exc:

@@ -6,7 +6,8 @@ host has one place to import from.
 The message models are pydantic and used only on the host, which validates every frame it reads
 and treats the worker as hostile. JSON only: no pickle in either direction.
 
-Frame: 4-byte big-endian length, then a UTF-8 JSON object with an "op" key (see `MAX_FRAME_BYTES`).
+Frame: 4-byte big-endian length, then a UTF-8 JSON object with an "op" key (see `MAX_FRAME_BYTES`);
+a message with binary payloads is a binary frame, its blobs beside the JSON (worker/codec/frames.py).
 
   host -> worker                                    worker -> host
   configure {id, policy, tools, authorized_imports,  ok {id, hardening?} | error {id, type, message}
@@ -79,12 +80,14 @@ Value = Any
 class _Msg(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    def frame(self, max_frame_bytes: int = MAX_FRAME_BYTES) -> bytes:
+    def frame(self, max_frame_bytes: int = MAX_FRAME_BYTES,
+              max_payload_bytes: int = BOUNDS.payload_bytes):
+        """bytes, or an `Outgoing` binary frame (arrays, bytes): `WorkerLink.send` lays it out."""
         # Host -> worker messages are flat (no nested models), so the field dict is the message.
         message = dict(self.__dict__)
         if any(isinstance(v, BaseModel) for v in message.values()):
             message = self.model_dump()
-        return pack_frame(message, max_frame_bytes)
+        return pack_frame(message, max_frame_bytes, max_payload_bytes)
 
 
 # -- host -> worker -------------------------------------------------------------------------------
@@ -108,6 +111,9 @@ class Configure(_Msg):
     # The user let native packages that hand out raw memory load where the kernel does not hold
     # without the guard (`worker.hardening.holds`): SubprocessExecutor(unconfined_native=True).
     unconfined_native: bool = False
+    # The shared-memory arena for binary payloads (codec/frames.py): [fd in the worker, size];
+    # None: payloads cross inline in the frames (a container, a worker without memfd).
+    arena: list[int] | None = None
 
 
 class Execute(_Msg):
@@ -243,14 +249,18 @@ WorkerMessage = Annotated[Ok | ErrorReply | Pong | Result | Variables | ToolCall
 _worker_message = TypeAdapter(WorkerMessage)
 
 
-def parse_worker_message(body: bytes, bounds: Bounds = BOUNDS) -> Ok | ErrorReply | Pong | Result | Variables | ToolCall:
-    """Validate one frame body from a worker. Raises ProtocolError for anything off-contract,
-    and for a frame over `bounds` before the JSON parser builds anything from it."""
+def parse_worker_message(body, bounds: Bounds = BOUNDS, arena=None,
+                         max_payload_bytes: int | None = None) -> Ok | ErrorReply | Pong | Result | Variables | ToolCall:
+    """Validate one frame body (bytes, or a binary frame) from a worker. Raises ProtocolError for
+    anything off-contract, and for a frame over `bounds` before the JSON parser builds anything
+    from it; a binary frame's blobs are checked against `max_payload_bytes` before they are
+    read (from `arena` when they are there)."""
     try:
-        check_body(body, bounds)
+        check_body(body if type(body) is bytes else body.json, bounds)
     except FrameBounds as exc:
         raise ProtocolError(f"frame over the bounds: {exc}") from None
-    msg = unpack_message(body)
+    limit = bounds.payload_bytes if max_payload_bytes is None else max_payload_bytes
+    msg = unpack_message(body, arena, limit)
     try:
         return _worker_message.validate_python(msg)
     except ValueError as exc:  # pydantic.ValidationError is a ValueError
@@ -270,10 +280,18 @@ def checked_attachments(msg: Result, max_bytes: int, bounds: Bounds = BOUNDS) ->
     out: list[Attachment] = []
     for info in msg.attachments:
         data = info.data
-        text = data.get("v") if type(data) is dict and data.get(TAG) == "bytes" else None
-        if type(text) is not str or info.media_type != PNG:
+        raw = data.get("v") if type(data) is dict and data.get(TAG) == "bytes" else None
+        if type(raw) is str:
+            size = len(raw) // 4 * 3 - 2  # (base64: 4 characters a 3 bytes)
+        elif raw is not None and type(raw) is not dict and type(raw) is not list and hasattr(raw, "nbytes"):
+            size = raw.nbytes  # a blob of the binary frame (a view, or memory copied out of the arena)
+        elif type(raw) in (bytes, bytearray):
+            size = len(raw)
+        else:
+            size = None
+        if size is None or info.media_type != PNG:
             raise ProtocolError("an attachment must be PNG bytes")
-        if len(text) // 4 * 3 > left + 2:  # (base64: 4 characters a 3 bytes)
+        if size > left:
             raise ProtocolError(f"pictures of over {max_bytes:,} bytes in one result (Limits.max_attachment_bytes)")
         data = decode_value(data)
         try:

@@ -61,12 +61,14 @@ _allow("files inside the grants (Landlock and the worker's own root decide which
        "getxattr", "lgetxattr", "fgetxattr", "listxattr", "llistxattr", "flistxattr",
        "inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "mknod",
        "mknodat")
-_allow("descriptors: duplicating, flags, pipes, in-memory files, polling",
+_allow("descriptors: duplicating, flags, pipes, in-memory files (the output capture; the payload "
+       "arena's memfd, sealed by the host: fcntl F_GET_SEALS), polling",
        "dup", "dup2", "dup3", "fcntl", "ioctl", "pipe", "pipe2", "memfd_create", "poll", "ppoll",
        "select", "pselect6", "epoll_create", "epoll_create1", "epoll_ctl", "epoll_wait",
        "epoll_pwait", "epoll_pwait2", "eventfd", "eventfd2", "signalfd", "signalfd4",
        "timerfd_create", "timerfd_settime", "timerfd_gettime")
-_allow("memory: the allocator, extension modules, JIT-compiled code (numba, pyarrow)",
+_allow("memory: the allocator, extension modules, JIT-compiled code (numba, pyarrow), the payload "
+       "arena (worker/codec/frames.py: mmap windows where RLIMIT_FSIZE stops pwrite)",
        "mmap", "munmap", "mprotect", "mremap", "brk", "madvise", "msync", "mincore", "mbind",
        "get_mempolicy", "set_mempolicy", "membarrier", "mlock", "munlock", "mlock2")
 _allow("threads and this process's own children (inside its PID namespace and pids cgroup)",

@@ -18,13 +18,21 @@ from __future__ import annotations
 
 import sys
 
+from .arrow_data import (
+    ARROW_TAGS,
+    NotArrowData,
+    decode_arrow,
+    decode_strings,
+    encode_arrow,
+    strings_column,
+)
 from .bounds import BOUNDS
 
-__all__ = ["DATA_TAGS", "LibraryMissing", "decode_data", "encode_data"]
+__all__ = ["DATA_TAGS", "LibraryMissing", "Owned", "decode_data", "encode_data"]
 
 TAG = "$t"
 DATA_TAGS = frozenset({"ndarray", "series", "dataframe", "index", "range_index", "multi_index",
-                       "timestamp", "timedelta64", "nat", "na"})
+                       "timestamp", "timedelta64", "nat", "na"}) | ARROW_TAGS
 _KINDS = frozenset("biufcmMUS")
 _STRING_DTYPES = ("object", "str", "string")
 _MASKED = {"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64",
@@ -34,6 +42,14 @@ _MASKED = {"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt
 _TEXT = frozenset({str, type(None)})
 _NAN = {TAG: "float", "v": "nan"}  # the missing values of a strings column besides None
 _NA = {TAG: "na"}
+
+
+class Owned(bytearray):
+    """An array's bytes copied once in process (`encode_value(binary=True)`): the first decode
+    takes the buffer as the new array's memory (no second copy); any later decode of the same
+    tree copies, so two decoded values never share memory."""
+
+    __slots__ = ("taken",)
 
 
 class LibraryMissing(Exception):
@@ -53,6 +69,13 @@ def encode_data(v, t, blob):
     `blob(bytes)` wraps raw bytes the way the codec sends them. Raises NotData for a value of a
     data type that holds something else (the caller falls back to the repr)."""
     mods = sys.modules
+    if "pyarrow" in mods:
+        try:
+            payload = encode_arrow(v, t, blob)
+        except NotArrowData:
+            raise NotData from None
+        if payload is not None:
+            return payload
     np = mods.get("numpy")
     if np is None:
         return None
@@ -101,8 +124,10 @@ def _array(a, np, blob) -> dict:
         raise NotData
     if not _shape_within(a.shape, a.size):  # (what the host refuses: a lie about its size)
         raise NotData
+    # the raw memory as a flat byte view (datetimes have no buffer protocol; a uint8 view does)
+    flat = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
     return {TAG: "ndarray", "dtype": dtype.str, "shape": [int(n) for n in a.shape],
-            "v": blob(np.ascontiguousarray(a).tobytes())}
+            "v": blob(memoryview(flat))}
 
 
 def _label(x, np):
@@ -135,6 +160,12 @@ def _column(s, pd, np, blob) -> dict:
     dtype = s.dtype
     if type(dtype).__module__ == "numpy.dtypes" and dtype.kind in _KINDS:
         return _array(s.to_numpy(), np, blob)
+    try:
+        arrow = strings_column(s, pd, blob)  # (`str` and `string[pyarrow]`: its Arrow buffers)
+    except NotArrowData:
+        arrow = None
+    if arrow is not None:
+        return arrow
     name = str(dtype) if type(dtype).__module__.split(".")[0] == "pandas" else ""
     is_object = type(dtype).__module__ == "numpy.dtypes" and dtype.kind == "O"
     if is_object or type(dtype) is pd.StringDtype:
@@ -208,6 +239,8 @@ def decode_data(tag: str, data: dict, may_import: bool, bytes_of, label_of):
     """The value of a typed payload. `bytes_of(v)` turns a blob field into bytes (raising
     ValueError on a bad one), `label_of(v)` decodes a name/label; ValueError/TypeError/KeyError
     on a malformed payload, LibraryMissing when numpy/pandas is not available here."""
+    if tag in ARROW_TAGS:
+        return decode_arrow(tag, data, may_import, bytes_of, _library)
     np = _library("numpy", may_import)
     if tag == "ndarray":
         a = _decode_array(data, np, bytes_of)
@@ -266,7 +299,32 @@ def _decode_array(data, np, bytes_of):
         count *= n
     if count * dtype.itemsize != len(raw) or not _shape_within(shape, count):
         raise ValueError(f"the shape {shape[:8]} does not match the {len(raw):,} bytes of {dtype.str}")
-    return np.frombuffer(bytearray(raw), dtype=dtype).reshape(shape)
+    return np.frombuffer(_own(raw), dtype=dtype).reshape(shape)
+
+
+def _own(raw):
+    """Writable memory for a new array, copied only where it is the receiver's own already: a
+    blob copied out of the arena (a bytearray), an in-process copy taken once (`Owned`). A view
+    (an inline blob, the sender's array in an encoded tree) is copied."""
+    t = type(raw)
+    if t is Owned:
+        if getattr(raw, "taken", False):
+            return bytearray(raw)
+        raw.taken = True
+        return raw
+    if t is bytearray:
+        return raw
+    np = sys.modules["numpy"]  # (decoding an array: loaded)
+    if t is np.ndarray and raw.dtype == np.uint8 and raw.base is None:
+        # a blob read out of the arena (codec/frames.py `_empty`), an in-process copy: taken once
+        import weakref
+
+        taken = _own.__dict__.setdefault("taken", weakref.WeakValueDictionary())
+        if taken.get(id(raw)) is not raw:
+            taken[id(raw)] = raw
+            return raw
+    # numpy's copy, not bytearray's: its large allocations ask for huge pages
+    return np.frombuffer(raw, dtype=np.uint8).copy()
 
 
 def _shape_within(shape, count: int) -> bool:
@@ -327,6 +385,8 @@ def _decode_column(data, pd, np, bytes_of):
         if kind == "object":
             return _Objects(out)
         return pd.array(out, dtype="str" if kind == "str" else "string")
+    if tag == "arrow_strings":
+        return decode_strings(data, pd, lambda: _library("pyarrow", True), bytes_of)  # (as pandas would)
     if tag == "categorical":
         categories = _typed(_decode_column(data["categories"], pd, np, bytes_of), pd.Index)
         codes = _decode_array(data["codes"], np, bytes_of)

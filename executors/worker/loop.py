@@ -20,7 +20,9 @@ from .open_runtime import OpenRuntime, Step, StepError
 from .warm import warm_up as import_authorized
 from .wire import (
     DEFAULT_MAX_FRAME_BYTES,
+    DEFAULT_MAX_PAYLOAD_BYTES,
     TAG,
+    Arena,
     FrameBuffer,
     FrameTooLarge,
     ProtocolError,
@@ -59,7 +61,7 @@ def result_reply(request_id, step, logs: str, duration_s: float, wire=None) -> d
     (`attachments` always goes: on the host a missing list default is copied, a sent one is not.)"""
     message = {"op": "result", "id": request_id, "duration_s": duration_s,
                "attachments": attachments_to_wire(getattr(step, "attachments", ()))}
-    output = encode_value(step.output) if wire is None else wire
+    output = encode_value(step.output, raw=True) if wire is None else wire
     if output is not None:
         message["output"] = output
     if step.output_repr is not None:
@@ -90,6 +92,8 @@ class Worker:
         self.pid = os.getpid()
         self.frames = FrameBuffer(DEFAULT_MAX_FRAME_BYTES)
         self.max_frame_bytes = DEFAULT_MAX_FRAME_BYTES
+        self.max_payload_bytes = DEFAULT_MAX_PAYLOAD_BYTES
+        self.arena = None  # the host's shared-memory arena for binary payloads (configure)
         self.policy = None
         self.limits: dict = dict(_DEFAULT_LIMITS)
         self.runtime = None  # OpenRuntime or RestrictedRuntime, after configure
@@ -104,7 +108,13 @@ class Worker:
 
     # -- channel ------------------------------------------------------------------------------
     def send(self, message: dict) -> None:
-        data = pack_frame(message, self.max_frame_bytes)
+        data = pack_frame(message, self.max_frame_bytes, self.max_payload_bytes)
+        if type(data) is not bytes:
+            try:
+                data = data.render(self.arena)
+            finally:
+                if self.arena is not None:
+                    self.arena.used.clear()  # (the host gives the pages back)
         n = os.write(self.fd_out, data)
         if n == len(data):  # (the pipe took it all: almost always)
             return
@@ -117,7 +127,7 @@ class Worker:
         while True:
             body = self.frames.next_frame()
             if body is not None:
-                return unpack_message(body)
+                return unpack_message(body, self.arena, self.max_payload_bytes)
             chunk = os.read(self.fd_in, 1 << 16)
             if not chunk:
                 raise ChannelGone
@@ -159,6 +169,7 @@ class Worker:
         self.max_frame_bytes = int(msg.get("max_frame_bytes") or DEFAULT_MAX_FRAME_BYTES)
         self.frames.max_frame_bytes = self.max_frame_bytes
         self.limits.update(msg.get("limits") or {})
+        self._payloads(msg)
         policy = msg.get("policy", "restricted")
         if policy not in ("open", "restricted"):
             return self._error(msg, "ConfigurationError", f"unknown policy {policy!r}")
@@ -187,6 +198,21 @@ class Worker:
         self._served = served
         self._confine_and_answer(msg)
 
+    def _payloads(self, msg: dict) -> None:
+        """The host's payload limit and arena (codec/frames.py). The limit becomes this
+        process's bounds row too (both copies of the codec: the worker's and the restricted
+        runtime's), so the encoders cut where the host refuses."""
+        limit = self.limits.get("max_payload_bytes")
+        if type(limit) is int and limit > 0:
+            self.max_payload_bytes = self.frames.max_payload_bytes = limit
+            for name in ("worker.bounds.table", "executors.worker.bounds.table"):
+                table = sys.modules.get(name)
+                if table is not None:
+                    object.__setattr__(table.BOUNDS, "payload_bytes", limit)
+        arena = msg.get("arena")
+        if type(arena) is list and len(arena) == 2 and all(type(x) is int and x > 2 for x in arena):
+            self.arena = Arena(arena[0], arena[1])
+
     def _confine_and_answer(self, msg: dict) -> None:
         """With the runtime imported and built (what it needs is loaded), confine the process to
         the host's grants before any model code can run, and say what is in force. A worker that
@@ -198,6 +224,7 @@ class Worker:
             self._warm_up(statm)
             return self.send(reply("ok", msg.get("id")))
         keep = (0, 1, 2, self.fd_in, self.fd_out) + (() if self.capture_fd is None else (self.capture_fd,))
+        keep += () if self.arena is None else (self.arena.fd,)
         keep += () if statm is None else (statm,)
         try:
             if type(access) is not dict:
@@ -253,7 +280,10 @@ class Worker:
         if type(values) is not dict:
             return self._error(msg, "ProtocolError", "set_variables needs a dict")
         try:
-            self.runtime.set_variables(values)
+            if self.policy == "restricted":  # (decoded from the frame: copies already, no second one)
+                self.runtime.set_variables(values, fresh=True)
+            else:
+                self.runtime.set_variables(values)
         except Exception as exc:  # e.g. a name the runtime reserves
             return self._error(msg, type(exc).__name__, safe_str(exc))
         self.send(reply("ok", msg.get("id")))
@@ -265,17 +295,19 @@ class Worker:
         getter = getattr(self.runtime, "get_variables", None)
         if getter is None:
             return self._error(msg, "NotImplementedError", "this worker's runtime cannot list its variables")
+        wire = self.policy == "restricted"  # (its runtime hands the codec's trees: no second copy)
         try:
-            values = getter(names)
+            values = getter(names, wire=True) if wire else getter(names)
         except KeyError as exc:
             text = exc.args[0] if exc.args and isinstance(exc.args[0], str) else safe_str(exc)
             return self._error(msg, "KeyError", text)
         except Exception as exc:
             return self._error(msg, type(exc).__name__, safe_str(exc))
-        crossing = Crossing()  # one budget for the message: a variable over what is left is cut
-        encoded = {name: crossing.encode(value) for name, value in values.items()}
+        crossing = Crossing(raw=True)  # one budget for the message: a variable over what is left is cut
+        encoded = values if wire else {name: crossing.encode(value) for name, value in values.items()}
         if TAG in encoded:  # (a model's variable named like the tag: the dict crosses tagged)
-            encoded = encode_value(dict(values))
+            encoded = {TAG: "dict", "v": [[name, tree] for name, tree in encoded.items()]} if wire \
+                else encode_value(dict(values), raw=True)
         try:
             self.send(reply("variables", msg.get("id"), values=encoded))
         except FrameTooLarge:
@@ -294,7 +326,7 @@ class Worker:
     def call_tool(self, name: str, args: tuple, kwargs: dict):
         if os.getpid() != self.pid:
             raise ToolError(f"tool {name!r} cannot be called from a forked process")
-        crossing = Crossing()  # (one budget for all the arguments: one message)
+        crossing = Crossing(raw=True)  # (one budget for all the arguments: one message)
         try:
             encoded_args = [crossing.encode(a, cut=False) for a in args]
             encoded_kwargs = {str(k): crossing.encode(v, cut=False) for k, v in kwargs.items()}

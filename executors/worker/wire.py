@@ -5,9 +5,12 @@ but the standard library) and the host (`executors.remote.protocol` adds its val
 top). No pickle anywhere: the host treats every byte from a worker as hostile.
 
   frame   = 4-byte big-endian length + UTF-8 JSON object with an "op" key; at most
-            `max_frame_bytes` (DEFAULT_MAX_FRAME_BYTES unless configured).
-  values  = the value codec (codec.py, re-exported here): JSON plus tagged objects, numpy and
-            pandas as typed payloads (data_values.py); anything else as its repr.
+            `max_frame_bytes` (DEFAULT_MAX_FRAME_BYTES unless configured); or, when the message
+            carries raw bytes, a binary frame: the JSON and its blobs beside it, inline or in the
+            worker's shared-memory arena, within `max_payload_bytes` (codec/frames.py).
+  values  = the value codec (codec/, re-exported here): JSON plus tagged objects, numpy, pandas
+            and Arrow as typed payloads whose buffers are blobs (data_values.py, arrow_data.py);
+            anything else as its repr.
 
 Messages (their fields are listed in `executors.remote.protocol`):
   host -> worker: configure, execute, tool_result, tool_error, set_variables, get_variables,
@@ -36,8 +39,10 @@ from .bounds.scan import FrameBounds, int_literal
 from .codec import (
     REPR_CHARS,
     TAG,
+    Crossing,
     ProtocolError,
     Repr,
+    TooLargeToCross,
     decode_value,
     decode_values,
     encode_value,
@@ -45,9 +50,23 @@ from .codec import (
     safe_repr,
     safe_str,
 )
+from .codec.frames import (
+    FIXED,
+    INLINE_MAX,
+    Arena,
+    BinaryFrame,
+    FrameTooLarge,
+    Outgoing,
+    PayloadTooLarge,
+    blob_ref,
+    parse_binary_header,
+    split_binary,
+)
 from .display import cut_middle, cut_parts, full_length, omitted_note
 
 __all__ = [
+    "Arena", "BinaryFrame", "Crossing", "DEFAULT_MAX_PAYLOAD_BYTES", "Outgoing", "PayloadTooLarge",
+    "TooLargeToCross",
     "DEFAULT_MAX_FRAME_BYTES", "HEADER_BYTES", "MAX_PICTURES", "PNG", "REPR_CHARS", "TAG",
     "attachments_to_wire", "png_size",
     "FrameBuffer", "FrameTooLarge", "OutputBuffer", "ProtocolError", "Repr",
@@ -63,8 +82,7 @@ PNG = "image/png"
 MAX_PICTURES = BOUNDS.pictures  # attachments per step: a loop that opens 500 figures gets the first 20
 
 
-class FrameTooLarge(ProtocolError):
-    pass
+DEFAULT_MAX_PAYLOAD_BYTES = BOUNDS.payload_bytes
 
 
 # ---------------------------------------------------------------------------------------------
@@ -73,10 +91,9 @@ class FrameTooLarge(ProtocolError):
 
 def attachments_to_wire(items) -> list:
     """The `attachments` field of a result message: figures.Picture or executors.Attachment
-    objects (the same fields), their bytes as tagged bytes."""
+    objects (the same fields), their bytes as tagged raw bytes (blobs of the binary frame)."""
     return [{"media_type": str(item.media_type), "name": str(item.name), "width": item.width,
-             "height": item.height,
-             "data": {TAG: "bytes", "v": binascii.b2a_base64(bytes(item.data), newline=False).decode("ascii")}}
+             "height": item.height, "data": {TAG: "bytes", "v": bytes(item.data)}}  # (a blob in the frame)
             for item in items]
 
 
@@ -94,8 +111,9 @@ def png_size(data: bytes) -> tuple[int | None, int | None]:
 
 def _raw_bytes(obj) -> str:
     """Raw bytes left in a tree by encode_value(binary=True) are written as base64 text."""
-    if type(obj) is bytes:
-        return binascii.b2a_base64(obj, newline=False).decode("ascii")
+    t = type(obj)
+    if t is bytes or t is bytearray or t is memoryview or issubclass(t, bytearray) or t.__name__ == "ndarray":
+        return binascii.b2a_base64(bytes(obj), newline=False).decode("ascii")
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
@@ -204,18 +222,62 @@ SOURCE_REFS = 64
 # Framing
 
 
-def pack_frame(message: dict, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> bytes:
-    """Serialize one message (compact JSON, ASCII, no NaN). Raises FrameTooLarge over the limit."""
-    body = dumps(message).encode("ascii")
+def pack_frame(message: dict, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+               max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES):
+    """Serialize one message (compact JSON, ASCII, no NaN): bytes, or an `Outgoing` binary frame
+    when its tree holds raw bytes of more than INLINE_MAX (codec/frames.py). Raises FrameTooLarge
+    over the limit (PayloadTooLarge over `max_payload_bytes`, Limits.max_payload_bytes)."""
+    blobs: list = []
+    body = _dumps_with(message, blobs).encode("ascii")
     if len(body) > max_frame_bytes:
         raise FrameTooLarge(f"frame of {len(body)} bytes exceeds the {max_frame_bytes}-byte limit")
-    return len(body).to_bytes(HEADER_BYTES, "big") + body
+    if not blobs:
+        return len(body).to_bytes(HEADER_BYTES, "big") + body
+    out = Outgoing(body, blobs)
+    if out.total > max_payload_bytes:
+        raise PayloadTooLarge(f"binary payloads of {out.total:,} bytes in one message, over the "
+                              f"{max_payload_bytes:,} allowed (Limits.max_payload_bytes)")
+    return out
 
 
-def unpack_message(body: bytes) -> dict:
-    """Parse one frame body into a message dict with a str "op" (raises ProtocolError)."""
+def _dumps_with(message: dict, blobs: list) -> str:
+    """`dumps`, raw bytes over INLINE_MAX moved out of the text into `blobs` as references."""
+
+    def default(obj):
+        t = type(obj)
+        if t.__name__ == "ndarray":  # (an in-process blob: numpy's uint8 copy, `_owned_blob`)
+            obj, t = memoryview(obj), memoryview
+        if t is bytes or t is memoryview or issubclass(t, bytearray):
+            n = obj.nbytes if t is memoryview else len(obj)
+            if n > INLINE_MAX:
+                blobs.append(obj)
+                return blob_ref(len(blobs) - 1)
+            return binascii.b2a_base64(bytes(obj), newline=False).decode("ascii")
+        raise TypeError(f"{t.__name__} is not JSON serializable")
+
     try:
-        msg = loads(body.decode("utf-8"))
+        import _json
+
+        encoder = _json.make_encoder(None, default, _json.encode_basestring_ascii, None, ":", ",",
+                                     False, False, False)
+        return "".join(encoder(message, 0))
+    except ImportError:
+        import json
+
+        return json.dumps(message, separators=(",", ":"), allow_nan=False, default=default)
+
+
+def unpack_message(body, arena: Arena | None = None,
+                   max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> dict:
+    """Parse one frame body (bytes, or a BinaryFrame) into a message dict with a str "op"
+    (raises ProtocolError). A binary frame's blobs are checked and copied out first (from
+    `arena` when they are there), each reference to one replaced by its bytes."""
+    blobs = None
+    if type(body) is BinaryFrame:
+        blobs = body.blobs(arena, max_payload_bytes)
+        body = body.json
+    try:
+        msg = loads(body.decode("utf-8")) if blobs is None else _loads_with(body.decode("utf-8"), blobs)
     except FrameBounds as exc:
         raise ProtocolError(f"frame over the bounds: {exc}") from None
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
@@ -225,22 +287,66 @@ def unpack_message(body: bytes) -> dict:
     return msg
 
 
+class _BlobUsedTwice(ValueError):
+    pass
+
+
+def _loads_with(text: str, blobs: list):
+    """`loads`, each {"$t": "blob", "i": k} replaced by blob k (each used once: two values never
+    share memory)."""
+    used = [False] * len(blobs)
+
+    def hook(d: dict):
+        if d.get(TAG) != "blob":
+            return d
+        k = d.get("i")
+        if len(d) != 2 or type(k) is not int or not 0 <= k < len(blobs) or used[k]:
+            raise ValueError(f"a bad or repeated blob reference {str(k)[:20]}")
+        used[k] = True
+        return blobs[k]
+
+    import _json
+
+    class _Context:
+        strict = True
+        object_hook = staticmethod(hook)
+        object_pairs_hook = None
+        parse_float = float
+        parse_int = staticmethod(_parse_int)
+        parse_constant = staticmethod(_no_constants)
+        memo: dict = {}
+
+    try:
+        obj, end = _json.make_scanner(_Context())(text, 0)
+    except StopIteration:
+        raise ValueError("invalid JSON") from None
+    if end != len(text):
+        raise ValueError("extra data after the JSON value")
+    return obj
+
+
 class FrameBuffer:
-    """Incremental frame splitter: feed bytes in, take complete frame bodies out."""
+    """Incremental frame splitter: feed bytes in, take complete frame bodies out (bytes, or a
+    BinaryFrame: codec/frames.py)."""
 
-    __slots__ = ("_buf", "max_frame_bytes")
+    __slots__ = ("_buf", "max_frame_bytes", "max_payload_bytes", "max_blobs")
 
-    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+                 max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> None:
         self._buf = bytearray()
         self.max_frame_bytes = max_frame_bytes
+        self.max_payload_bytes = max_payload_bytes
+        self.max_blobs = BOUNDS.blobs
 
     def feed(self, data: bytes) -> None:
         self._buf += data
 
-    def next_frame(self) -> bytes | None:
+    def next_frame(self):
         buf = self._buf
         if len(buf) < HEADER_BYTES:
             return None
+        if buf[0] & 0x80:
+            return self._binary()
         n = int.from_bytes(buf[:HEADER_BYTES], "big")
         if n > self.max_frame_bytes:
             raise FrameTooLarge(f"incoming frame of {n} bytes exceeds the {self.max_frame_bytes}-byte limit")
@@ -250,6 +356,29 @@ class FrameBuffer:
         body = bytes(buf[HEADER_BYTES:end])
         del buf[:end]
         return body
+
+    def _binary(self):
+        buf = self._buf
+        j = int.from_bytes(buf[:HEADER_BYTES], "big") & 0x7FFFFFFF
+        if j > self.max_frame_bytes:  # (refused on its first word, as a plain frame's length)
+            raise FrameTooLarge(f"incoming frame of {j} bytes exceeds the {self.max_frame_bytes}-byte limit")
+        if len(buf) < FIXED:
+            return None
+        j, n, b, in_arena = parse_binary_header(bytes(buf[:FIXED]), self.max_frame_bytes,
+                                                self.max_blobs, self.max_payload_bytes)
+        end = FIXED + 16 * n + j + b
+        if len(buf) < end:
+            return None
+        if len(buf) > end:  # (another frame behind it: the inline section stops at `end`)
+            rest = buf[end:]
+            del buf[end:]
+        else:
+            rest = None
+        frame = split_binary(buf, FIXED, j, n, in_arena)
+        buf.clear()
+        if rest:
+            buf += rest
+        return frame
 
     def pending(self) -> int:
         return len(self._buf)

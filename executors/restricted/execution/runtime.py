@@ -28,7 +28,7 @@ from ...base import (
     normalize_tools,
     variable_names_asked,
 )
-from ...worker.codec import Crossing, NotPlain, Repr, decode_value, encode_value, opaque_repr
+from ...worker.codec import TAG, Crossing, NotPlain, Repr, decode_value, encode_value, opaque_repr
 from ...worker.codec import safe_repr as codec_repr
 from ...worker.display import display_text
 from ...worker.figures import collect, is_pil_image, max_pixels, pil_description
@@ -141,15 +141,14 @@ class RestrictedRuntime:
             self.ns[name] = tool_proxy(name, fn, self.state)
         self._reserved = frozenset(self._tools) | {FINAL_ANSWER_NAME}
 
-    def set_variables(self, values: Mapping[str, Any]) -> None:
-        """The host's values as copies (the codec's): the model never holds a host object."""
+    def set_variables(self, values: Mapping[str, Any], fresh: bool = False) -> None:
+        """The host's values as copies (the codec's; `fresh`: the worker decoded them, copies already)."""
         check_variable_names(values, self._tools)
-        self.ns.update(decode_value(encode_value(dict(values), binary=True)))
+        self.ns.update(values if fresh else decode_value(encode_value(dict(values), binary=True)))
 
-    def get_variables(self, names: Iterable[str] | None = None) -> dict[str, Any]:
-        """The model's variables (all, or those named): plain data as a copy, anything else as
-        its repr, rendered under the sandbox's limits. Tools, final_answer, imported modules
-        and names starting with '_' are not variables; naming one raises KeyError."""
+    def get_variables(self, names: Iterable[str] | None = None, wire: bool = False) -> dict[str, Any]:
+        """The model's variables (all, or those named): plain data as a copy (`wire`: the codec's trees, for a
+        frame), anything else as its repr, under the limits. Tools, final_answer, modules, '_' names: KeyError."""
         wanted = variable_names_asked(names)
         if not self._lock.acquire(blocking=False):
             raise RuntimeError(f"cannot read variables now: {_BUSY}")
@@ -162,14 +161,14 @@ class RestrictedRuntime:
                 variables = {name: variables[name] for name in wanted}
             values: dict[str, Any] = {}
             to_render: dict[str, Any] = {}
-            crossing = Crossing(binary=True)  # one budget for them all (the bounds table)
+            crossing = Crossing(binary=not wire, raw=wire)  # one budget for them all (the bounds table)
             for name, value in variables.items():
                 try:  # builtin data: no code of the value runs
-                    values[name] = decode_value(crossing.encode(value, strict=True))
+                    values[name] = crossing.encode(value, strict=True) if wire else decode_value(crossing.encode(value, strict=True))
                 except NotPlain:
                     to_render[name] = value
             if to_render:
-                values.update(self._render_variables(to_render, crossing))
+                values.update(self._render_variables(to_render, crossing, wire))
             return values
         finally:
             self._lock.release()
@@ -182,7 +181,7 @@ class RestrictedRuntime:
             and name != FINAL_ANSWER_NAME and type(value) is not ModuleProxy
         }
 
-    def _render_variables(self, values: dict[str, Any], crossing: Crossing) -> dict[str, Any]:
+    def _render_variables(self, values: dict[str, Any], crossing: Crossing, wire: bool) -> dict[str, Any]:
         """Encoding a model's object may run its code (repr, a library reading a frame): under
         the limits and the guard, like a step; the host decodes plain data afterwards."""
         limit = self.limits.max_output_chars
@@ -198,7 +197,8 @@ class RestrictedRuntime:
         self._under_limits(None, render)
         self.state.reason = "finished"
         # a value an interrupt cut short (between two encodings) is named by its type only
-        return {name: decode_value(encoded[name]) if name in encoded
+        return {name: (encoded[name] if wire else decode_value(encoded[name])) if name in encoded
+                else {TAG: "repr", "v": opaque_repr(values[name]), "type": ""} if wire
                 else Repr(opaque_repr(values[name]), type(values[name]).__name__) for name in values}
 
     def reset(self) -> None:

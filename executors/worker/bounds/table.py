@@ -17,6 +17,10 @@ Each row says what it bounds and why the number:
   decimal_exponent  a Decimal's exponents (adjusted and last digit's): `int(d)`, `round(d)` and
                     `format(d, "f")` then make at most ~8,600 digits (1E+999999999 made 2.3 GB)
   array_dims        dimensions of an array payload
+  payload_bytes     raw bytes of the binary payloads of one message (arrays, frames, Arrow
+                    buffers, bytes, images: codec/frames.py): `Limits.max_payload_bytes` sets
+                    it per executor; the blobs are checked against it before anything is allocated
+  blobs             binary payloads (blob table entries) in one message
   pictures          figures and images in one result
   picture_pixels    width × height of one PNG (a 100-byte PNG can claim 60,000 × 60,000)
   stall_s           seconds a frame may stay half-written before the worker counts as stalled
@@ -36,18 +40,19 @@ class Bounds:
 
     __slots__ = ("frame_bytes", "values", "containers", "depth", "text_bytes", "int_digits",
                  "decimal_digits", "decimal_exponent", "array_dims", "pictures", "picture_pixels",
-                 "stall_s", "int_bits")
+                 "stall_s", "payload_bytes", "blobs", "int_bits")
 
     def __init__(self, *, frame_bytes: int = 32 * 1024 * 1024, values: int = 2_000_000,
                  containers: int = 1_000_000, depth: int = 100, text_bytes: int | None = None,
                  int_digits: int = 4300, decimal_digits: int = 4300, decimal_exponent: int = 4300,
                  array_dims: int = 32, pictures: int = 20, picture_pixels: int = 50_000_000,
-                 stall_s: float = 10.0) -> None:
+                 stall_s: float = 10.0, payload_bytes: int = 1 << 30, blobs: int = 65536) -> None:
         fields = dict(frame_bytes=frame_bytes, values=values, containers=containers, depth=depth,
                       text_bytes=frame_bytes if text_bytes is None else text_bytes,
                       int_digits=int_digits, decimal_digits=decimal_digits,
                       decimal_exponent=decimal_exponent, array_dims=array_dims, pictures=pictures,
-                      picture_pixels=picture_pixels, stall_s=stall_s)
+                      picture_pixels=picture_pixels, stall_s=stall_s, payload_bytes=payload_bytes,
+                      blobs=blobs)
         for name, value in fields.items():
             if type(value) not in (int, float) or value < 0:
                 raise ValueError(f"Bounds.{name} must be a number >= 0, got {value!r}")

@@ -12,8 +12,12 @@ so a subclass's methods, a `__class__` property or an overridden `__iter__` neve
 only model code it can call is `repr(v)` of a value that is not data, and the runtimes encode a
 model's values inside the step, under the guard and the limits, where that is allowed.
 
-`binary=True` leaves raw `bytes` in the tree (in process there is no JSON to carry: no base64);
-`dumps` (wire.py) writes them as base64 text, and the decoder takes either.
+Raw bytes (an array's memory, a bytes value, Arrow buffers) take one of three forms: base64
+text by default (a tree `json.dumps` can write); `raw=True`, views left in the tree for the
+frame packer, which moves them beside the JSON as blobs of a binary frame (frames.py: never
+text on the wire); `binary=True` (in process: no JSON, no frame), an array's memory copied once
+into a buffer the decoder takes without a second copy (`data_values.Owned`). The decoder takes
+all three.
 
 Both directions hold the bounds table (`bounds/table.py`): the encoder spends one budget per
 message (`Crossing`: JSON values, containers, text) and names numbers over the table by their size

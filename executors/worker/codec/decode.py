@@ -8,7 +8,7 @@ import binascii
 
 from ..bounds import BOUNDS, Bounds
 from ..bounds.numbers import decimal_from_text, int_from_hex
-from ..data_values import DATA_TAGS, LibraryMissing, decode_data
+from ..data_values import DATA_TAGS, LibraryMissing, Owned, decode_data
 from .text import TAG, ProtocolError, Repr
 
 __all__ = ["decode_value", "decode_values"]
@@ -88,10 +88,13 @@ class _Decoder:
             raise ProtocolError(f"bad tagged value {tag!r}: {str(exc)[:300]}") from None
 
 
-def _bytes_of(v) -> bytes:
-    if type(v) is bytes:
-        return v
-    if type(v) is str:
+def _bytes_of(v):
+    """A blob field's raw bytes: a blob of a binary frame (bytearray or a view of one), raw bytes
+    in process, or base64 text (small ones, and older peers)."""
+    t = type(v)
+    if t is bytes or t is bytearray or t is memoryview or t is Owned or t.__name__ == "ndarray":
+        return v  # (an ndarray: a blob read out of the arena into numpy's memory, uint8)
+    if t is str:
         return binascii.a2b_base64(v.encode("ascii"))
     raise ValueError("bytes payload must be base64 text")
 
@@ -119,7 +122,8 @@ def _decode_tagged(tag, data, d, decoder: _Decoder):
             raise ProtocolError("repr payload must be a string")
         return Repr(v, type_name)
     if tag == "bytes":
-        return _bytes_of(v)
+        v = _bytes_of(v)
+        return v if type(v) is bytes else bytes(v)
     if type(v) is str:
         if tag == "float":
             if v not in ("nan", "inf", "-inf"):

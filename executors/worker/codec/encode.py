@@ -8,7 +8,7 @@ import sys
 
 from ..bounds import BOUNDS, Bounds
 from ..bounds.numbers import decimal_over, int_over
-from ..data_values import NotData, encode_data
+from ..data_values import NotData, Owned, encode_data
 from .decode import decode_value
 from .text import REPR_TYPES, TAG, NotPlain, cut_marker, safe_repr
 
@@ -18,12 +18,30 @@ _BIG_INT_BITS = 12_000  # above ~3600 digits, str(int) may hit a worker's int->s
 _MAX_DEPTH = BOUNDS.depth
 
 
-def _base64(data: bytes) -> str:
-    return binascii.b2a_base64(data, newline=False).decode("ascii")
+def _base64(data) -> str:
+    return binascii.b2a_base64(bytes(data), newline=False).decode("ascii")
 
 
-def encode_value(value, *, max_nodes: int | None = None, binary: bool = False, describe=safe_repr,
-                 strict: bool = False, bounds: Bounds = BOUNDS):
+def _wire_blob(data):
+    """Raw bytes for the wire: kept as they are (a view of an array's memory, too) until the
+    frame is packed, where they become a blob of a binary frame (codec/frames.py)."""
+    return data
+
+
+def _owned_blob(data):
+    """Raw bytes in process: bytes as they are (immutable), an array's memory copied once into
+    a buffer the decoder may take without a second copy: numpy's (its large allocations ask for
+    huge pages: a 4 KiB page fault per 4 KiB costs more than the copy), else `Owned`."""
+    if type(data) is bytes:
+        return data
+    np = sys.modules.get("numpy")
+    if np is not None:
+        return np.frombuffer(data, dtype=np.uint8).copy()
+    return Owned(data)
+
+
+def encode_value(value, *, max_nodes: int | None = None, binary: bool = False, raw: bool = False,
+                 describe=safe_repr, strict: bool = False, bounds: Bounds = BOUNDS):
     """Turn a value into plain data (the tagged extension), within `bounds` (the table in
     `bounds/table.py`; `max_nodes` overrides its JSON values). Never raises for odd values:
     unsupported objects, cycles and over-deep nesting become repr markers, their text from
@@ -31,7 +49,7 @@ def encode_value(value, *, max_nodes: int | None = None, binary: bool = False, d
     becomes a marker that says what was cut. `strict=True` takes only builtin data within the
     bounds (no payloads, which call the library on the value, no reprs) and raises NotPlain for
     anything else: then no method of the value can run, anywhere."""
-    crossing = Crossing(bounds, binary=binary)
+    crossing = Crossing(bounds, binary=binary, raw=raw)
     if max_nodes is not None:
         crossing.values = max_nodes
     return crossing.encode(value, describe=describe, strict=strict)
@@ -57,19 +75,20 @@ class Crossing:
     arguments, the variables asked for. Each `encode()` spends from it; a value over what is left
     crosses as a marker that says what was cut (or, with `cut=False`, raises TooLargeToCross)."""
 
-    __slots__ = ("bounds", "blob", "memo", "values", "containers", "text")
+    __slots__ = ("bounds", "blob", "memo", "values", "containers", "text", "payload")
 
-    def __init__(self, bounds: Bounds = BOUNDS, *, binary: bool = False) -> None:
+    def __init__(self, bounds: Bounds = BOUNDS, *, binary: bool = False, raw: bool = False) -> None:
         self.bounds = bounds
-        self.blob = bytes if binary else _base64
+        self.blob = _owned_blob if binary else _wire_blob if raw else _base64
         # In process (raw bytes, no JSON) a container met again is the same encoded node: the
         # tree stays a DAG, and a structure of 2**40 paths through shared lists costs its 40
         # distinct lists. JSON would expand the DAG, so there the budget bounds the walk.
         self.memo: dict[int, object] | None = {} if binary else None
         self.values, self.containers, self.text = bounds.values, bounds.containers, bounds.text_bytes
+        self.payload = bounds.payload_bytes  # raw bytes of binary payloads (arrays, bytes, Arrow)
 
     def encode(self, value, *, describe=safe_repr, strict: bool = False, cut: bool = True):
-        left = (self.values, self.containers, self.text)
+        left = (self.values, self.containers, self.text, self.payload)
         encoder = _Encoder(self, None if strict else describe, cut)
         try:
             tree = encoder.enc(value, 0)
@@ -78,7 +97,7 @@ class Crossing:
                 raise _TooLarge(_over_text(self.bounds))
             return tree
         except _TooLarge as exc:
-            self.values, self.containers, self.text = left
+            self.values, self.containers, self.text, self.payload = left
             if strict:
                 raise NotPlain from None
             if not cut:
@@ -87,7 +106,7 @@ class Crossing:
             self.values, self.containers = self.values - 4, self.containers - 1
             return marker
         except RecursionError:
-            self.values, self.containers, self.text = left
+            self.values, self.containers, self.text, self.payload = left
             if strict:
                 raise NotPlain from None
             why = (f"nested deeper than the recursion limit lets it be copied (Limits.max_recursion_depth; "
@@ -97,6 +116,11 @@ class Crossing:
             self.values, self.containers = self.values - 4, self.containers - 1
             return {TAG: "repr", "v": f"<{type(value).__name__} that did not cross the boundary: {why}>",
                     "type": type(value).__name__}
+
+
+def _over_payload(bounds: Bounds) -> str:
+    return (f"over the {bounds.payload_bytes:,} bytes of binary payloads (arrays, frames, bytes) "
+            "a message may carry (Bounds.payload_bytes: Limits.max_payload_bytes sets it)")
 
 
 def _over_text(bounds: Bounds) -> str:
@@ -168,11 +192,11 @@ class _Encoder:
             self.crossing.text -= len(v)
             return {TAG: "repr", "v": str.__str__(v), "type": name if type(name) is str else ""}
         if t is bytes or t is bytearray or t is memoryview:
-            data = bytes(v)
-            self.crossing.text -= len(data)
-            if self.crossing.text < 0:
-                raise _TooLarge(_over_text(self.crossing.bounds))
-            return self.tagged("bytes", self.blob(data))
+            data = v if t is bytes else bytes(v)
+            self.crossing.payload -= len(data)
+            if self.crossing.payload < 0:
+                raise _TooLarge(_over_payload(self.crossing.bounds))
+            return self.tagged("bytes", data if self.blob is not _base64 else _base64(data))
         if t is complex:
             return self.tagged("complex", [repr(v.real), repr(v.imag)], 4, 2)
         if t is list or t is tuple or t is set or t is frozenset or t is dict:
@@ -208,8 +232,11 @@ class _Encoder:
         while stack:
             node = stack.pop()
             t = type(node)
-            if t is str or t is bytes:
+            if t is str:
                 crossing.text -= len(node)
+                continue
+            if t is bytes or t is memoryview or t is Owned or t.__name__ == "ndarray":
+                crossing.payload -= memoryview(node).nbytes  # (ours: a blob, numpy's uint8 copy)
                 continue
             if t is dict:
                 self.spend(len(node) or 1, 1)
@@ -219,6 +246,8 @@ class _Encoder:
                 stack.extend(x for x in node if type(x) is not str or len(x) > 64)
         if crossing.text < 0:
             raise _TooLarge(_over_text(crossing.bounds))
+        if crossing.payload < 0:
+            raise _TooLarge(_over_payload(crossing.bounds))
 
     def container(self, v, t, depth: int):
         # keyed by the value itself (alive in the caller's graph), never by a temporary copy of
