@@ -72,6 +72,11 @@ class ExecutorPool:
     def __len__(self) -> int:
         return len(self._all)
 
+    @property
+    def ready(self) -> int:
+        """Executors free this moment (a replacement still starting is not counted)."""
+        return self._free.qsize()
+
     def start(self) -> ExecutorPool:
         threads = [threading.Thread(target=ex.start, daemon=True) for ex in self._all if hasattr(ex, "start")]
         for t in threads:
