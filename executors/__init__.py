@@ -29,6 +29,7 @@ _LAZY = {
     "Access": ".access",
     "AccessError": ".access",
     "Isolation": ".access",
+    "ExecutorPool": ".remote.pool",  # SubprocessExecutor.pool(n): ready workers, one per session
 }
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "ExecutionResult",
     "Executor",
     "ExecutorError",
+    "ExecutorPool",
     "FinalAnswer",
     "Isolation",
     "Limits",
@@ -55,6 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .docker import DockerExecutor
     from .local import LocalExecutor
     from .process import SubprocessExecutor
+    from .remote.pool import ExecutorPool
     from .worker.wire import Repr
 
 

@@ -87,19 +87,25 @@ class ExecutorPool:
 
     @contextlib.contextmanager
     def acquire(self, timeout: float | None = None) -> Iterator[Any]:
-        self._check_open()
-        ex = self._next_blocking(timeout)
+        ex = self.take(timeout)
         try:
             yield ex
         finally:
-            self._release(ex)
+            self.give_back(ex)
 
-    def _next_blocking(self, timeout: float | None) -> Any:
+    def take(self, timeout: float | None = None) -> Any:
+        """A ready executor for one session (`acquire()` without the `with`): waits up to
+        `timeout` seconds (None: as long as it takes; 0: not at all) for one, else TimeoutError.
+        Hand it back with `give_back(ex)` when the session ends."""
         # Waits in short slices, so that a pool whose replacements all failed says so instead of
         # waiting forever.
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             self._check_open()
+            try:
+                return self._free.get_nowait()
+            except queue.Empty:
+                pass
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 raise TimeoutError(f"no free executor within {timeout} s")
@@ -107,6 +113,10 @@ class ExecutorPool:
                 return self._free.get(timeout=0.5 if left is None else min(left, 0.5))
             except queue.Empty:
                 continue
+
+    def give_back(self, ex: Any) -> None:
+        """The end of `ex`'s session: recycled per the policy (fresh: destroyed and replaced)."""
+        self._release(ex)
 
     def _check_open(self) -> None:
         if self._closed:
