@@ -205,7 +205,9 @@ class Monty(Runner):
         self.pool.__exit__(None, None, None)
 
     def open_session(self):
-        session = self.pool.checkout()
+        # each host call is a suspension, 1000 a checkout by default: the long session of this
+        # benchmark makes thousands
+        session = self.pool.checkout(limits={"max_suspensions": 10_000_000})
         session.__enter__()
         return session
 
