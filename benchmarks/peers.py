@@ -129,6 +129,10 @@ class Runner:
     def session_pids(self, session: object) -> list[int]:
         return []
 
+    def frame_session(self, session: object) -> object:
+        """The session the frame case runs in (most: the one of the other cases)."""
+        return session
+
 
 class CPython(Runner):
     name = "CPython"
@@ -170,11 +174,18 @@ class OursWorker(OursLocal):
     in_process = False
 
     def open_pool(self, n):
-        self.pool = SubprocessExecutor.pool(n, tools={"add": add}, authorized_imports=["numpy", "pandas"])
+        # no package authorized: a worker imports its authorized packages when it starts (pandas
+        # would add ~50 MiB to every idle worker); the frame case has an executor of its own
+        self.pool = SubprocessExecutor.pool(n, tools={"add": add})
         self.pool.start()
+        self.data = SubprocessExecutor(tools={"add": add}, authorized_imports=["numpy", "pandas"])
 
     def close_pool(self):
         self.pool.close()
+        self.data.close()
+
+    def frame_session(self, session):
+        return self.data
 
     def open_session(self):
         cm = self.pool.acquire()
@@ -403,17 +414,18 @@ def case_memory(runners, n: int) -> dict[str, float | None]:
 def case_frame(runners, sessions: dict, rows: int, reps: int) -> dict[str, float | None]:
     """The frame back to the host, over df.copy() of the same frame in the host."""
     make = MAKE_FRAME.replace("ROWS", str(rows))
+    where = {r.name: r.frame_session(sessions[r.name]) for r in runners}
     able = []
     for r in runners:
         try:
             if r.frames:
-                r.run(sessions[r.name], make)
+                r.run(where[r.name], make)
                 able.append(r)
         except Exception as exc:  # noqa: BLE001 - a peer that cannot make the frame
             print(f"  {r.name}: cannot make the frame ({type(exc).__name__}: {str(exc)[:120]})")
     base = sessions["CPython"]["df"]
     copy = statistics.median(timed(lambda: base.copy(deep=True)) for _ in range(reps))
-    times = interleaved(able, reps, lambda r: timed(lambda: r.frame(sessions[r.name])))
+    times = interleaved(able, reps, lambda r: timed(lambda: r.frame(where[r.name])))
     return {r.name: (None if times.get(r.name) is None else times[r.name] / copy) for r in runners}
 
 

@@ -45,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 KINDS = (("data", 40), ("state", 20), ("tool", 10), ("error", 12), ("timeout", 6), ("kill", 4),
          ("variables", 8))
 TIMEOUT_S = 2.0
+IDLE_S = 20.0  # mcp: a session whose client walked away is closed after this long
 
 
 class Tally:
@@ -53,21 +54,25 @@ class Tally:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.counts: dict[str, int] = {}
-        self.problems: list[str] = []
+        self.problems: dict[str, int] = {}  # by category
+        self.examples: list[str] = []
 
     def ok(self, kind: str) -> None:
         with self.lock:
             self.counts[kind] = self.counts.get(kind, 0) + 1
 
-    def bad(self, what: str) -> None:
+    def bad(self, category: str, what: str) -> None:
+        """category: "lost: <kind>" or "crossed: <kind>"; what: an example, kept for the first 20."""
         with self.lock:
-            self.problems.append(what)
+            self.problems[category] = self.problems.get(category, 0) + 1
+            if len(self.examples) < 20:
+                self.examples.append(what)
 
     def lost(self) -> int:
-        return sum(1 for p in self.problems if not p.startswith("crossed"))
+        return sum(n for k, n in self.problems.items() if not k.startswith("crossed"))
 
     def crossed(self) -> int:
-        return sum(1 for p in self.problems if p.startswith("crossed"))
+        return sum(n for k, n in self.problems.items() if k.startswith("crossed"))
 
 
 def step_code(kind: str, token: str, rng: random.Random) -> tuple[str, str | None]:
@@ -89,18 +94,22 @@ def step_code(kind: str, token: str, rng: random.Random) -> tuple[str, str | Non
 
 
 def check(tally: Tally, kind: str, token: str, text: str, failed: bool, expected: str | None) -> None:
-    if "s" in text and _foreign_token(text, token):
-        tally.bad(f"crossed: {kind} of {token} answered {text[:200]!r}")
+    if _foreign_token(text, token):
+        tally.bad(f"crossed: {kind}", f"{kind} of {token} answered {text[:200]!r}")
     elif expected is None:
         want = {"error": "ZeroDivisionError", "timeout": "TimeoutError"}.get(kind, "")
         if failed and want in text:
             tally.ok(kind)
         else:
-            tally.bad(f"lost: {kind} of {token} answered {text[:200]!r}")
+            tally.bad(f"lost: {kind}", f"{kind} of {token} answered {text[:200]!r}")
     elif not failed and expected in text:
         tally.ok(kind)
+    elif failed and "TimeoutError" in text:
+        # the limit is wall-clock time: on an overloaded machine an ordinary step can run past
+        # it; the answer came, and it is this session's (the step is counted apart)
+        tally.ok(f"{kind} (timed out under load)")
     else:
-        tally.bad(f"lost: {kind} of {token} answered {text[:200]!r}")
+        tally.bad(f"lost: {kind}", f"{kind} of {token} answered {text[:200]!r}")
 
 
 def _foreign_token(text: str, token: str) -> bool:
@@ -233,7 +242,7 @@ def _pool_session_loop(pool, i: int, seed: int, deadline: float, tally: Tally) -
                     if r.error is not None:
                         tally.ok("kill")
                     else:
-                        tally.bad(f"lost: kill of {token} answered {text[:200]!r}")
+                        tally.bad("lost: kill", f"kill of {token} answered {text[:200]!r}")
                     continue
                 check(tally, kind, token, text, r.error is not None, expected)
 
@@ -267,18 +276,18 @@ def _report(target: str, tally: Tally, rss: list[int], leftovers: list[int], fil
             workers_seen: int) -> dict:
     return {"target": target, "steps": dict(sorted(tally.counts.items())),
             "answered": sum(tally.counts.values()), "lost": tally.lost(), "crossed": tally.crossed(),
-            "problems": tally.problems[:20], "rss": rss_figures(rss),
+            "problems": tally.problems, "examples": tally.examples, "rss": rss_figures(rss),
             "processes_seen": workers_seen, "left_running": leftovers, "left_files": files}
 
 
 # -- the mcp target: `codeagent mcp-serve` over streamable HTTP ---------------------------------------
-def soak_mcp(sessions: int, seconds: float, pool_size: int, seed: int) -> dict:
+def soak_mcp(sessions: int, seconds: float, pool_size: int, seed: int, idle_s: float = IDLE_S) -> dict:
     import anyio
 
     tmp = Path(tempfile.mkdtemp(prefix="codeagent-soak-"))
     server = subprocess.Popen(
         [sys.executable, "-m", "codeagent", "mcp-serve", "--transport", "http", "--port", "0",
-         "--pool", str(pool_size), "--timeout", str(TIMEOUT_S)],
+         "--pool", str(pool_size), "--timeout", str(TIMEOUT_S), "--idle-timeout", str(idle_s)],
         cwd=ROOT, env={**os.environ, "TMPDIR": str(tmp)}, stderr=subprocess.PIPE, text=True)
     tally, sampler = Tally(), Sampler(server.pid)
     try:
@@ -286,13 +295,16 @@ def soak_mcp(sessions: int, seconds: float, pool_size: int, seed: int) -> dict:
         sampler.start()
         deadline = time.monotonic() + seconds
 
+        ramp = min(20.0, seconds / 10) / sessions  # clients arrive over the first seconds
+
         async def main() -> None:
             async with anyio.create_task_group() as group:
                 for i in range(sessions):
                     group.start_soon(_mcp_session_loop, url, i, seed, deadline, tally)
+                    await anyio.sleep(ramp)
 
         anyio.run(main)
-        time.sleep(2.0)  # the last sessions' ends reach the server
+        time.sleep(idle_s * 1.5 + 2)  # abandoned sessions reaped (idle, then the reaper's round)
         idle = len(descendants(server.pid))
     finally:
         sampler.stop.set()
@@ -354,7 +366,8 @@ async def _mcp_session_loop(url: str, i: int, seed: int, deadline: float, tally:
                 continue
             while getattr(exc, "exceptions", None):  # the error inside anyio's groups
                 exc = exc.exceptions[0]
-            tally.bad(f"lost: session {i}/{number}: {type(exc).__name__}: {str(exc)[:200]}")
+            tally.bad(f"lost: session broke ({type(exc).__name__})",
+                      f"session {i}/{number}: {type(exc).__name__}: {str(exc)[:200]}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -83,6 +83,9 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
                    help="keep N workers started and ready, so that a new session starts at once (one "
                         "never used before each; the used one is destroyed and replaced); sessions "
                         "beyond N start their own (default 0: every session starts its own)")
+    g.add_argument("--idle-timeout", type=float, default=None, metavar="SECONDS",
+                   help="http: close a session idle this long, its client gone without ending it "
+                        "(default: 1800)")
     g.add_argument("--token", default=None,
                    help=f"http: clients must send 'Authorization: Bearer TOKEN' (default: ${TOKEN_ENV})")
 
@@ -121,7 +124,8 @@ def run_serve(args: argparse.Namespace, make_executor: Callable[[], Any]) -> int
                 print(f"codeagent mcp-serve: listening on http://{args.host}:{port}/mcp "
                       f"({args.executor} executor, one per session)", file=sys.stderr, flush=True)
 
-            serve_http(server, sessions, host=args.host, port=args.port, token=token, ready=ready)
+            idle = {} if args.idle_timeout is None else {"idle_s": max(1.0, args.idle_timeout)}
+            serve_http(server, sessions, host=args.host, port=args.port, token=token, ready=ready, **idle)
     except KeyboardInterrupt:
         pass
     finally:
