@@ -433,8 +433,12 @@ def case_frame(runners, sessions: dict, rows: int, reps: int) -> dict[str, float
 def _time(seconds: float | None, base: float | None) -> str:
     if seconds is None:
         return "n/a"
-    text = f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} µs"
-    return f"{text} ({seconds / base:.3g}×)" if base else text
+    text = (f"{seconds * 1e3:,.0f} ms" if seconds >= 0.1 else f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3
+            else f"{seconds * 1e6:.3g} µs")
+    if not base:
+        return text
+    ratio = seconds / base
+    return f"{text} ({ratio:,.0f}×)" if ratio >= 100 else f"{text} ({ratio:.3g}×)"
 
 
 def table(results: dict, names: list[str]) -> str:
@@ -451,7 +455,8 @@ def table(results: dict, names: list[str]) -> str:
         "n/a" if mem.get(n) is None else f"{mem[n] / 1024:.2f} MiB" for n in names) + " |")
     frame = results["frame / df.copy()"]
     lines.append(f"| {results['rows']:,}-row frame back to the host (× df.copy()) | " + " | ".join(
-        "n/a" if frame.get(n) is None else f"{frame[n]:.3g}×" for n in names) + " |")
+        "n/a" if frame.get(n) is None else (f"{frame[n]:,.0f}×" if frame[n] >= 100 else f"{frame[n]:.3g}×")
+        for n in names) + " |")
     return "\n".join(lines)
 
 
