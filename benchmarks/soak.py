@@ -62,11 +62,11 @@ class Tally:
             self.counts[kind] = self.counts.get(kind, 0) + 1
 
     def bad(self, category: str, what: str) -> None:
-        """category: "lost: <kind>" or "crossed: <kind>"; what: an example, kept for the first 20."""
+        """category: "lost: <kind>" or "crossed: <kind>"; what: an example (three per category)."""
         with self.lock:
             self.problems[category] = self.problems.get(category, 0) + 1
-            if len(self.examples) < 20:
-                self.examples.append(what)
+            if self.problems[category] <= 3:
+                self.examples.append(f"{category}: {what}")
 
     def lost(self) -> int:
         return sum(n for k, n in self.problems.items() if not k.startswith("crossed"))
@@ -180,8 +180,10 @@ def rss_figures(samples: list[int]) -> dict[str, float]:
     after = samples[len(samples) // 4:]
     k = max(2, len(after) // 10)
     first, last = statistics.median(after[:k]), statistics.median(after[-k:])
+    step = max(1, len(samples) // 40)
     return {"samples": len(samples), "after_warmup_mib": first / 1024, "end_mib": last / 1024,
-            "growth": last / first - 1, "max_over_first": max(after) / first - 1}
+            "growth": last / first - 1, "max_over_first": max(after) / first - 1,
+            "series_mib": [round(v / 1024, 1) for v in samples[::step]]}
 
 
 # -- the pool target (a batch runner's shape) ------------------------------------------------------
