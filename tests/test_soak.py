@@ -3,9 +3,8 @@ one, 200 sessions for 10 minutes, is `benchmarks/soak.py` itself, not the defaul
 
 What a server's user relies on: every step answered with its own session's answer (no lost, no
 crossed result) through errors, timeouts and sessions killed mid-step; nothing left running and
-no file left once the sessions ended and the server (or the pool) closed; memory that does not
-run away. The RSS bound here is loose (a 30 s run is mostly warm-up); the 10% figure is the long
-run's.
+no file left once the sessions ended and the server (or the pool) closed. Memory is the long
+run's figure (a 30 s run is mostly the server's warm-up: its RSS says nothing yet).
 """
 
 from __future__ import annotations
@@ -30,7 +29,6 @@ def _assert_served_well(report: dict) -> None:
     assert report["answered"] > 50, report["steps"]
     assert {"data", "state", "error", "timeout", "kill"} <= set(report["steps"]), report["steps"]
     assert report["left_running"] == [] and report["left_files"] == []
-    assert report["rss"].get("max_over_first", 0) < 0.5, report["rss"]
 
 
 def test_mcp_serve_with_a_pool_serves_20_sessions_for_30_s_and_leaves_nothing():
