@@ -149,9 +149,10 @@ def cold_figures(policy: str, reps: int, zygote: bool = True) -> dict[str, float
 
 
 def pool_acquire(reps: int) -> dict[str, float]:
-    """A started pool of 2: acquire() of a free executor (reset, its worker ready)."""
+    """A started pool of 2: acquire() of a free executor (reset, its worker ready; the fresh
+    policy's figure, a new worker per session: benchmarks/pool_start.py)."""
     samples = []
-    with SubprocessExecutor.pool(2) as pool:
+    with SubprocessExecutor.pool(2, recycle="reset") as pool:
         for i in range(reps):
             t0 = time.perf_counter()
             with pool.acquire() as ex:

@@ -43,6 +43,7 @@ _LAZY = {
     "Access": ".access",
     "AccessError": ".access",
     "Isolation": ".access",
+    "ExecutorPool": ".remote.pool",  # SubprocessExecutor.pool(n): ready workers, one per session
 }
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "ExecutionResult",
     "Executor",
     "ExecutorError",
+    "ExecutorPool",
     "FinalAnswer",
     "Isolation",
     "Limits",
@@ -69,6 +71,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .docker import DockerExecutor
     from .local import LocalExecutor
     from .process import SubprocessExecutor
+    from .remote.pool import ExecutorPool
     from .worker.wire import Repr
 
 

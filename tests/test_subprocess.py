@@ -361,7 +361,9 @@ def test_timeout_restart_reports_state_lost(open_ex):
 
 
 def test_pool_runs_concurrently_and_isolates():
-    with SubprocessExecutor.pool(2, policy="open") as pool:
+    # recycle="reset": the same two executors serve all four runs, reset between them
+    # (tests/test_pool.py: the default, a fresh executor per session)
+    with SubprocessExecutor.pool(2, recycle="reset", policy="open") as pool:
         results = {}
 
         def run(i: int) -> None:

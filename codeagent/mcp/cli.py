@@ -79,6 +79,13 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--host", default="127.0.0.1",
                    help="http: the address to listen on (default 127.0.0.1; any other needs --token)")
     g.add_argument("--port", type=int, default=8000, help="http: the port (default 8000; 0 picks a free one)")
+    g.add_argument("--pool", type=int, default=0, metavar="N",
+                   help="keep N workers started and ready, so that a new session starts at once (one "
+                        "never used before each; the used one is destroyed and replaced); sessions "
+                        "beyond N start their own (default 0: every session starts its own)")
+    g.add_argument("--idle-timeout", type=float, default=None, metavar="SECONDS",
+                   help="http: close a session idle this long, its client gone without ending it "
+                        "(default: 1800)")
     g.add_argument("--token", default=None,
                    help=f"http: clients must send 'Authorization: Bearer TOKEN' (default: ${TOKEN_ENV})")
 
@@ -99,7 +106,12 @@ def run_serve(args: argparse.Namespace, make_executor: Callable[[], Any]) -> int
         description = tool_description(probe, args.executor)
     finally:
         probe.close()
-    sessions = Sessions(make_executor)
+    pool = None
+    if args.pool > 0:
+        from executors import ExecutorPool
+
+        pool = ExecutorPool(make_executor, args.pool).start()
+    sessions = Sessions(make_executor, pool)
     try:
         if args.transport == "stdio":
             build_server(sessions, description, stdio_session).run("stdio")
@@ -112,9 +124,12 @@ def run_serve(args: argparse.Namespace, make_executor: Callable[[], Any]) -> int
                 print(f"codeagent mcp-serve: listening on http://{args.host}:{port}/mcp "
                       f"({args.executor} executor, one per session)", file=sys.stderr, flush=True)
 
-            serve_http(server, sessions, host=args.host, port=args.port, token=token, ready=ready)
+            idle = {} if args.idle_timeout is None else {"idle_s": max(1.0, args.idle_timeout)}
+            serve_http(server, sessions, host=args.host, port=args.port, token=token, ready=ready, **idle)
     except KeyboardInterrupt:
         pass
     finally:
         sessions.close_all()
+        if pool is not None:
+            pool.close()
     return 0

@@ -94,21 +94,22 @@ def _error(code: int, message: str, data: Any = None) -> dict[str, Any]:
 
 
 def serve_http(server: Any, sessions: Sessions, *, host: str, port: int, token: str | None,
-               ready: Any = None) -> None:
-    """Serve until interrupted; `ready(port)` is called once the socket listens."""
+               ready: Any = None, idle_s: float = SESSION_IDLE_S) -> None:
+    """Serve until interrupted; `ready(port)` is called once the socket listens. A session idle
+    for `idle_s` seconds (a client that walked away without ending it) is closed."""
     import anyio
     import uvicorn
 
     check_binding(host, token)
-    app = server.streamable_http_app(json_response=True, host=host, session_idle_timeout=SESSION_IDLE_S)
+    app = server.streamable_http_app(json_response=True, host=host, session_idle_timeout=idle_s)
     config = uvicorn.Config(SessionGate(app, sessions, token), host=host, port=port, log_level="warning",
                             lifespan="on")
     web = uvicorn.Server(config)
     stop = threading.Event()
 
     def reap() -> None:
-        while not stop.wait(60):
-            sessions.close_idle(SESSION_IDLE_S)
+        while not stop.wait(min(60.0, idle_s / 2)):
+            sessions.close_idle(idle_s)
 
     threading.Thread(target=reap, name="mcp-session-reaper", daemon=True).start()
 

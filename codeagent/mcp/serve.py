@@ -78,10 +78,13 @@ class _Session:
 
 
 class Sessions:
-    """The executors of the open MCP sessions, by session key; each made at first use."""
+    """The executors of the open MCP sessions, by session key; each made at first use, or taken
+    ready from `pool` (an ExecutorPool: a new session starts at once) while it has one free."""
 
-    def __init__(self, make_executor: Callable[[], Any]) -> None:
+    def __init__(self, make_executor: Callable[[], Any], pool: Any = None) -> None:
         self._make = make_executor
+        self._pool = pool
+        self._pooled: set[int] = set()  # ids of the executors taken from the pool
         self._open: dict[str, _Session] = {}
         self._lock = threading.Lock()
 
@@ -89,9 +92,31 @@ class Sessions:
         with self._lock:
             session = self._open.get(key)
             if session is None:
-                session = self._open[key] = _Session(self._make())
+                session = self._open[key] = _Session(self._new_executor())
             session.last_used = time.monotonic()
             return session
+
+    def _new_executor(self) -> Any:
+        if self._pool is not None:
+            try:
+                executor = self._pool.take(timeout=0)
+            except (TimeoutError, ExecutorError):  # none free this moment: one of its own
+                pass
+            else:
+                self._pooled.add(id(executor))
+                return executor
+        return self._make()
+
+    def _end(self, executor: Any) -> None:
+        """A session's executor at its end: back to the pool (which destroys it and starts a
+        fresh one), or closed."""
+        with self._lock:
+            pooled = id(executor) in self._pooled
+            self._pooled.discard(id(executor))
+        if pooled:
+            self._pool.give_back(executor)
+        else:
+            executor.close()
 
     def close(self, key: str) -> bool:
         with self._lock:
@@ -99,7 +124,7 @@ class Sessions:
         if session is None:
             return False
         with session.lock:  # a call still running in it finishes first
-            session.executor.close()
+            self._end(session.executor)
         return True
 
     def drop(self, session: _Session) -> None:
@@ -108,7 +133,7 @@ class Sessions:
             for key in [k for k, s in self._open.items() if s is session]:
                 del self._open[key]
         try:
-            session.executor.close()
+            self._end(session.executor)
         except Exception:  # broken already: closing is best effort
             pass
 

@@ -493,7 +493,8 @@ class RemoteExecutor(AwaitedSteps, ExecutorBase):
             return time.perf_counter() - t0
 
     @classmethod
-    def pool(cls, n: int, **kwargs: Any) -> ExecutorPool:
-        """`n` warm executors built with `cls(**kwargs)` for concurrent runs (see ExecutorPool)."""
-        return ExecutorPool(lambda: cls(**kwargs), n)
+    def pool(cls, n: int, *, recycle: str = "fresh", max_uses: int | None = None,
+             **kwargs: Any) -> ExecutorPool:
+        """`n` warm executors, `cls(**kwargs)`, for concurrent sessions (see ExecutorPool)."""
+        return ExecutorPool(lambda: cls(**kwargs), n, recycle=recycle, max_uses=max_uses)
 

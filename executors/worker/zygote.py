@@ -24,6 +24,7 @@ model code, starts no thread (fork is only safe single-threaded), and reaps its 
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import select
@@ -49,6 +50,10 @@ def main(argv: list[str] | None = None) -> int:
 
     harden({"parent": spec.get("parent")})
     _preload(spec.get("preload") or [])
+    # Every object the children inherit goes to the permanent generation: no collection in a
+    # child walks (and so writes to, copying) the pages that hold them. A child's idle memory
+    # is then mostly what it made itself (issue 48: <= 2 MiB PSS per idle worker).
+    gc.freeze()
     control = socket.socket(fileno=os.dup(0))
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
@@ -67,7 +72,13 @@ def _preload(paths: list) -> None:
         if isinstance(path, str) and path not in sys.path:
             sys.path.insert(0, path)
     try:
-        importlib.import_module(loop.RESTRICTED_RUNTIME)
+        served = importlib.import_module(loop.RESTRICTED_RUNTIME)
+        # One runtime built and dropped: what every build computes once per process (the
+        # capability guard's roots, the import hooks, the tables' caches) is then the zygote's,
+        # shared by its children instead of copied into each (~0.8 MiB of a child's PSS). It
+        # starts no thread (fork stays safe); steps and their grants stay per worker.
+        served.build(tools={}, authorized_imports=[], limits={}, grants=served.grants(None),
+                     workdir="/")
     except Exception:  # noqa: BLE001 - the child reports it at configure, as a worker would
         pass
     # What building the runtime and confining the worker import later (and sysconfig's paths,
