@@ -181,8 +181,11 @@ class Worker:
             grants = served.grants(msg.get("grants"))
         except ValueError as exc:
             return self._error(msg, "ConfigurationError", safe_str(exc))
-        self.runtime = served.build(tools=tools, authorized_imports=list(msg.get("authorized_imports") or []),
-                                    limits=self.limits, grants=grants, workdir=os.getcwd())
+        try:  # (a setting the runtime refuses is the host's mistake: say so, do not die of it)
+            self.runtime = served.build(tools=tools, authorized_imports=list(msg.get("authorized_imports") or []),
+                                        limits=self.limits, grants=grants, workdir=os.getcwd())
+        except (ValueError, TypeError) as exc:
+            return self._error(msg, "ConfigurationError", safe_str(exc))
         self._served = served
         self._confine_and_answer(msg)
 

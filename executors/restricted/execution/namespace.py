@@ -46,16 +46,23 @@ EXCEPTIONS = tuple(
 )
 
 
-def build_namespace(
-    ns: dict[str, Any], state: RunState, buffer_ref: Callable[[], OutputBuffer],
-    authorized_imports: Iterable[str],
-) -> HostGuard:
+class NamespaceParts:
+    """What outlives reset(): the sandbox's print, the host guard (what it learnt of the host's
+    objects) and the importer with its module proxies. Building sympy's proxy takes ~100 ms;
+    reset() forgets the model's variables, not the work of importing its libraries."""
+
+    def __init__(self, state: RunState, buffer_ref: Callable[[], OutputBuffer],
+                 authorized_imports: Iterable[str]) -> None:
+        self.print_fn = make_print(buffer_ref)
+        self.host = HostGuard(own_functions=state.generators.functions)
+        self.importer = SandboxImporter(authorized_imports, state, self.print_fn, self.host)
+        self.getattr_ = make_getattr(self.host.attr, self.host.private_attr)
+
+
+def build_namespace(ns: dict[str, Any], state: RunState, parts: NamespaceParts) -> HostGuard:
     """Fill `ns` with the sandbox's builtins and the instrumenter's names; returns the host
-    guard of this namespace (its snapshots are restored after every step)."""
-    print_fn = make_print(buffer_ref)
-    host = HostGuard(own_functions=state.generators.functions)
-    importer = SandboxImporter(authorized_imports, state, print_fn, host)
-    getattr_ = make_getattr(host.attr, host.private_attr)
+    guard (its snapshots are restored after every step)."""
+    print_fn, host, importer, getattr_ = parts.print_fn, parts.host, parts.importer, parts.getattr_
     safe_builtins: dict[str, Any] = {name: getattr(builtins, name) for name in PLAIN_BUILTINS}
     safe_builtins.update({name: getattr(builtins, name) for name in EXCEPTIONS})
     safe_builtins.update(
@@ -74,6 +81,7 @@ def build_namespace(
     # checker refuses it, FORBIDDEN_BUILTINS) and the capability guard judges every open.
     safe_builtins["open"] = builtins.open
     importer.sandbox_builtins = safe_builtins
+    importer.cache.pop("builtins", None)  # (`import builtins` gives this namespace's)
     ns.update({
         "__builtins__": safe_builtins,
         "__name__": "__main__",

@@ -54,8 +54,9 @@ from ..limits.interrupts import HostInterrupts
 from ..limits.output import OutputBuffer
 from ..limits.process_caps import PROCESS_CAPS, frame_depth
 from ..limits.watchdog import CPU_ALARM, WATCHDOG, Interrupt
+from . import step_output
 from .compile_step import SOURCES, compile_step
-from .namespace import build_namespace, retire_namespace
+from .namespace import NamespaceParts, build_namespace, retire_namespace
 from .report import describe_error, limit_stop_error, locate, safe_repr
 
 __all__ = ["RestrictedRuntime", "PolicyError", "safe_repr"]
@@ -129,7 +130,10 @@ class RestrictedRuntime:
         state = getattr(self, "state", None) or RunState(ns)
         state.ns = ns
         self.state = state
-        self.host_guard = build_namespace(ns, state, lambda: self._buffer, self.authorized_imports)
+        parts = getattr(self, "_parts", None)
+        if parts is None:
+            parts = self._parts = NamespaceParts(state, lambda: self._buffer, self.authorized_imports)
+        self.host_guard = build_namespace(ns, state, parts)
         self.ns = ns
         for name, fn in self._tools.items():
             ns[name] = tool_proxy(name, fn, self.state)
@@ -332,6 +336,7 @@ class RestrictedRuntime:
         try:
             alarm = rendered = settled = released = False
             PROCESS_CAPS.enter(self.limits.max_memory_mb, depth)
+            step_output.enter(self._buffer, SOURCES)  # (before the settings: they keep its hooks)
             self._settings.save()
             WORKDIRS.enter(self.workdir)
             WATCHDOG.ensure_running()  # (its thread is the host's: started outside the guard)
@@ -392,6 +397,7 @@ class RestrictedRuntime:
             finally:
                 self._leave_step(guard, released)
         finally:
+            step_output.leave()
             _setcontext(host_context)
             resume_tracing(state)
         return exc
