@@ -86,12 +86,23 @@ def _first_difference(want: str, got: str) -> str:
 
 
 def run_corpus(programs: Iterable[dict], kinds: Iterable[str] = KINDS, *, timed: bool = False,
+               by_library: bool = False,
                progress: Callable[[str], None] | None = None) -> list[Outcome]:
-    """Every program in CPython and in each executor kind (see the module docstring)."""
+    """Every program in CPython and in each executor kind (see the module docstring).
+    by_library: one executor per library, authorized for what its programs import together
+    (fewer workers to start: the CI sample)."""
     kinds = list(kinds)
+    programs = list(programs)
     groups: dict[tuple[str, ...], list[dict]] = {}
-    for entry in programs:
-        groups.setdefault(tuple(entry["imports"]), []).append(entry)
+    if by_library:
+        union: dict[str, set[str]] = {}
+        for entry in programs:
+            union.setdefault(entry["library"], set()).update(entry["imports"])
+        for entry in programs:
+            groups.setdefault(tuple(sorted(union[entry["library"]])), []).append(entry)
+    else:
+        for entry in programs:
+            groups.setdefault(tuple(entry["imports"]), []).append(entry)
     outcomes: list[Outcome] = []
     for imports, entries in sorted(groups.items()):
         with Reference(list(imports)) as reference:

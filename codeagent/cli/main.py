@@ -34,6 +34,7 @@ from .access import access_from_args  # noqa: F401 - the command line's grants, 
 from .executor_options import EXECUTORS as _PLACES
 from .executor_options import SetupError
 from .executor_options import make_executor as build_executor
+from .hints import flag_hint
 from .options import (
     Parser,
     add_executor_options,
@@ -297,41 +298,9 @@ def cmd_exec(args: argparse.Namespace) -> int:
             where = f"saved as {figure['file']}" if figure["file"] else "not saved: pass --out DIR to keep it"
             print(f"{figure['description']} ({where})")
         if result.error:
-            print(f"error: {result.error}{_flag_hint(result.error, args.imports)}", file=sys.stderr)
+            print(f"error: {result.error}{flag_hint(result.error, args.imports)}", file=sys.stderr)
         print(f"({args.executor} executor, {result.duration_s * 1000:.1f} ms)", file=sys.stderr)
     return 1 if result.error else 0
-
-
-_REFUSED = (re.compile(r"import of '([\w.]+)' is not allowed"),
-            re.compile(r"cannot import '(\w+)' from '([\w.]+)'"),
-            re.compile(r"module '([\w.]+)' has no attribute '(\w+)' in the sandbox"))
-
-
-def _flag_hint(error: Any, given: Any = ()) -> str:
-    """The refusal is written for a model; on the command line the fix may be a flag. Never one
-    the command already has (in any form: 'numpy' covers numpy.linalg, as does 'numpy.*'): then
-    the refusal stands for its own reason, and the hint says so instead of sending the user
-    round again."""
-    if error.type not in ("ImportError", "PolicyError", "AttributeError"):
-        return ""
-    for pattern in _REFUSED:
-        m = pattern.search(error.message or "")
-        if m is not None:
-            break
-    else:
-        return ""
-    module = m.group(1) if m.re is _REFUSED[0] else \
-        (f"{m.group(2)}.{m.group(1)}" if m.re is _REFUSED[1] else f"{m.group(1)}.{m.group(2)}")
-    if any(part.startswith("_") for part in module.split(".")):
-        return ""  # private: no flag opens it
-    for name in given or ():
-        base = name[:-2] if name.endswith(".*") else name
-        if module == base or module.startswith(base + "."):
-            if m.re is _REFUSED[2]:
-                return ""  # (authorized: the attribute is hidden, or the module has none)
-            return (f"\nhint: --import {name} already authorizes {module}; it stays refused for "
-                    "the reason above, which no --import changes")
-    return f"\nhint: to allow it, pass --import {module.split('.')[0]}"
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -14,7 +14,8 @@ the host's filters say (pytest's, `-W error`), and shown in the output as CPytho
 (as a fresh program does). The step's filters are entries that match on a step's thread only;
 a library's own `catch_warnings` inside the step still comes first and still records.
 
-Native code that writes to file descriptor 1 or 2 itself (printf in C or Fortran) is not seen
+A tool is host code: while it runs, its thread prints as the host (set_aside). Native code that
+writes to file descriptor 1 or 2 itself (printf in C or Fortran) is not seen
 here: in a worker it lands in the captured descriptors (appended to the logs), in process on
 the host's terminal.
 """
@@ -25,7 +26,7 @@ import threading
 import warnings
 from typing import Any
 
-__all__ = ["CODE_FILENAME", "StepStream", "enter", "leave"]
+__all__ = ["CODE_FILENAME", "StepStream", "enter", "leave", "set_aside", "take_back"]
 
 CODE_FILENAME = "<code>"  # what a warning in the model's code names as its file
 
@@ -180,6 +181,17 @@ def leave() -> None:
         _TARGETS.pop(_get_ident(), None)
         if not _TARGETS:
             _uninstall()
+
+
+def set_aside() -> Any:
+    """Host code called from the step (a tool) prints as the host: this thread's writes go to
+    the host's streams until take_back(). Returns what take_back needs."""
+    return _TARGETS.pop(_get_ident(), None)
+
+
+def take_back(target: Any) -> None:
+    if target is not None:
+        _TARGETS[_get_ident()] = target
 
 
 def _install() -> None:
