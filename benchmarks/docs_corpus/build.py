@@ -12,7 +12,7 @@ a few seconds) and prints the same thing in two processes with different hash se
 timings and set orders would make any comparison noise). Each entry names its source (the
 docstring's object, file and line, and the library's version).
 
-    .venv/bin/python benchmarks/docs_corpus/build.py [--per-library N]   # ~10 min on 2 cores
+    .venv/bin/python benchmarks/docs_corpus/build.py [--per-library N]   # ~15 min on 2 idle cores
 
 The corpus is data, committed: tests and the benchmark never build it.
 """
@@ -36,7 +36,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from reference import run_reference  # noqa: E402
+from reference import Reference  # noqa: E402
 
 LIBRARIES = ("numpy", "pandas", "scipy", "sklearn", "statsmodels", "networkx", "sympy",
              "polars", "pyarrow")
@@ -159,34 +159,52 @@ def _order(entry: dict) -> str:
     return hashlib.sha256(entry["name"].encode()).hexdigest()
 
 
-def build(per_library: int) -> dict:
+def _clean(result: dict | None) -> bool:
+    return result is not None and not result["error"] and not result["files"] and \
+        bool(result["out"].strip()) and result["seconds"] <= 4 and " at 0x" not in result["out"]
+
+
+def select(library: str, found: list[dict], per_library: int) -> list[dict]:
+    """The first `per_library` programs, in the order of a hash of their names, that run
+    cleanly in CPython and print the same in a second process (another hash seed)."""
+    kept: list[dict] = []
+    ordered = sorted(found, key=_order)
+    batch = max(20, per_library // 3)
+    with Reference([library]) as first:
+        for start in range(0, len(ordered), batch):
+            chunk = ordered[start:start + batch]
+            clean = []
+            for entry in chunk:
+                result = first.run(entry["code"], timeout_s=8)
+                if _clean(result):
+                    entry["cpython_seconds"] = round(result["seconds"], 4)
+                    clean.append((entry, result["out"]))
+            with Reference([library]) as second:  # (a process of its own: its own hash seed)
+                kept += [e for e, out in clean if second.run(e["code"], timeout_s=8)["out"] == out]
+            if len(kept) >= per_library:
+                break
+    return sorted(kept[:per_library], key=lambda e: e["name"])
+
+
+def build(per_library: int, cache: Path) -> dict:
     corpus: list[dict] = []
     counts = {}
+    cache.mkdir(parents=True, exist_ok=True)
     for library in LIBRARIES:
-        with tempfile.NamedTemporaryFile("r", suffix=".json") as out:
-            # (a child of its own: importing every module of a library leaves a lot behind;
-            # a module that prints as it loads must not mix into the result)
-            subprocess.run([sys.executable, __file__, "--candidates", library, "--out", out.name],
-                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            found = json.load(out)
-        programs = {e["name"]: e["code"] for e in found}
-        first = run_reference(programs, library, timeout_s=8)
-        second = run_reference(programs, library, timeout_s=8)
-        kept = []
-        for entry in sorted(found, key=_order):
-            a, b = first.get(entry["name"]), second.get(entry["name"])
-            if a is None or b is None or a["error"] or b["error"] or a["files"] or \
-                    a["out"] != b["out"] or not a["out"].strip() or a["seconds"] > 4 or \
-                    " at 0x" in a["out"]:
-                continue
-            entry["cpython_seconds"] = round(a["seconds"], 4)
-            kept.append(entry)
-            if len(kept) == per_library:
-                break
-        counts[library] = {"docstrings": len(found), "clean": sum(
-            1 for e in found if (r := first.get(e["name"])) and not r["error"]), "kept": len(kept)}
+        done = cache / f"{library}.json"
+        if not done.exists():
+            with tempfile.NamedTemporaryFile("r", suffix=".json") as out:
+                # (a child of its own: importing every module of a library leaves a lot behind;
+                # a module that prints as it loads must not mix into the result)
+                subprocess.run([sys.executable, __file__, "--candidates", library, "--out", out.name],
+                               check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                found = json.load(out)
+            kept = select(library, found, per_library)
+            done.write_text(json.dumps({"docstrings": len(found), "kept": kept}))
+        saved = json.loads(done.read_text())
+        counts[library] = {"docstring programs": saved["docstrings"], "kept": len(saved["kept"])}
         print(library, counts[library], file=sys.stderr, flush=True)
-        corpus.extend(sorted(kept, key=lambda e: e["name"]))
+        corpus.extend(saved["kept"])
     versions = {lib: importlib.import_module(lib).__version__ for lib in LIBRARIES}
     return {"about": __doc__.split("\n\n")[0], "python": sys.version.split()[0],
             "versions": versions, "counts": counts, "programs": corpus}
@@ -197,12 +215,14 @@ def main() -> None:
     parser.add_argument("--candidates", metavar="LIBRARY")
     parser.add_argument("--out", metavar="FILE")
     parser.add_argument("--per-library", type=int, default=150)
+    parser.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "docs-corpus-build"),
+                        help="each library's selection is kept here (a rerun starts where it stopped)")
     args = parser.parse_args()
     if args.candidates:
         os.environ.setdefault("MPLBACKEND", "Agg")
         Path(args.out).write_text(json.dumps(candidates(args.candidates)))
         return
-    corpus = build(args.per_library)
+    corpus = build(args.per_library, Path(args.cache))
     (HERE / "corpus.json").write_text(json.dumps(corpus, indent=1) + "\n")
     print(f"{len(corpus['programs'])} programs", file=sys.stderr)
 

@@ -238,13 +238,15 @@ def hidden_reason(module: str, member: str) -> str | None:
 # is loaded (the objects are kept: their ids stay theirs).
 _BY_OBJECT: dict[int, tuple[Any, str]] = {}
 _PENDING: set[str] = {name for name in DANGEROUS_MEMBERS if name != "builtins"}
+_SEEN = [0]  # len(sys.modules) when the pending modules were last looked for
 _SCALARS = (int, float, complex, str, bytes, bool, type(None), tuple, frozenset)
 
 
 def hidden_object(value: Any) -> str | None:
     """Why `value` is kept from model code wherever a module hands it out (it is a member the
     table hides, under another name or module), or None."""
-    if _PENDING:
+    if _PENDING and len(sys.modules) != _SEEN[0]:  # (a table module may have loaded since)
+        _SEEN[0] = len(sys.modules)
         _resolve_loaded()
     found = _BY_OBJECT.get(id(value))
     return found[1] if found is not None and found[0] is value else None

@@ -22,6 +22,7 @@ the host's terminal.
 
 from __future__ import annotations
 
+import sys
 import threading
 import warnings
 from typing import Any
@@ -110,6 +111,8 @@ class _StepThreadOnly:
     and Python's warnings call `.match(text)` on a filter's message pattern)."""
 
     __slots__ = ()
+    pattern = ""  # (what code that copies the filters reads: scikit-learn's for joblib's workers)
+    flags = 0
 
     def match(self, text: Any) -> bool:
         return _get_ident() in _TARGETS
@@ -128,6 +131,7 @@ STEP_FILTERS = (
     ("ignore", _ON_STEP, ResourceWarning, None, 0),
     ("default", _ON_STEP, Warning, None, 0),
 )
+_STEP_LIST, _COUNT = list(STEP_FILTERS), len(STEP_FILTERS)
 
 
 def _showwarnmsg(msg: Any) -> None:
@@ -195,34 +199,34 @@ def take_back(target: Any) -> None:
 
 
 def _install() -> None:
-    import sys
-
-    for name in ("stdout", "stderr"):
-        current = getattr(sys, name)
-        if type(current) is not StepStream:
-            setattr(sys, name, StepStream(current))
-    for name in ("showwarning", "_showwarnmsg_impl", "_showwarnmsg"):
-        _installed[name] = getattr(warnings, name)
+    out, err = sys.stdout, sys.stderr
+    if type(out) is not StepStream:
+        sys.stdout = StepStream(out)
+    if type(err) is not StepStream:
+        sys.stderr = StepStream(err)
+    _installed["showwarning"] = warnings.showwarning
+    _installed["_showwarnmsg_impl"] = warnings._showwarnmsg_impl
+    _installed["_showwarnmsg"] = warnings._showwarnmsg
     warnings._showwarnmsg = _showwarnmsg
     filters = warnings.filters
-    if filters[:len(STEP_FILTERS)] != list(STEP_FILTERS):
+    if not filters or filters[0] is not STEP_FILTERS[0]:
         filters[0:0] = STEP_FILTERS
 
 
 def _uninstall() -> None:
-    import sys
-
-    for name in ("stdout", "stderr"):
-        current = getattr(sys, name)
-        if type(current) is StepStream:  # (one the host put in its place meanwhile stays)
-            setattr(sys, name, current._host)
+    out, err = sys.stdout, sys.stderr
+    if type(out) is StepStream:  # (one the host put in its place meanwhile stays)
+        sys.stdout = out._host
+    if type(err) is StepStream:
+        sys.stderr = err._host
     if warnings._showwarnmsg is _showwarnmsg:  # (kept in _installed: a host thread may be in it)
         warnings._showwarnmsg = _installed["_showwarnmsg"]
     filters = warnings.filters
-    kept = [f for f in filters if type(f) is not tuple or len(f) != 5 or f[1] is not _ON_STEP]
-    if len(kept) != len(filters):
-        filters[:] = kept
-        _bump_filters()
+    if filters[:_COUNT] == _STEP_LIST:  # (where _install put them: the usual case)
+        del filters[:_COUNT]
+    else:
+        filters[:] = [f for f in filters if type(f) is not tuple or len(f) != 5 or f[1] is not _ON_STEP]
+    _bump_filters()
 
 
 def _bump_filters() -> None:
