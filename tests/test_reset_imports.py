@@ -45,3 +45,22 @@ def test_reset_still_forgets_what_the_model_made() -> None:
             assert r.error is not None and r.error.type == "NameError", name
         # (`import builtins` gives the new namespace's own builtins)
         assert ex.execute("import builtins\nbuiltins.len([1])").output == 1
+
+
+def test_a_workers_reset_rides_on_the_next_request() -> None:
+    """SubprocessExecutor.reset() sends nothing by itself: the next step's frame carries it (one
+    round trip, not two); any other request sends it first. Either way the variables are gone."""
+    from executors import SubprocessExecutor
+
+    with SubprocessExecutor(limits=Limits(timeout_s=30)) as ex:
+        assert ex.execute("x = 1").error is None
+        ex.reset()
+        assert ex.get_variables() == {}
+        assert ex.execute("y = 2").error is None
+        ex.reset()
+        ex.set_variables({"z": 3})
+        r = ex.execute("print(z)\ny")
+        assert r.logs == "3\n" and r.error is not None and r.error.type == "NameError"
+        ex.reset()
+        r = ex.execute("z")
+        assert r.error is not None and r.error.type == "NameError" and not r.state_lost

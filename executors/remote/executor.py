@@ -125,6 +125,7 @@ class RemoteExecutor(ExecutorBase):
         self._restarts = 0
         self._lost = False  # a restart happened that no ExecutionResult has reported yet
         self._dirty = False  # the worker holds state a reset() would forget
+        self._reset_next = False  # reset() asked: the next step's frame carries it (one trip)
         self._finalizer = weakref.finalize(self, WorkerLink.kill, self._link)
         self._sources = SourceRefs()
 
@@ -273,7 +274,8 @@ class RemoteExecutor(ExecutorBase):
         """Kill the worker and start a fresh one (not waiting for it to boot)."""
         self._discard()
         self._restarts += 1
-        self._lost = True
+        self._lost = not self._reset_next  # (a reset was asked: nothing wanted was lost)
+        self._reset_next = False
         if not self._closed:
             try:
                 self._spawn()
@@ -298,6 +300,9 @@ class RemoteExecutor(ExecutorBase):
         Breakage kills/restarts the worker and raises ExecutorError."""
         if self._replace_if_unclean():
             self._ready()
+        if self._reset_next:  # (a control message: the reset the caller asked for goes first)
+            self._reset_next = False
+            self._request(Reset(id=self._new_id()), "reset")
         deadline = time.monotonic() + max(10.0, 2 * (self.limits.timeout_s or 5.0))
         try:
             self._link.send(message.frame(self.max_frame_bytes), deadline)
@@ -328,9 +333,13 @@ class RemoteExecutor(ExecutorBase):
             self._dirty = True
             rid = self._new_id()
             ref, known = self._sources.ref_of(code)
+            message = {"op": "execute", "id": rid, "ref": ref} if known else \
+                {"op": "execute", "id": rid, "code": code, "ref": ref}
+            if self._reset_next:
+                message["reset"] = True
+                self._reset_next = False
             try:  # (an `Execute` message, framed from its fields: no model to build on the hot path)
-                frame = pack_frame({"op": "execute", "id": rid, "ref": ref} if known else
-                                   {"op": "execute", "id": rid, "code": code, "ref": ref}, self.max_frame_bytes)
+                frame = pack_frame(message, self.max_frame_bytes)
             except FrameTooLarge:
                 self._sources.forget(code)
                 return ExecutionResult(error=ExecutionError(
@@ -450,11 +459,9 @@ class RemoteExecutor(ExecutorBase):
             self._check_open()
             if self._link.handle is None or not self._dirty:
                 return  # (a fresh worker has nothing to forget: no need to wait for it)
-            self._ready()
-            try:
-                self._request(Reset(id=self._new_id()), "reset")
-            except ExecutorError:
-                pass  # the worker was replaced: its state is gone, which is what reset wants
+            # The worker forgets at the start of the next request (the next step's frame says
+            # so): a reset costs no round trip of its own.
+            self._reset_next = True
             self._lost = False  # nothing the caller wanted kept was lost
             self._dirty = False
 

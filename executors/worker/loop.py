@@ -334,6 +334,8 @@ class Worker:
             return self._error(msg, "ProtocolError", "execute without code")
         elif type(ref) is int:
             self.sources.keep(ref, code)
+        if msg.get("reset") is True:  # (the host's reset(), sent with the next step)
+            self.runtime.reset()
         start = time.perf_counter()
         self.cpu.arm(self.limits.get("timeout_s"))
         try:
