@@ -160,3 +160,17 @@ def test_the_defaults_stay_exact_modules() -> None:
     auth = Authorization(DEFAULT_AUTHORIZED_IMPORTS)
     assert auth.allows("collections.abc") and not auth.allows("collections._x")
     assert not auth.allows("os") and not auth.allows("subprocess")
+
+
+def test_temporary_files_go_to_the_steps_directory(kind: str) -> None:
+    """numpy's documentation writes through tempfile: in process that was the host's /tmp,
+    refused without a grant, while the worker's TMPDIR is its workdir. Both use the step's
+    working directory now."""
+    code = ("import numpy as np\nfrom tempfile import TemporaryFile, NamedTemporaryFile\n"
+            "f = TemporaryFile()\nnp.arange(3).tofile(f)\nf.seek(0)\nprint(np.fromfile(f, dtype=int))\n"
+            "m = np.memmap(NamedTemporaryFile().name, dtype='float32', mode='w+', shape=(2,))\n"
+            "print(m)\n")
+    with KINDS[kind](authorized_imports=["numpy", "tempfile"], limits=LIMITS) as ex:
+        r = ex.execute(code)
+    assert r.error is None, r.error
+    assert r.logs == "[0 1 2]\n[0. 0.]\n"
