@@ -47,6 +47,10 @@ CONVENTIONS = {
     "sm": "import statsmodels.api as sm", "smf": "import statsmodels.formula.api as smf",
     "sp": "import scipy as sp",
 }
+# Modules the reference imports before it forks (a child then does not pay for them, and a
+# program is not dropped as slow for its library's import: statsmodels.api takes seconds).
+PRELOAD = {"statsmodels": ["statsmodels.api", "statsmodels.formula.api"],
+           "scipy": ["scipy.stats", "scipy.optimize"], "sklearn": ["sklearn.base", "sklearn.utils"]}
 SHOW = "def show(value):\n    if value is not None:\n        print(repr(value))\n\n"
 _SKIPPED_PARTS = frozenset({"tests", "test", "conftest", "setup", "benchmarks", "_build_utils",
                             "__main__"})
@@ -170,7 +174,8 @@ def select(library: str, found: list[dict], per_library: int) -> list[dict]:
     kept: list[dict] = []
     ordered = sorted(found, key=_order)
     batch = max(20, per_library // 3)
-    with Reference([library]) as first:
+    preload = [library, *PRELOAD.get(library, [])]
+    with Reference(preload) as first:
         for start in range(0, len(ordered), batch):
             chunk = ordered[start:start + batch]
             clean = []
@@ -179,18 +184,18 @@ def select(library: str, found: list[dict], per_library: int) -> list[dict]:
                 if _clean(result):
                     entry["cpython_seconds"] = round(result["seconds"], 4)
                     clean.append((entry, result["out"]))
-            with Reference([library]) as second:  # (a process of its own: its own hash seed)
+            with Reference(preload) as second:  # (a process of its own: its own hash seed)
                 kept += [e for e, out in clean if second.run(e["code"], timeout_s=8)["out"] == out]
             if len(kept) >= per_library:
                 break
     return sorted(kept[:per_library], key=lambda e: e["name"])
 
 
-def build(per_library: int, cache: Path) -> dict:
+def build(per_library: int, cache: Path, only: list[str] | None = None) -> dict:
     corpus: list[dict] = []
     counts = {}
     cache.mkdir(parents=True, exist_ok=True)
-    for library in LIBRARIES:
+    for library in only or LIBRARIES:
         done = cache / f"{library}.json"
         if not done.exists():
             with tempfile.NamedTemporaryFile("r", suffix=".json") as out:
@@ -214,6 +219,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--candidates", metavar="LIBRARY")
     parser.add_argument("--out", metavar="FILE")
+    parser.add_argument("--only", action="append", metavar="LIBRARY",
+                        help="select only this library (into the cache; several runs can share it)")
     parser.add_argument("--per-library", type=int, default=150)
     parser.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "docs-corpus-build"),
                         help="each library's selection is kept here (a rerun starts where it stopped)")
@@ -222,7 +229,9 @@ def main() -> None:
         os.environ.setdefault("MPLBACKEND", "Agg")
         Path(args.out).write_text(json.dumps(candidates(args.candidates)))
         return
-    corpus = build(args.per_library, Path(args.cache))
+    corpus = build(args.per_library, Path(args.cache), args.only)
+    if args.only:
+        return  # (the selection of these libraries is in the cache; a full run writes the corpus)
     (HERE / "corpus.json").write_text(json.dumps(corpus, indent=1) + "\n")
     print(f"{len(corpus['programs'])} programs", file=sys.stderr)
 
