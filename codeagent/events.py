@@ -17,6 +17,7 @@ from .models.replies import Usage
 __all__ = [
     "Event",
     "RunStart",
+    "TextDelta",
     "ModelReplyEvent",
     "CodeAction",
     "Observation",
@@ -86,12 +87,28 @@ class RunStart(Event):
     executor: str = ""
 
 
+class TextDelta(Event):
+    """A piece of the model's reply as it streams in (`agent.stream()` / `astream()`), before the
+    step's `ModelReplyEvent`; reasoning=True: a piece of its reasoning (reasoning_content). The
+    pieces of one request, joined, are what the model sent; its code runs only once the reply is
+    complete. A retried request (an empty reply) starts again: `attempt` counts from 1."""
+
+    type: Literal["text_delta"] = "text_delta"
+    text: str
+    reasoning: bool = False
+    attempt: int = 1
+
+
 class ModelReplyEvent(Event):
+    """finish_reason: the endpoint's ("stop", "length", "tool_calls", ...), or "cut" when the
+    agent stopped reading a streamed reply because its code block had closed."""
+
     type: Literal["model_reply"] = "model_reply"
     text: str
     reasoning: str | None = None
     usage: Usage = Usage()
     duration_s: float = 0.0
+    finish_reason: str | None = None
 
 
 class CodeAction(Event):

@@ -306,23 +306,32 @@ LIBRARY_LAYER = ("dangerous members hidden; string evaluators checked with the p
 
 @dataclass(frozen=True)
 class Isolation:
-    """What an executor enforces, and by what. `layers` maps a concern to its enforcers."""
+    """What an executor enforces, and by what. `layers` maps a concern to its enforcers;
+    `kernel_layers` each kernel layer (seccomp, the user / network / mount / PID namespaces,
+    Landlock, the drop, no_new_privs, rlimits) to "on: ...", "off: ..." or "unavailable: ...",
+    with the reason; `missing` what nothing covers."""
 
     place: str
     layers: dict[str, str] = field(default_factory=dict)
     missing: tuple[str, ...] = ()
+    kernel_layers: dict[str, str] = field(default_factory=dict)
 
     @property
     def kernel(self) -> bool:
-        """Files and network are enforced by the kernel (Landlock or a container)."""
+        """Files and network are enforced by the kernel (Landlock, the worker's own root, or a
+        container)."""
         files = self.layers.get("files", "")
-        return "Landlock" in files or "container" in files
+        return "Landlock" in files or "container" in files or "mount namespace" in files
 
     def __str__(self) -> str:
-        width = max((len(k) for k in self.layers), default=0)
+        width = max((len(k) for k in (*self.layers, *self.kernel_layers)), default=0)
         lines = [f"{self.place}:"] + [f"  {k.ljust(width)}  {v}" for k, v in self.layers.items()]
+        if self.kernel_layers:
+            lines.append("  kernel layers:")
+            lines += [f"  {k.ljust(width)}  {v}" for k, v in self.kernel_layers.items()]
         lines += [f"  missing: {m}" for m in self.missing]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"place": self.place, "layers": dict(self.layers), "missing": list(self.missing)}
+        return {"place": self.place, "layers": dict(self.layers), "missing": list(self.missing),
+                "kernel_layers": dict(self.kernel_layers)}

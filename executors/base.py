@@ -6,9 +6,12 @@
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
+import inspect
 import math
-from collections.abc import Callable, Iterable, Mapping
+import threading
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -31,6 +34,9 @@ __all__ = [
     "check_code",
     "MAX_TIMEOUT_S",
     "timeout_seconds",
+    "StepLoop",
+    "acall_tool",
+    "run_coroutine",
 ]
 
 FINAL_ANSWER_NAME = "final_answer"
@@ -222,7 +228,12 @@ class ExecutorError(RuntimeError):
 
 @runtime_checkable
 class Executor(Protocol):
-    """What every executor offers. Tools are host callables the code can call by name."""
+    """What every executor offers. Tools are host callables the code can call by name.
+
+    The executors of this package also offer `async aexecute(code)`: the same contract, awaited
+    on the caller's event loop (not part of this protocol, so an executor of your own with
+    `execute` alone still is one; codeagent runs it on a thread then).
+    """
 
     authorized_imports: tuple[str, ...]
     limits: Limits
@@ -248,7 +259,8 @@ class Executor(Protocol):
 
 
 def normalize_tools(tools: Mapping[str, Callable[..., Any]] | Iterable[Any] | None) -> dict[str, Callable[..., Any]]:
-    """Accept {name: callable} or an iterable of objects with a `.name` (Tool objects) or functions."""
+    """Accept {name: callable} or an iterable of objects with a `.name` (Tool objects) or functions.
+    A coroutine function becomes an `AsyncTool`: callable from a step's thread, awaited by aexecute."""
     if tools is None:
         return {}
     if isinstance(tools, Mapping):
@@ -268,7 +280,7 @@ def normalize_tools(tools: Mapping[str, Callable[..., Any]] | Iterable[Any] | No
             raise ValueError(f"'{FINAL_ANSWER_NAME}' is built in and cannot be registered as a tool")
         if not callable(fn):
             raise TypeError(f"tool {name!r} is not callable: {fn!r}")
-        out[name] = fn
+        out[name] = AsyncTool(fn) if is_coroutine_function(fn) else fn
     return out
 
 
@@ -312,7 +324,15 @@ def normalize_imports(extra: Iterable[str] | None, *, defaults: bool = True) -> 
 
 
 class ExecutorBase:
-    """Shared plumbing for executors: the context manager. Subclasses implement the contract."""
+    """Shared plumbing for executors: the context manager, and an `aexecute` that runs `execute` on
+    a thread (the executors of this package replace it with one that waits without a thread).
+    Subclasses implement the contract."""
+
+    async def aexecute(self, code: str) -> ExecutionResult:
+        """`execute(code)` awaited: the same contract, on a thread the event loop does not wait on."""
+        import asyncio
+
+        return await asyncio.to_thread(self.execute, code)  # type: ignore[attr-defined]  # (in this context)
 
     def __enter__(self):
         return self
@@ -347,3 +367,114 @@ def variable_names_asked(names: Iterable[str] | None) -> list[str] | None:
         if not isinstance(name, str):
             raise TypeError(f"variable names must be str, got {type(name).__name__}")
     return list(dict.fromkeys(wanted))
+
+
+# -- async tools ---------------------------------------------------------------------------------
+# A tool may be a coroutine function (or offer `acall`, as codeagent's Tool does). An executor's
+# `aexecute` awaits it on the caller's loop (`acall_tool`); a step's own thread (in process), or a
+# synchronous `execute`, runs it to its end with `run_coroutine`: on the loop of the async step
+# that is running (`StepLoop`, found through a context variable), else on a background loop.
+
+
+def is_coroutine_function(fn: Any) -> bool:
+    """`fn` returns a coroutine: an `async def` function, a partial of one, or an object whose
+    `__call__` is one."""
+    return inspect.iscoroutinefunction(fn) or (
+        callable(fn) and not inspect.isroutine(fn) and inspect.iscoroutinefunction(type(fn).__call__))
+
+
+class StepLoop:
+    """The event loop an async step (`aexecute`) is awaited on. Tool coroutines that the step's
+    thread calls run there; `cancel()` stops those still running (the step was cancelled)."""
+
+    def __init__(self, loop: Any) -> None:
+        self.loop = loop
+        self.pending: set[Any] = set()  # concurrent futures of the tool calls under way
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        for future in list(self.pending):
+            future.cancel()
+
+
+STEP_LOOP: contextvars.ContextVar[StepLoop | None] = contextvars.ContextVar("executors_step_loop", default=None)
+_background: list[Any] = []  # the background loop, started at the first use
+_background_lock = threading.Lock()
+
+
+def _background_loop() -> Any:
+    import asyncio
+
+    with _background_lock:
+        if not _background or _background[0].is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="executors-async-tools", daemon=True).start()
+            _background[:] = [loop]
+        return _background[0]
+
+
+def run_coroutine(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run a tool's coroutine to its end from synchronous code and return its value (or raise its
+    error): on the loop of the async step calling it, else on a background loop. Waits in slices,
+    so an interrupt sent to this thread (a deadline, a cancelled step) lands; the coroutine is
+    cancelled when the wait ends early."""
+    import asyncio
+    import concurrent.futures
+
+    bound = STEP_LOOP.get()
+    loop = bound.loop if bound is not None and not bound.cancelled else None
+    if loop is None or loop.is_closed() or _running_loop() is loop:
+        loop, bound = _background_loop(), None  # (a loop cannot wait on itself)
+    future = asyncio.run_coroutine_threadsafe(coro, loop)
+    if bound is not None:
+        bound.pending.add(future)
+    try:
+        while not future.done():
+            concurrent.futures.wait((future,), 0.05)
+        return future.result()
+    except BaseException:
+        future.cancel()
+        raise
+    finally:
+        if bound is not None:
+            bound.pending.discard(future)
+
+
+def _running_loop() -> Any:
+    import asyncio
+
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class AsyncTool:
+    """A coroutine function as a tool: called synchronously (a step's thread), it runs to its end
+    with `run_coroutine`; `aexecute` awaits `acall` on its own loop."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.acall = fn
+        self.__wrapped__ = fn
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+        self.__doc__ = getattr(fn, "__doc__", None)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return run_coroutine(self.acall(*args, **kwargs))
+
+    def __repr__(self) -> str:
+        return f"AsyncTool({self.acall!r})"
+
+
+async def acall_tool(fn: Callable[..., Any], args: Any, kwargs: Mapping[str, Any]) -> Any:
+    """Call a host tool from async code: its `acall` (a coroutine function, or a Tool's) awaited on
+    this loop; a plain function on a thread, so a slow one does not hold up the loop."""
+    acall = getattr(fn, "acall", None)
+    if acall is not None and callable(acall):
+        return await acall(*args, **kwargs)
+    if is_coroutine_function(fn):
+        return await fn(*args, **kwargs)
+    import asyncio
+
+    return await asyncio.to_thread(fn, *args, **kwargs)  # (in a copy of this context)

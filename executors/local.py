@@ -10,11 +10,23 @@ the same grants in SubprocessExecutor.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .access import LIBRARY_LAYER, Access, Isolation, ResolvedAccess
-from .base import ExecutionResult, ExecutorBase, Limits, extra_imports, refuse_star
+from .base import (
+    STEP_LOOP,
+    ExecutionResult,
+    ExecutorBase,
+    Limits,
+    StepLoop,
+    extra_imports,
+    refuse_star,
+)
 from .importable import ensure_importable
 from .restricted import RestrictedRuntime
 from .restricted.capabilities import Grants
@@ -56,6 +68,8 @@ class LocalExecutor(ExecutorBase):
         self.authorized_imports = self._runtime.authorized_imports
         self._closed = False
 
+    warm = True  # (in process: a step never waits for a worker to start)
+
     @property
     def tools(self) -> dict[str, Callable[..., Any]]:
         return dict(self._runtime._tools)
@@ -89,6 +103,47 @@ class LocalExecutor(ExecutorBase):
     def execute(self, code: str) -> ExecutionResult:
         return self._runtime.execute(code)
 
+    async def aexecute(self, code: str) -> ExecutionResult:
+        """`execute` awaited: the step runs on a thread of its own, which the loop does not wait
+        on; a tool coroutine the step calls runs on this loop. Cancelled, the step is interrupted
+        (as at its deadline) and its thread has ended when the cancellation goes on."""
+        loop = asyncio.get_running_loop()
+        bound = StepLoop(loop)
+        context = contextvars.copy_context()
+        context.run(STEP_LOOP.set, bound)
+        done: asyncio.Future[ExecutionResult] = loop.create_future()
+        finished = threading.Event()
+
+        def step() -> None:
+            try:
+                outcome: Any = (True, context.run(self._runtime.execute, code))
+            except BaseException as exc:  # (KeyboardInterrupt...) handed to the awaiting task
+                outcome = (False, exc)
+            finished.set()
+            try:
+                loop.call_soon_threadsafe(_settle, done, outcome)
+            except RuntimeError:  # the loop is closed: nobody is waiting any more
+                pass
+
+        threading.Thread(target=step, name="codeagent-step", daemon=True).start()
+        try:
+            return await done
+        except asyncio.CancelledError:
+            await self._stop_step(bound, finished)
+            raise
+
+    async def _stop_step(self, bound: StepLoop, finished: threading.Event) -> None:
+        """Interrupt the cancelled step and wait (without blocking the loop) until its thread ends:
+        again and again, in case it had not started yet."""
+        bound.cancel()
+        give_up = time.monotonic() + (self.limits.timeout_s or 5.0) + 5.0
+        while not finished.is_set() and time.monotonic() < give_up:
+            self._runtime.interrupt()
+            try:
+                await asyncio.sleep(0.005)
+            except asyncio.CancelledError:  # cancelled again: the step is being stopped already
+                continue
+
     def register_tools(self, tools: Mapping[str, Callable[..., Any]] | Iterable[Any]) -> None:
         self._runtime.register_tools(tools)
 
@@ -113,3 +168,13 @@ class LocalExecutor(ExecutorBase):
 
     def __repr__(self) -> str:
         return f"LocalExecutor(tools={sorted(self._runtime._tools)}, limits={self.limits})"
+
+
+def _settle(done: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
+    if done.done():  # (cancelled meanwhile)
+        return
+    ok, value = outcome
+    if ok:
+        done.set_result(value)
+    else:
+        done.set_exception(value)

@@ -26,14 +26,35 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 from unavailable import IN_CI, docker_skip_reason, is_docker_skip, unavailable
 
 from executors import ExecutionResult, Limits
+from executors.fuzzing.campaigns.determinism import seed_only_generation
 
 # pytest-xdist's workers ignore SIGINT, and every process a test starts would inherit that: the
 # tests of Ctrl-C (the CLI, the in-process runtime, batch) need Python's default handler back.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# The suite draws the same examples every run: a test that passes or fails by what it happened
+# to draw is broken. Fresh draws are the long fuzz command's job (scripts/fuzz-long), or run the
+# suite with HYPOTHESIS_PROFILE=explore. Campaigns with a seed keep following their seed.
+settings.register_profile("suite", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
+# Hypothesis also draws constants from the literals of every local module loaded in the process,
+# which differ with what earlier tests imported: pinned empty for the session (as campaigns do).
+_SEED_ONLY = seed_only_generation()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _SEED_ONLY.__enter__()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _SEED_ONLY.__exit__(None, None, None)
+
 
 CANARY_ENV = "CODEAGENT_CANARY"
 # Planted once per test session; subprocess/container executors must not hand it to model code.

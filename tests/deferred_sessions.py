@@ -157,7 +157,8 @@ def make_executor(mode: str, imports: list[str]) -> Any:
     limits = Limits(timeout_s=STEP_TIMEOUT_S)
     if mode == "local":
         return LocalExecutor(authorized_imports=imports, limits=limits)
-    return SubprocessExecutor(authorized_imports=imports, limits=limits, harden=mode == "subprocess")
+    return SubprocessExecutor(authorized_imports=imports, limits=limits, harden=mode == "subprocess",
+                              unconfined_native=mode != "subprocess")
 
 
 class ExecutorSession(HostContext):

@@ -488,7 +488,8 @@ def _make_executor(job: dict, imports: list[str]) -> Any:
         from executors import SubprocessExecutor
 
         return SubprocessExecutor(authorized_imports=imports, limits=limits,
-                                  harden=mode == "subprocess")
+                                  harden=mode == "subprocess",
+                                  unconfined_native=mode != "subprocess")
     if mode == "docker":
         from library_escape_docker import canary_executor
 

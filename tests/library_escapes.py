@@ -712,12 +712,15 @@ ATTEMPTS: list[Attempt] = [
     """),
     _attempt("env-np-proc-environ", "environment", NP, "numpy.loadtxt", """
         import numpy as np
-        print(np.loadtxt("/proc/self/environ", dtype=str, delimiter="\\x00"))
+        # comments=None: loadtxt would drop whatever follows a '#' in any variable, canary included
+        entries = np.loadtxt("/proc/self/environ", dtype=str, delimiter="\\x00", comments=None)
+        print([e for e in entries if "CANARY" in e])
     """),
     _attempt("env-np-parent-environ", "environment", NP, "numpy.loadtxt", """
         import numpy as np
         parent = np.loadtxt("/proc/self/stat", dtype=str)[3]
-        print(np.loadtxt("/proc/" + str(parent) + "/environ", dtype=str, delimiter="\\x00"))
+        entries = np.loadtxt("/proc/" + str(parent) + "/environ", dtype=str, delimiter="\\x00", comments=None)
+        print([e for e in entries if "CANARY" in e])
     """, note="a worker with a scrubbed environment can still read its parent's"),
     _attempt("env-mpl-proc-environ", "environment", MPL, "matplotlib.cbook.to_filehandle", """
         import matplotlib.cbook

@@ -14,6 +14,15 @@ chat templates), `honor_stop=False` ignores `stop`, `reject_stop=True` answers 4
 carries `stop`, `reject_tools=True` answers 400 when a request carries `tools` (a server
 without function calling). Every request body is kept in `.requests` for assertions.
 
+Streaming: a request with `"stream": true` is answered with server-sent events, the text in chunks
+of `chunk_chars` characters (`stream=False`: answered whole, as a server that does not stream;
+`reject_stream=True`: HTTP 400), the usage in a last chunk when `stream_options.include_usage`.
+A reply dict may add `"chunk_delay_s"` (between chunks), `"tail"` (text streamed after the reply,
+chunk by chunk with `"tail_delay_s"`, for as long as the client keeps reading), `"stall_after"` (a
+number of characters, then `"stall_s"` of silence) and `"break_after"` (characters, then the
+connection is dropped). `.cut` lists (request number, characters sent) of every streamed reply
+whose client closed the connection before its end.
+
 Run it by hand (`python tests/openai_stub.py "reply 1" "reply 2"`) to point `codeagent run` at it.
 """
 
@@ -44,6 +53,9 @@ class OpenAIStub:
         reject_stop: bool = False,
         repeat_last: bool = False,
         reject_tools: bool = False,
+        stream: bool = True,
+        reject_stream: bool = False,
+        chunk_chars: int = 4,
     ) -> None:
         self.replies: deque[str | dict[str, Any]] = deque(replies)
         self.system_role = system_role
@@ -53,6 +65,9 @@ class OpenAIStub:
         self.repeat_last = repeat_last  # keep answering with the last reply once the script runs out
         self.requests: list[dict[str, Any]] = []
         self.responses: list[int] = []  # HTTP status of each response, in order
+        self.stream, self.reject_stream, self.chunk_chars = stream, reject_stream, chunk_chars
+        self.cut: list[tuple[int, int]] = []  # (request number, characters sent) of streams cut short
+        self.stopping = threading.Event()  # ends stalls and endless tails when the stub stops
         self._last: str | dict[str, Any] | None = None
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -76,6 +91,7 @@ class OpenAIStub:
         return self
 
     def stop(self) -> None:
+        self.stopping.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -116,6 +132,8 @@ class OpenAIStub:
                 return _error(400, "Unsupported parameter: 'stop' is not supported with this model")
             if body.get("tools") is not None and self.reject_tools:
                 return _error(400, "Unsupported parameter: 'tools' (this server has no function calling)")
+            if body.get("stream") and self.reject_stream:
+                return _error(400, "Unsupported parameter: 'stream' is not supported by this server")
             if self.replies:
                 item = self.replies.popleft()
                 self._last = item
@@ -162,6 +180,9 @@ class OpenAIStub:
             "total_tokens": prompt + _tokens(text),
         }
         n = len(self.requests)
+        if body.get("stream") and self.stream:
+            return 200, {"stream": item, "text": text, "message": message, "usage": usage, "n": n,
+                         "include_usage": bool((body.get("stream_options") or {}).get("include_usage"))}, {}
         payload = {
             "id": f"chatcmpl-stub-{n}",
             "object": "chat.completion",
@@ -222,7 +243,67 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, {"error": {"message": f"invalid JSON body: {exc}", "type": "invalid_request_error"}})
             return
         status, payload, headers = self.owner.handle(body)
-        self._send(status, payload, headers)
+        if "stream" in payload:
+            self._stream(payload, body["model"])
+        else:
+            self._send(status, payload, headers)
+
+    def _stream(self, plan: dict[str, Any], model: str) -> None:
+        """The reply as server-sent events (see the module docstring)."""
+        owner, item, n = self.owner, plan["stream"], plan["n"]
+        owner.responses.append(200)
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")  # (as real servers: a dropped stream shows)
+        self.end_headers()
+        sent = 0
+
+        def write(data: bytes) -> None:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
+        def event(delta: dict[str, Any], finish: str | None = None, usage: Any = None) -> None:
+            chunk = {"id": f"chatcmpl-stub-{n}", "object": "chat.completion.chunk", "created": int(time.time()),
+                     "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            if usage is not None:
+                chunk["choices"], chunk["usage"] = [], usage
+            write(f"data: {json.dumps(chunk)}\n\n".encode())
+
+        message, text, size = plan["message"], plan["text"], max(1, owner.chunk_chars)
+        try:
+            event({"role": "assistant", "content": ""})
+            if message.get("reasoning_content"):
+                event({"reasoning_content": message["reasoning_content"]})
+            for i in range(0, len(text), size):
+                if item.get("break_after") is not None and sent >= item["break_after"]:
+                    self.connection.shutdown(2)  # dropped mid-reply
+                    return
+                if item.get("stall_after") is not None and sent >= item["stall_after"]:
+                    owner.stopping.wait(float(item.get("stall_s", 30)))
+                    item = {k: v for k, v in item.items() if k != "stall_after"}
+                event({"content": text[i:i + size]})
+                sent += len(text[i:i + size])
+                if item.get("chunk_delay_s"):
+                    time.sleep(float(item["chunk_delay_s"]))
+            tail = item.get("tail", "")
+            for _ in range(3000 if tail else 0):  # (until the client closes, or ~30 s)
+                for j in range(0, len(tail), size):
+                    if owner.stopping.wait(float(item.get("tail_delay_s", 0.01))):
+                        return
+                    event({"content": tail[j:j + size]})
+                    sent += len(tail[j:j + size])
+            for i, call in enumerate(message.get("tool_calls") or ()):
+                event({"tool_calls": [{"index": i, **call}]})
+            event({}, finish=item.get("finish_reason", "tool_calls" if message.get("tool_calls") else "stop"))
+            if plan["include_usage"]:
+                event({}, usage=plan["usage"])
+            write(b"data: [DONE]\n\n")
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            owner.cut.append((n, sent))
 
 
 if __name__ == "__main__":  # pragma: no cover - manual use

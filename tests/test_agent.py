@@ -218,7 +218,15 @@ def test_stream_yields_typed_events_as_ndjson():
         agent.close()
     lines = [e.to_json() for e in events]
     assert all("\n" not in line for line in lines)
-    decoded = [json.loads(line) for line in lines]
+    every = [json.loads(line) for line in lines]
+    # the replies stream in as text deltas (the stub's chunks of 4 characters), each step's joined
+    # deltas being its reply (the stop sequence cut), before its model_reply
+    for step in (1, 2, 3):
+        pieces = [d["text"] for d in every if d["type"] == "text_delta" and d["step"] == step]
+        reply = next(d for d in every if d["type"] == "model_reply" and d["step"] == step)
+        assert len(pieces) > 1 and "".join(pieces) == reply["text"]
+        assert every.index(reply) > max(i for i, d in enumerate(every) if d["type"] == "text_delta" and d["step"] == step)
+    decoded = [d for d in every if d["type"] != "text_delta"]
     assert [d["type"] for d in decoded] == [
         "run_start",
         "model_reply", "code_action", "observation",

@@ -536,3 +536,33 @@ def test_run_batch_retry_takes_the_command_lines_choices(tmp_path):
     assert again.ran == 1 and again.skipped == 1 and dict(again.skipped_by) == {"success": 1}
     with pytest.raises(BatchError, match="failed, timeout, all"):
         run_batch(SCRIPTED, tasks, out=tmp_path, retry=["max_steps"])
+
+
+# ---------------------------------------------------------------------- runs at once per worker
+
+
+def test_runs_at_once_in_one_worker_give_the_per_task_results_of_one_at_a_time(local_twenty, tmp_path):
+    out, _, _ = local_twenty
+    summary = run_batch(SCRIPTED, scripted_tasks(20), out=tmp_path, workers=1, runs_per_worker=5,
+                        executor="subprocess", options={"model_delay_s": 0.05}, progress=None)
+    fields = ("status", "output", "steps", "model_calls")
+    assert {i: [r[f] for f in fields] for i, r in rows_by_id(tmp_path).items()} == \
+        {i: [r[f] for f in fields] for i, r in rows_by_id(out).items()}
+    assert summary.total == 20 and summary.succeeded == 16
+    assert json.loads((tmp_path / "batch.json").read_text())["sessions"][0]["runs_per_worker"] == 5
+
+
+def test_a_hung_task_among_others_is_cut_by_its_worker_and_the_others_finish(tmp_path):
+    tasks = [{"id": "hang", "task": "wait forever", "hang": True}, *scripted_tasks(4)]
+    summary = run_batch(SCRIPTED, tasks, out=tmp_path, workers=1, runs_per_worker=3, timeout_s=1.5,
+                        retries=1, progress=None)
+    rows = rows_by_id(tmp_path)
+    assert rows["hang"]["status"] == "timeout" and "its run cancelled" in rows["hang"]["error"]
+    assert rows["hang"]["attempts"] == 1 and 1.4 <= rows["hang"]["wall_s"] < 10
+    assert all(rows[f"t{i:03d}"]["attempts"] == 1 for i in range(4))  # no neighbour was killed with it
+    assert summary.by_status() == {"timeout": 1, "success": 4}
+
+
+def test_runs_per_worker_is_for_the_local_backend(tmp_path):
+    with pytest.raises(BatchError, match="runs_per_worker .* local backend"):
+        run_batch(SCRIPTED, scripted_tasks(1), out=tmp_path, backend="ray", runs_per_worker=2, progress=None)

@@ -48,7 +48,8 @@ def _make(kind: str) -> Any:
     if kind == "local":
         return LocalExecutor(tools=TOOLS, authorized_imports=DATA_IMPORTS, limits=limits)
     return SubprocessExecutor(tools=TOOLS, authorized_imports=DATA_IMPORTS, limits=limits,
-                              harden=kind == "subprocess")
+                              harden=kind == "subprocess",
+                              unconfined_native=kind != "subprocess")
 
 
 @pytest.fixture(scope="module", params=KINDS)

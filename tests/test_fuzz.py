@@ -344,7 +344,8 @@ def test_short_library_campaign_finds_no_escape(kind: str) -> None:
     def make() -> Any:
         if kind == "local":
             return LocalExecutor(authorized_imports=LIBRARIES, limits=limits)
-        return SubprocessExecutor(authorized_imports=LIBRARIES, limits=limits, harden=False)
+        return SubprocessExecutor(authorized_imports=LIBRARIES, limits=limits, harden=False,
+                                  unconfined_native=True)
 
     outcomes: list[Any] = []
     report = fuzz(make, examples=150, seconds=90, properties=["escapes"], authorized_imports=None,
@@ -377,7 +378,8 @@ def tamper_sessions() -> Any:
     sessions = {
         "local": Session(lambda: LocalExecutor(authorized_imports=LIBRARIES, limits=limits), margin_s=5.0),
         "subprocess": Session(lambda: SubprocessExecutor(authorized_imports=LIBRARIES, limits=limits,
-                                                         harden=False), margin_s=5.0),
+                                                         harden=False, unconfined_native=True),
+                              margin_s=5.0),
     }
     yield sessions
     for session in sessions.values():

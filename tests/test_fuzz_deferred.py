@@ -160,7 +160,8 @@ def test_deferred_campaign_finds_no_escape(kind: str) -> None:
     def make() -> Any:
         if kind == "local":
             return LocalExecutor(authorized_imports=WRITERS, limits=limits)
-        return SubprocessExecutor(authorized_imports=WRITERS, limits=limits, harden=kind == "subprocess")
+        return SubprocessExecutor(authorized_imports=WRITERS, limits=limits, harden=kind == "subprocess",
+                                  unconfined_native=kind != "subprocess")
 
     report = fuzz(make, examples=60, seconds=120, properties=["escapes"], escape_families=["deferred"],
                   margin_s=5.0, seed=13)

@@ -754,7 +754,8 @@ def test_attempt_is_refused(attempt: Attempt, local_executor, marker: Path, secr
 
 # The worker, with and without its kernel layer, holds the same corpus (issue 29): without
 # Landlock, the nobody user and the empty network namespace, the policy and the guard alone must.
-WORKER_MODES = {"subprocess": {}, "subprocess-noharden": {"harden": False}}
+WORKER_MODES = {"subprocess": {}, "subprocess-noharden": {"harden": False,
+                                                             "unconfined_native": True}}
 
 
 @pytest.fixture(scope="module", params=list(WORKER_MODES))

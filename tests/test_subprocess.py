@@ -45,6 +45,19 @@ def pid_alive(pid: int) -> bool:
     return state not in (b"Z", b"X")  # a zombie is dead: only its exit status is left
 
 
+def descendants(pid: int) -> list[int]:
+    """`pid`'s children, theirs, ..., breadth first (from /proc/PID/task/*/children)."""
+    out, todo = [], [pid]
+    while todo:
+        parent = todo.pop(0)
+        for task in os.listdir(f"/proc/{parent}/task"):
+            with open(f"/proc/{parent}/task/{task}/children") as f:
+                kids = [int(k) for k in f.read().split()]
+            out += kids
+            todo += kids
+    return out
+
+
 def wait_gone(pid: int, within: float = 3.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
@@ -107,7 +120,9 @@ def test_open_policy_bombs_are_contained(open_ex, code):
     assert isinstance(r, ExecutionResult)
     assert r.error is not None, r
     assert r.error.type and r.error.message
-    assert elapsed < TIMEOUT + 1.0, f"took {elapsed:.2f} s: {r.error}"
+    # the hard deadline is TIMEOUT + kill_grace_s; then the kernel tears the bomb down: measured
+    # here, 0.4-0.9 s for a fork bomb's namespace (its init and waiter linger in wait4 after SIGKILL)
+    assert elapsed < TIMEOUT + open_ex.kill_grace_s + 1.5, f"took {elapsed:.2f} s: {r.error}"
     assert len(r.logs) <= open_ex.limits.max_output_chars + 200
     assert open_ex.execute("1 + 1").output == 2
     after = open_ex.execute("kept")
@@ -312,7 +327,8 @@ def test_rlimits_are_applied(open_ex):
 def test_lazy_start_close_and_gc():
     ex = SubprocessExecutor(policy="open")
     assert ex._link.handle is None  # nothing runs until needed
-    pid = ex.execute("import os\nos.getpid()").output
+    ex.execute("1")
+    pid = ex._link.handle.proc.pid  # (inside, the worker is PID 2 of its own namespace)
     assert pid_alive(pid)
     ex.close()
     assert wait_gone(pid)
@@ -320,7 +336,8 @@ def test_lazy_start_close_and_gc():
         ex.execute("1")
 
     ex = SubprocessExecutor(policy="open")
-    pid = ex.execute("import os\nos.getpid()").output
+    ex.execute("1")
+    pid = ex._link.handle.proc.pid
     del ex
     gc.collect()
     assert wait_gone(pid)
@@ -372,7 +389,7 @@ sys.path.insert(0, {root!r})
 from executors.process import SubprocessExecutor
 ex = SubprocessExecutor(policy="open")  # a killed host cannot remove its workdir: the test does
 r = ex.execute("import os, time\\npid = os.fork()\\nif pid == 0:\\n    time.sleep(300)\\n    os._exit(0)\\n(os.getpid(), pid)")
-print(r.output[0], r.output[1], ex.access.workdir, flush=True)
+print(ex._link.handle.proc.pid, ex.access.workdir, flush=True)
 time.sleep(300)
 """
 
@@ -382,9 +399,12 @@ def test_no_orphans_after_the_host_is_sigkilled():
                             stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         line = host.stdout.readline()
-        worker, grandchild, workdir = line.split()
-        worker, grandchild = int(worker), int(grandchild)
-        assert pid_alive(worker) and pid_alive(grandchild)
+        worker, workdir = line.split()
+        worker = int(worker)
+        # the worker and what it forked, as the host sees them (inside, their own PID namespace)
+        tree = descendants(worker)
+        grandchild = tree[-1]
+        assert pid_alive(worker) and len(tree) >= 3 and pid_alive(grandchild)
         os.kill(host.pid, signal.SIGKILL)
         host.wait(timeout=5)
         assert wait_gone(worker), "the worker outlived its SIGKILLed host"
@@ -678,7 +698,7 @@ def test_a_final_answer_given_before_the_deadline_stands(open_ex):
 def test_the_worker_without_its_kernel_layer_keeps_its_hard_limits():
     limits = Limits(timeout_s=2, max_memory_mb=256)
     with SubprocessExecutor(harden=False, limits=limits) as ex:
-        assert "kernel: none (harden=False)" in str(ex.isolation)
+        assert "did not harden itself (harden=False)" in str(ex.isolation)
         # C code that never returns to Python (a catastrophic regex): only a kill stops it
         r = ex.execute("import re\nre.match('(a+)+$', 'a' * 60 + 'b')")
         assert r.error is not None and r.error.type == "TimeoutError"

@@ -48,7 +48,7 @@ from ..models.constrain import (
     single_call_grammar,
     single_call_schema,
 )
-from ..parsing import CodeParseError, fix_final_answer, parse_code
+from ..parsing import BlockWatch, CodeParseError, fix_final_answer, parse_code
 from ..runs.record import ActionRefused, ErrorKind
 from ..tools.tool import Tool
 from .call_shape import (
@@ -136,6 +136,11 @@ class ActionFormat:
     def vet(self, code: str, step: int) -> str:
         """The code to run for step `step`, or `ActionRefused`."""
         return code
+
+    def block_watch(self) -> BlockWatch | None:
+        """What tells, as a reply streams in, that its action has closed (the rest need not be
+        read); None: read every reply to its end (a JSON-schema reply closes as JSON does)."""
+        return None if self.constraint_kind == "schema" else BlockWatch(self.code_tags)
 
     def lesson(self, error: CodeParseError) -> str:
         """What the model is told when no code could be found in its reply."""

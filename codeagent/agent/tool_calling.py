@@ -1,7 +1,8 @@
 """ToolCallingAgent: the same tools and Model, acting through native (OpenAI `tools`) function calls.
 
 Each turn the model gets the tools as JSON schemas (`final_answer` is one of them) and answers with
-`tool_calls`. The calls of one reply run concurrently, on host threads, and their results go back
+`tool_calls`. The calls of one reply run concurrently (on host threads; under `arun`/`astream`
+as tasks on the run's loop, async tools awaited there), and their results go back
 in the order the model made the calls, one `tool` message each. A model (or endpoint) without
 function calling may write the calls in its text instead, in any dialect of the parser's table
 (`codeagent.parsing.dialects`: `<tool_call>`, `[TOOL_CALLS]`, `{"name", "arguments"}`, ReAct, ...)
@@ -13,34 +14,38 @@ or a list of them) is observed as in CodeAgent: an image for a model that can se
 
 from __future__ import annotations
 
-import contextvars
 import inspect
 import json
 import time
-from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping
 from typing import Any
 
-from executors.base import FINAL_ANSWER_NAME, Attachment
+from executors.base import FINAL_ANSWER_NAME
 
+from .. import aio
 from ..events import CodeAction, Event, ModelReplyEvent, RunEnd
 from ..models.constrain.request import Constraint
 from ..models.openai_model import Model, ModelError, check_model
 from ..models.replies import ModelReply
-from ..runs.record import ActionRefused, ErrorKind, Recorder, RunResult, Step, interruptible
+from ..runs.drive import ModelCall, request
+from ..runs.record import (
+    ActionRefused,
+    ErrorKind,
+    Recorder,
+    RunResult,
+    Step,
+    cancellable,
+    interruptible,
+)
 from ..tools.attachments import (
     IMAGE_TOKENS,
     AttachmentRecord,
     content_text,
-    describe_line,
     image_part,
-    is_sendable_image,
 )
 from ..tools.schemas import FINAL_ANSWER_SCHEMA, tool_schema
-from ..tools.tool import Tool, collecting_attachments, tools_by_name
-from ..tracing.tools import tool_call_id
-from .code_agent import AdaptationNotes
+from ..tools.tool import Tool, tools_by_name
+from .code_run import AdaptationNotes
 from .memory import (
     IMAGES_DROPPED,
     append_text,
@@ -51,6 +56,7 @@ from .memory import (
     with_images,
 )
 from .prompts import load_prompt
+from .tool_calls import Call, CallRunner, python_call
 
 __all__ = ["ToolCallingAgent", "tool_schema", "FINAL_ANSWER_SCHEMA"]
 
@@ -70,19 +76,6 @@ def _accepts_tools(model: Any) -> bool:
         return "tools" in inspect.signature(model.complete).parameters
     except (TypeError, ValueError):
         return False
-
-
-def _python_call(name: str, arguments: Any) -> str:
-    if isinstance(arguments, Mapping):
-        return f"{name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})"
-    return f"{name}(<arguments not JSON: {truncate_middle(str(arguments), 200)!r}>)"
-
-
-@dataclass
-class _Call:
-    id: str
-    name: str
-    arguments: Any  # dict, or the raw text when it was not a JSON object
 
 
 class ToolCallingAgent:
@@ -158,29 +151,50 @@ class ToolCallingAgent:
 
     def run(self, task: str) -> RunResult:
         end = None
-        for event in self.stream(task):
+        for event in self._events(task, streaming=False):
             end = event
         assert isinstance(end, RunEnd) and isinstance(end.result, RunResult)
         return end.result
 
     def stream(self, task: str) -> Iterator[Event]:
-        run = _ToolRun(self, task)
-        return run.rec.traced(interruptible(run.events(), run.rec))
+        """The run's events as they happen, the model's text as TextDelta events."""
+        return self._events(task, streaming=True)
+
+    async def arun(self, task: str) -> RunResult:
+        """`run` awaited on the running loop (see CodeAgent.arun)."""
+        end = None
+        async for event in self._aevents(task, streaming=False):
+            end = event
+        assert isinstance(end, RunEnd) and isinstance(end.result, RunResult)
+        return end.result
+
+    def astream(self, task: str) -> AsyncIterator[Event]:
+        """`stream` as an async iterator (see CodeAgent.astream)."""
+        return self._aevents(task, streaming=True)
+
+    def _events(self, task: str, streaming: bool) -> Iterator[Event]:
+        run = _ToolRun(self, task, streaming)
+        return run.rec.traced(interruptible(aio.events(run.events()), run.rec))
+
+    def _aevents(self, task: str, streaming: bool) -> AsyncIterator[Event]:
+        run = _ToolRun(self, task, streaming)
+        return run.rec.atraced(cancellable(aio.aevents(run.events()), run.rec))
 
 
-class _ToolRun:
+class _ToolRun(CallRunner):
     """One ToolCallingAgent run: its record, its history, and the moves of a step
     (ask → extract the calls → execute them → observe), as in CodeAgent's loop."""
 
-    def __init__(self, agent: ToolCallingAgent, task: str) -> None:
+    def __init__(self, agent: ToolCallingAgent, task: str, streaming: bool) -> None:
         self.agent = agent
         self.rec = Recorder(agent.model, task, agent.output_dir)
+        self.send = request(agent.model, streaming)
         self.notes = agent._notes
         self.history: list[list[dict[str, Any]]] = []  # the messages of each step
         self.costs: list[int] = []  # the estimated tokens of each step's messages (text only)
         self.images: list[int] = []  # the image parts in each step's last message
 
-    def events(self) -> Iterator[Event]:
+    def events(self) -> Generator[Any, Any, None]:
         agent, rec = self.agent, self.rec
         yield rec.start(max_steps=agent.max_steps, tools=list(agent.tools), executor="host threads (tool calling)",
                         mode="tool_calling", agent=type(agent).__name__)
@@ -192,26 +206,28 @@ class _ToolRun:
             rec.give_up(agent.max_steps)
         yield rec.end()
 
-    def step(self, number: int, last: bool) -> Iterator[Event]:
+    def step(self, number: int, last: bool) -> Generator[Any, Any, None]:
         step = self.rec.begin_step(number)
         reply = yield from self.ask(step, last)
         if reply is None:
             return
-        native = [_Call(c.id or f"call_{number}_{i}", c.name, c.arguments) for i, c in enumerate(reply.tool_calls)]
-        calls = yield from self.extract(step, reply, native)
-        if calls is None:
+        native = [Call(c.id or f"call_{number}_{i}", c.name, c.arguments) for i, c in enumerate(reply.tool_calls)]
+        calls = self.extract(step, reply, native)
+        if isinstance(calls, tuple):  # no call: the model is told why
+            yield self.rec.fail_step(step, *calls)
             return
+        yield self.rec.event(CodeAction, step.number, code=step.record.code)
         work = [c for c in calls if c.name != FINAL_ANSWER_NAME]
         t = time.perf_counter()
         with self.rec.trace.current(step.span):  # the tools' spans nest under the step
-            results = self._run_calls(work)  # tools concurrently; final_answer after them
+            results = yield aio.Call(self._run_calls, self._arun_calls, work)  # final_answer after them
         step.exec_time = time.perf_counter() - t
         done, shown = self._attach(step, list(zip(work, results, strict=True)))
         yield from self.observe(step, reply, native, calls, done, shown)
 
     # -- the moves ---------------------------------------------------------------------------
 
-    def ask(self, step: Step, last: bool) -> Generator[Event, None, ModelReply | None]:
+    def ask(self, step: Step, last: bool) -> Generator[Any, Any, ModelReply | None]:
         agent = self.agent
         reply = yield from self.rec.ask(
             step, self.messages, self._send, note=LAST_TURN_NOTE if last else None, empty_note=EMPTY_NOTE,
@@ -219,19 +235,17 @@ class _ToolRun:
         )
         yield from self.notes.new(self.rec, step.number)
         if reply is not None:
-            shown = reply.text or "\n".join(_python_call(c.name, c.arguments) for c in reply.tool_calls)
+            shown = reply.text or "\n".join(python_call(c.name, c.arguments) for c in reply.tool_calls)
             step.record.model_output = shown
             yield self.rec.event(
                 ModelReplyEvent, step.number, text=shown, reasoning=reply.reasoning, usage=step.usage,
-                duration_s=round(step.model_time, 6),
+                duration_s=round(step.model_time, 6), finish_reason=reply.finish_reason,
             )
         return reply
 
-    def extract(
-        self, step: Step, reply: ModelReply, native: list[_Call]
-    ) -> Generator[Event, None, list[_Call] | None]:
-        """The calls to make: the native ones, else those written in the text; None once the model
-        has been told there were none."""
+    def extract(self, step: Step, reply: ModelReply, native: list[Call]) -> list[Call] | tuple[ErrorKind, str]:
+        """The calls to make: the native ones, else those written in the text (their Python in
+        `step.record.code`); or (kind, message) to fail the step with, the model told why."""
         calls = native
         if not calls:
             try:
@@ -242,19 +256,17 @@ class _ToolRun:
                     {"role": "assistant", "content": reply.text},
                     {"role": "user", "content": "Observation:\n" + observation},
                 ])
-                yield self.rec.fail_step(step, exc.kind, exc.message, observation=observation)
-                return None
-        step.record.code = "\n".join(_python_call(c.name, c.arguments) for c in calls)
-        yield self.rec.event(CodeAction, step.number, code=step.record.code)
+                return exc.kind, exc.message
+        step.record.code = "\n".join(python_call(c.name, c.arguments) for c in calls)
         return calls
 
     def observe(
-        self, step: Step, reply: ModelReply, native: list[_Call], calls: list[_Call],
-        done: list[tuple[_Call, tuple[bool, str]]], shown: list[AttachmentRecord],
+        self, step: Step, reply: ModelReply, native: list[Call], calls: list[Call],
+        done: list[tuple[Call, tuple[bool, str]]], shown: list[AttachmentRecord],
     ) -> Iterator[Event]:
         """Each call's result (and the final answer) as the observation; the history's next group."""
         errors = [text for _, (ok, text) in done if not ok]
-        lines = [f"{_python_call(c.name, c.arguments)} -> {text}" for c, (_, text) in done]
+        lines = [f"{python_call(c.name, c.arguments)} -> {text}" for c, (_, text) in done]
         images = [image_part(a) for a in shown]
         group = self._native_group(reply, calls, done) if native else [
             {"role": "assistant", "content": reply.text},
@@ -271,7 +283,7 @@ class _ToolRun:
                 lines.append(f"Final answer: {shown}")
             else:
                 errors.append(answer_error)
-                lines.append(f"{_python_call(final.name, final.arguments)} -> Error: {answer_error}")
+                lines.append(f"{python_call(final.name, final.arguments)} -> Error: {answer_error}")
                 if native:
                     group[-1] = {**group[-1], "content": f"Error: {answer_error}"}
         step.record.observation = truncate_middle("\n".join(lines), self.agent.max_observation_chars)
@@ -313,26 +325,8 @@ class _ToolRun:
                               for m in group))
         self.images.append(images)
 
-    def _attach(
-        self, step: Step, done: list[tuple[_Call, tuple[bool, Any]]]
-    ) -> tuple[list[tuple[_Call, tuple[bool, str]]], list[AttachmentRecord]]:
-        """Record the figures the tools returned; each such result reads as its figures' lines.
-        Returns the (call, (ok, text)) pairs and the figures to show the model as images."""
-        out: list[tuple[_Call, tuple[bool, str]]] = []
-        shown: list[AttachmentRecord] = []
-        sees = getattr(self.agent.model, "vision", False) is True
-        for call, (ok, result) in done:
-            if isinstance(result, tuple):
-                records = self.rec.attach(step, tuple(a for a in result if isinstance(a, Attachment)))
-                visible = [r for r in records if sees and is_sendable_image(r.media_type)]
-                shown.extend(visible)
-                result = "\n".join([*(t for t in result if isinstance(t, str)),
-                                    *(describe_line(r, shown=r in visible) for r in records)])
-            out.append((call, (ok, result)))
-        return out, shown
-
     @staticmethod
-    def _native_group(reply: ModelReply, calls: list[_Call], done: list[tuple[_Call, tuple[bool, str]]]) -> list[dict[str, Any]]:
+    def _native_group(reply: ModelReply, calls: list[Call], done: list[tuple[Call, tuple[bool, str]]]) -> list[dict[str, Any]]:
         """The assistant message with its tool_calls, then one tool message per call, in order."""
         group: list[dict[str, Any]] = [{
             "role": "assistant", "content": reply.text or None,
@@ -349,29 +343,22 @@ class _ToolRun:
         group.extend({"role": "tool", "tool_call_id": c.id, "content": by_id.get(c.id, "ok")} for c in calls)
         return group
 
-    def _send(self, messages: list[dict[str, Any]]) -> ModelReply:
+    def _send(self, messages: list[dict[str, Any]]) -> Any:
         agent = self.agent
-        if agent.native:
-            options: dict[str, Any] = {}
-            if getattr(agent.model, "constrain", None) is not None:
-                options["constraint"] = TOOL_CALL_REQUIRED
-            try:
-                return agent.model.complete(  # type: ignore[call-arg]
-                    messages, stop=None, tools=agent.tool_schemas(), **options)
-            except ModelError as exc:
-                if exc.status != 400 or "tool" not in str(exc).lower():
-                    raise
-                agent.native = False
-                agent.adaptations.append("the endpoint rejected `tools`: calls are written in text instead")
-        return agent.model.complete(messages, stop=None)
+        if not agent.native:
+            return self.send(messages, stop=None)
+        options: dict[str, Any] = {"stop": None, "tools": agent.tool_schemas()}
+        if getattr(agent.model, "constrain", None) is not None:
+            options["constraint"] = TOOL_CALL_REQUIRED
+        return _NativeCall(self, self.send(messages, **options), messages)
 
-    def _answer(self, step: Step, final: _Call) -> None:
+    def _answer(self, step: Step, final: Call) -> None:
         arguments = final.arguments
         value = arguments.get("answer") if "answer" in arguments else next(iter(arguments.values()))
         self.rec.answer(step, value, repr(value))
         step.record.output_repr = self.rec.output_repr
 
-    def _calls_from_text(self, text: str, number: int) -> list[_Call]:
+    def _calls_from_text(self, text: str, number: int) -> list[Call]:
         """Calls written in the reply's text (any dialect of the parser's table, or literal Python
         calls); else ActionRefused."""
         from ..parsing import CodeParseError, parse_code
@@ -393,7 +380,7 @@ class _ToolRun:
                 if len(p.args) > len(names):
                     raise ActionRefused(ErrorKind.PARSE, f"Too many arguments for {p.name}(). {NO_CALL_LESSON}")
                 arguments.update(zip(names, p.args, strict=False))
-            calls.append(_Call(f"text_{number}_{i}", p.name, arguments))
+            calls.append(Call(f"text_{number}_{i}", p.name, arguments))
         return calls
 
     def _positional_names(self, name: str) -> list[str]:
@@ -403,54 +390,30 @@ class _ToolRun:
         return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
     @staticmethod
-    def _final_answer_error(call: _Call) -> str | None:
+    def _final_answer_error(call: Call) -> str | None:
         if not isinstance(call.arguments, Mapping):
             return "final_answer's arguments were not a JSON object. Call final_answer with {\"answer\": ...}."
         if not call.arguments:
             return "final_answer needs the answer: call final_answer with {\"answer\": ...}."
         return None
 
-    def _run_calls(self, calls: Sequence[_Call]) -> list[tuple[bool, Any]]:
-        """(ok, text) for each call, in the order given (a tuple of Attachments, after the text if
-        any, for a call that returned or attach()ed figures); the calls run concurrently."""
-        if not calls:
-            return []
-        if len(calls) == 1:
-            return [self._run_one(calls[0])]
-        # each call runs in a copy of this context: the step's span stays its parent on any thread
-        contexts = [contextvars.copy_context() for _ in calls]
-        with ThreadPoolExecutor(max_workers=min(len(calls), self.agent.max_parallel), thread_name_prefix="tool-call") as pool:
-            return list(pool.map(lambda call, context: context.run(self._run_one, call), calls, contexts))
+class _NativeCall:
+    """A request carrying `tools`; an endpoint that rejects them (HTTP 400 about tools) is asked
+    again without, and calls are written in text for the rest of the run."""
 
-    def _run_one(self, call: _Call) -> tuple[bool, Any]:
-        agent = self.agent
-        budget = agent.max_observation_chars // 2
-        tool = agent.tools.get(call.name)
-        if tool is None:
-            return False, f"Error: there is no tool named {call.name!r}. The tools are: {', '.join([*agent.tools, FINAL_ANSWER_NAME])}."
-        if not isinstance(call.arguments, Mapping):
-            return False, f"Error: the arguments of {call.name} were not a JSON object: {truncate_middle(str(call.arguments), 200)}"
+    def __init__(self, run: _ToolRun, call: ModelCall, messages: list[dict[str, Any]]) -> None:
+        self.run, self.call, self.messages = run, call, messages
+
+    def events(self, delta_event: Any, aside: Any) -> Generator[Any, Any, ModelReply]:
         try:
-            with tool_call_id(call.id), collecting_attachments() as attached:  # (MCP image blocks)
-                value = tool(**call.arguments)
-        except Exception as exc:  # ToolError and friends: written for the model already
-            return False, truncate_middle(f"Error: {exc}", budget)
-        figures = _attachments_in(value)
-        if figures:
-            return True, (*figures, *attached)
-        if attached:  # the value reads as text, the images follow it
-            return True, (truncate_middle(repr(value), budget), *attached)
-        return True, truncate_middle(repr(value), budget)
-
-
-
-def _attachments_in(value: Any) -> tuple[Attachment, ...]:
-    """The figures a tool returned: an Attachment, or a non-empty list or tuple of them; else ()."""
-    if isinstance(value, Attachment):
-        return (value,)
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, Attachment) for v in value):
-        return tuple(value)
-    return ()
+            return (yield from self.call.events(delta_event, aside))
+        except ModelError as exc:
+            if exc.status != 400 or "tool" not in str(exc).lower():
+                raise
+        agent = self.run.agent
+        agent.native = False
+        agent.adaptations.append("the endpoint rejected `tools`: calls are written in text instead")
+        return (yield from self.run.send(self.messages, stop=None).events(delta_event, aside))
 
 
 def _fewer_images(message: dict[str, Any], keep: int) -> dict[str, Any]:

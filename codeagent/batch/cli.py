@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--cpus-per-worker", type=number(0, above=True), default=1.0,
                    help="Ray CPUs reserved per worker (below 1 packs several model-bound agents per core)")
     r.add_argument("--workers", type=count(1, 1024), default=2)
+    r.add_argument("--runs-per-worker", type=count(1, 1024), default=1, metavar="N",
+                   help="tasks each local worker runs at once, on one event loop (the agents' async API): "
+                        "model-bound tasks need far fewer processes")
     r.add_argument("--task-timeout", type=seconds_or_none, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                    help=f"wall-clock limit per task, model time included (0: none; default: {DEFAULT_TIMEOUT_S:g})")
     r.add_argument("--retries", type=count(0, 100), default=1,
@@ -174,7 +177,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         timeout_s=args.task_timeout or None, retries=args.retries, options=options,
         executor=args.executor, executor_options=executor_options, address=args.address,
         ray_options={"num_cpus": args.cpus_per_worker}, progress=args.progress,
-        retry=args.retry, trace=args.trace,
+        retry=args.retry, trace=args.trace, runs_per_worker=args.runs_per_worker,
     )
     print(json.dumps(summary.to_dict(), indent=2) if args.json else summary.table())
     return _status(summary)

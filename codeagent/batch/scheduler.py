@@ -22,12 +22,12 @@ from executors.base import timeout_seconds
 from ..tracing.batch import TRACE_KEY, batch_span, worker_config
 from ..tracing.export import TracingUnavailable
 from ..tracing.export import setup as setup_tracing
-from .backends.pool import Event, Pool, Slot
+from .backends.pool import Event, Pool
 from .progress import make_progress
 from .store import ResultStore
 from .summary import BatchSummary, answers_match
 from .tasks import BatchTask, load_tasks
-from .worker import EXECUTOR_KINDS, reference_of, resolve
+from .worker import EXECUTOR_KINDS, TIMEOUT_KEY, reference_of, resolve, timeout_error
 
 __all__ = ["run_batch", "BatchError", "BACKENDS", "DEFAULT_TIMEOUT_S", "RETRY_CHOICES", "retry_statuses"]
 
@@ -36,7 +36,7 @@ DEFAULT_TIMEOUT_S = 600.0
 RETRIED = ("crashed", "error")  # a timeout is the task's own doing: running it again would hang again
 # --retry: which recorded tasks a resumed batch runs again (the others are skipped)
 RETRY_CHOICES = ("failed", "timeout", "all")
-_RETRY_STATUSES = {"failed": ("failed", "max_steps", "error", "crashed", "interrupted"), "timeout": ("timeout",)}
+_RETRY_STATUSES = {"failed": ("failed", "max_steps", "error", "crashed", "interrupted", "cancelled"), "timeout": ("timeout",)}
 MAX_START_FAILURES = 3  # workers dying before they ever got ready, in a row: the setup is broken
 
 
@@ -128,8 +128,8 @@ class _Batch:
         self.start_failures = 0
         self.finished: list[tuple[dict[str, Any], dict[str, Any] | None]] = []  # to write, in order
 
-    def run(self, workers: int) -> None:
-        for _ in range(min(workers, len(self.pending))):
+    def run(self, slots: int) -> None:
+        for _ in range(min(slots, len(self.pending))):
             self.pool.start_slot()
         try:
             while self.pending or any(s.state == "busy" for s in self.pool.slots):
@@ -150,8 +150,13 @@ class _Batch:
             self.attempts[task_id] = self.attempts.get(task_id, 0) + 1
             self.started[task_id] = time.perf_counter()
             slot.state, slot.task_id = "busy", task_id
-            slot.deadline = None if self.timeout_s is None else time.perf_counter() + self.timeout_s
-            self.pool.submit(slot, {**self.by_id[task_id].to_record(), **self.trace})
+            record = {**self.by_id[task_id].to_record(), **self.trace}
+            slot.deadline = None
+            if self.timeout_s is not None:
+                slot.deadline = time.perf_counter() + self.timeout_s + getattr(self.pool, "deadline_grace_s", 0.0)
+                if getattr(self.pool, "sends_time_limit", False):
+                    record[TIMEOUT_KEY] = self.timeout_s  # the worker cuts the task itself
+            self.pool.submit(slot, record)
 
     def _wait_time(self) -> float | None:
         deadlines = [s.deadline for s in self.pool.slots if s.state == "busy" and s.deadline]
@@ -172,11 +177,12 @@ class _Batch:
                 row, run = _failure_row("crashed", "the worker sent a malformed result", self._elapsed(task_id)), None
             self._settle(task_id, row, run)
         else:
-            self._on_death(slot, event.reason)
+            self._on_death(event)
 
-    def _on_death(self, slot: Slot, reason: str) -> None:
+    def _on_death(self, event: Event) -> None:
+        slot, reason = event.slot, event.reason
         task_id, was = slot.task_id, slot.state
-        if was == "starting":
+        if was == "starting" and getattr(event, "counted", True):
             self.start_failures += 1
             if self.start_failures >= MAX_START_FAILURES:
                 raise BatchError(f"{MAX_START_FAILURES} workers in a row died before they started: {reason}")
@@ -191,8 +197,7 @@ class _Batch:
                 task_id = slot.task_id
                 assert task_id is not None
                 self.pool.replace(slot)
-                error = (f"the task did not finish within its time limit of {self.timeout_s:g} s (--task-timeout, "
-                         "run_batch(timeout_s=...)): it was cut, its worker killed and replaced")
+                error = timeout_error(self.timeout_s, "its worker killed and replaced")
                 self._settle(task_id, _failure_row("timeout", error, self._elapsed(task_id)), None)
 
     def _elapsed(self, task_id: str) -> float:
@@ -214,17 +219,31 @@ class _Batch:
 
 
 def _make_pool(backend: str, runner_args: tuple[Any, ...], address: str | None,
-               ray_options: Mapping[str, Any] | None, ray_init: Mapping[str, Any] | None) -> Pool:
+               ray_options: Mapping[str, Any] | None, ray_init: Mapping[str, Any] | None, runs: int) -> Pool:
     if backend == "local":
         from .backends.local import LocalPool
 
-        return LocalPool(runner_args)
+        return LocalPool(runner_args, runs)
     from .backends.ray_actors import RayPool
 
     try:
         return RayPool(runner_args, address=address, actor_options=ray_options, init_options=ray_init)
     except RuntimeError as exc:
         raise BatchError(str(exc))
+
+
+def _check_counts(backend: str, workers: int, retries: int, runs_per_worker: int) -> None:
+    if backend not in BACKENDS:
+        raise BatchError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+    if workers < 1:
+        raise BatchError(f"workers must be >= 1, got {workers}")
+    if retries < 0:
+        raise BatchError(f"retries must be >= 0, got {retries}")
+    if not isinstance(runs_per_worker, int) or runs_per_worker < 1:
+        raise BatchError(f"runs_per_worker must be an integer >= 1, got {runs_per_worker!r}")
+    if runs_per_worker > 1 and backend != "local":
+        raise BatchError("runs_per_worker (--runs-per-worker) is for the local backend: a Ray actor runs "
+                         "one task at a time (ask for more workers instead)")
 
 
 def run_batch(
@@ -245,18 +264,16 @@ def run_batch(
     progress: str | Callable[[dict[str, Any]], None] | None = "auto",
     retry: Iterable[str] = (),
     trace: str | None = None,
+    runs_per_worker: int = 1,
 ) -> BatchSummary:
     """Run every task with an agent from `make_agent`, `workers` at a time; see codeagent.batch.
 
     retry: "failed", "timeout" or "all" (or several): recorded tasks with those outcomes run again
     when the batch resumes (the command line's --retry); the others are skipped.
-    trace: "otlp" or "console" to trace the batch (codeagent.tracing.batch): one trace per task."""
-    if backend not in BACKENDS:
-        raise BatchError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
-    if workers < 1:
-        raise BatchError(f"workers must be >= 1, got {workers}")
-    if retries < 0:
-        raise BatchError(f"retries must be >= 0, got {retries}")
+    trace: "otlp" or "console" to trace the batch (codeagent.tracing.batch): one trace per task.
+    runs_per_worker: tasks each local worker process runs at once, on one event loop (the agents'
+    `arun`; each its own executor); a task past timeout_s is cut by cancelling its run."""
+    _check_counts(backend, workers, retries, runs_per_worker)
     if timeout_s is not None:
         try:
             timeout_s = timeout_seconds(timeout_s, "timeout_s (--task-timeout)")
@@ -285,16 +302,16 @@ def run_batch(
         skipped = len(kept)
         reporter.start(len(todo), skipped, backend, workers)
         if skipped < len(todo):
-            pool = _make_pool(backend, runner_args, address, ray_options, ray_init)
+            pool = _make_pool(backend, runner_args, address, ray_options, ray_init, runs_per_worker)
             try:
                 with batch_span(backend, workers, len(todo) - skipped) as carrier:
                     _Batch(pool, store, todo, reporter, timeout_s, retries, {t.id for t in todo} - set(kept),
-                           carrier).run(workers)
+                           carrier).run(workers * runs_per_worker)
             finally:
                 pool.close()
         wall = time.perf_counter() - t0
         ran = len(todo) - skipped
-        store.write_meta({"backend": backend, "workers": workers, "factory": factory, "options": _redacted(options or {}), "executor": executor,
+        store.write_meta({"backend": backend, "workers": workers, "runs_per_worker": runs_per_worker, "factory": factory, "options": _redacted(options or {}), "executor": executor,
                           "timeout_s": timeout_s, "retries": retries, "ran": ran, "wall_s": round(wall, 3)})
     summary = BatchSummary.from_dir(out, [t.id for t in todo], wall_s=wall, ran=ran, skipped=skipped,
                                     skipped_by=skipped_by, backend=backend, workers=workers)

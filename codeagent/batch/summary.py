@@ -15,7 +15,7 @@ from .store import read_results
 
 __all__ = ["TaskRow", "BatchSummary", "answers_match", "compare", "natural_key", "RUN_STATUSES", "BATCH_STATUSES"]
 
-RUN_STATUSES = ("success", "max_steps", "failed", "interrupted")  # a RunResult's own statuses
+RUN_STATUSES = ("success", "max_steps", "failed", "interrupted", "cancelled")  # a RunResult's own statuses
 # the batch's, for runs that did not end with a RunResult
 BATCH_STATUSES = ("timeout", "crashed", "error")
 

@@ -11,6 +11,7 @@ process to kill, `granted_files` shows the task's `files` reached the factory.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Sequence
@@ -33,6 +34,9 @@ class HangingModel:
         while True:
             time.sleep(3600)
 
+    async def acomplete(self, messages: Any, stop: Any = None) -> Any:
+        await asyncio.Event().wait()  # (silent on the loop, as a server that never answers)
+
 
 class SlowModel(ScriptedModel):
     """A ScriptedModel whose every reply takes `delay_s` (a model server's latency, without one)."""
@@ -43,6 +47,10 @@ class SlowModel(ScriptedModel):
 
     def complete(self, *args: Any, **kwargs: Any) -> Any:
         time.sleep(self.delay_s)
+        return super().complete(*args, **kwargs)
+
+    async def acomplete(self, *args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(self.delay_s)
         return super().complete(*args, **kwargs)
 
 

@@ -94,9 +94,14 @@ def make_executor(kind: str, options: Mapping[str, Any] | None = None, *, tools:
     from executors.access import AccessError
     from executors.importable import NotInImage, distributions_for
 
-    known = ("authorized_imports", "packages", "timeout_s", "access")
+    known = ("authorized_imports", "packages", "timeout_s", "access", "unconfined_native")
     settings: dict[str, Any] = {k: v for k, v in options.items() if k not in known}  # Python callers' own
     settings["authorized_imports"] = imports
+    if options.get("unconfined_native"):
+        if kind != "subprocess":
+            raise SetupError("--unconfined-native is for --executor subprocess (the local executor "
+                             "has no kernel layer to miss, a container is the boundary of docker)")
+        settings["unconfined_native"] = True
     if tools is not None:
         settings["tools"] = tools
     timeout = limits_of(options)
@@ -129,6 +134,7 @@ def make_executor(kind: str, options: Mapping[str, Any] | None = None, *, tools:
 
         raise SetupError(grant_error(exc))
     except Exception as exc:
-        text = str(exc).replace("packages=", "--packages ").replace("authorized_imports", "--import")
+        text = (str(exc).replace("packages=", "--packages ").replace("authorized_imports", "--import")
+                .replace("SubprocessExecutor(unconfined_native=True)", "--unconfined-native"))
         raise SetupError(f"cannot start the {kind} executor: {type(exc).__name__}: {text}")
 

@@ -97,6 +97,10 @@ def add_executor_options(p: argparse.ArgumentParser, *, imports: bool = True, ba
     p.add_argument("--import", dest="imports", action="append", metavar="MODULE",
                    help="a module the code may import besides the safe defaults; 'pkg.*' for its "
                         "submodules (repeatable)")
+    p.add_argument("--unconfined-native", action="store_true",
+                   help="--executor subprocess: let native packages that hand out raw memory (numpy "
+                        "and all on it) load even where the kernel's layers are missing (the isolation "
+                        "table says which); the guard alone does not hold against native code")
     p.add_argument("--packages", action="append", metavar="DIST[,DIST...]", default=[],
                    help="--executor docker: distributions to put in the image, copied offline from this "
                         "Python's environment (repeatable; an --import the image lacks adds its own)")
@@ -117,6 +121,8 @@ def executor_options(args: argparse.Namespace) -> dict[str, Any]:
         options["packages"] = [name for name in packages if name]
     if getattr(args, "timeout", None) is not None:
         options["timeout_s"] = args.timeout
+    if getattr(args, "unconfined_native", False):
+        options["unconfined_native"] = True
     grants = access_options(args)
     if grants is not None:
         options["access"] = grants

@@ -19,12 +19,19 @@ from ..events import (
     Observation,
     RunEnd,
     RunStart,
+    TextDelta,
     plain_json,
 )
 from ..runs.record import ErrorKind, RunInterrupted
 
 __all__ = ["HumanPrinter", "drive", "show_answer", "save_run", "show_saved"]
 
+
+
+def _held(text: str) -> int:
+    """How many characters at the end of `text` may be the start of an action marker."""
+    return max((k for marker in ("<code>", "```") for k in range(1, len(marker))
+                if text.endswith(marker[:k])), default=0)
 
 
 def _indent(text: str, prefix: str = "    ") -> str:
@@ -41,18 +48,70 @@ def show_answer(output: Any, output_repr: str | None) -> str:
     return "None" if safe is NOT_JSON else json.dumps(safe, ensure_ascii=False)
 
 
+# where the action starts in a reply: the thought before it is what the stream shows as it comes
+_ACTION = re.compile(r"<code>|^[ \t]*```", re.M)
+
+
 class HumanPrinter:
-    """Shows each step as it happens: reply, code, observation, progress."""
+    """Shows each step as it happens: the model's thought as it streams in (TextDelta events),
+    then the code, the observation, progress."""
 
     def __init__(self, out: TextIO, *, scripted_note: str | None = None) -> None:
         self.out = out
         self.scripted_note = scripted_note
         self.max_steps = 0
         self.tokens = 0
+        self.streamed: tuple[int | None, int] | None = None  # (step, attempt) being streamed
+        self.text = ""  # the streamed reply so far
+        self.shown = 0  # how much of its thought is on screen (-1: the action began)
+
+    def _delta(self, event: TextDelta) -> None:
+        """The thought, as it streams: the step's header at its first piece, the code not (it is
+        shown once, below, as "code:"), reasoning not (its length is, with the reply)."""
+        if event.reasoning:
+            return
+        w = self.out.write
+        if self.streamed != (event.step, event.attempt):
+            if self.streamed is None or self.streamed[0] != event.step:
+                w(f"\n── step {event.step}/{self.max_steps} ──\n")
+            self.streamed, self.text, self.shown = (event.step, event.attempt), "", 0
+        if self.shown < 0:
+            return
+        self.text += event.text
+        action = _ACTION.search(self.text)
+        limit = action.start() if action else len(self.text) - _held(self.text)
+        visible = self.text[:limit].rstrip()  # (trailing blanks wait for what follows them)
+        start = max(self.shown, len(visible) - len(visible.lstrip()))
+        if len(visible) > start:
+            w(("  " if not self.shown else "") + visible[start:].replace("\n", "\n  "))
+            self.shown = len(visible)
+        if action:
+            if self.shown:
+                w("\n")
+            self.shown = -1
+
+    def _reply(self, event: ModelReplyEvent) -> None:
+        w = self.out.write
+        streamed = self.streamed is not None and self.streamed[0] == event.step
+        stats = f"model {event.duration_s:.2f} s, {event.usage.total_tokens} tokens"
+        if streamed:
+            if self.shown > 0:
+                w("\n")
+            w(f"  ({stats})\n")
+        else:
+            w(f"\n── step {event.step}/{self.max_steps} ── {stats}\n")
+        if event.reasoning:
+            w(f"  (reasoning: {len(event.reasoning)} characters, kept out of the code)\n")
+        if not streamed:  # the words before the action: its code is shown once, below, as "code:"
+            thought = _ACTION.split(event.text, maxsplit=1)[0].strip()
+            if thought:
+                w(_indent(thought[:600], "  ") + "\n")
 
     def __call__(self, event: Event) -> None:
         w = self.out.write
-        if isinstance(event, RunStart):
+        if isinstance(event, TextDelta):
+            self._delta(event)
+        elif isinstance(event, RunStart):
             self.max_steps = event.max_steps
             label = f"{event.model} (scripted)" if event.scripted else event.model
             w(f"task: {event.task}\nmodel: {label} · executor: {event.executor} · tools: "
@@ -61,14 +120,7 @@ class HumanPrinter:
                 w(self.scripted_note + "\n")
         elif isinstance(event, ModelReplyEvent):
             self.tokens += event.usage.total_tokens
-            w(f"\n── step {event.step}/{self.max_steps} ── model {event.duration_s:.2f} s, "
-              f"{event.usage.total_tokens} tokens\n")
-            if event.reasoning:
-                w(f"  (reasoning: {len(event.reasoning)} characters, kept out of the code)\n")
-            # the words before the action: its code is shown once, below, as "code:"
-            thought = re.split(r"<code>|^[ \t]*```", event.text, maxsplit=1, flags=re.M)[0].strip()
-            if thought:
-                w(_indent(thought[:600], "  ") + "\n")
+            self._reply(event)
         elif isinstance(event, CodeAction):
             w("  code:\n" + _indent(event.code, "  │ ") + "\n")
         elif isinstance(event, Observation):

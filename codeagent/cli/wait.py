@@ -47,21 +47,59 @@ def _notice(model: Any, out: TextIO, started: float, done: threading.Event) -> N
 
 
 def show_waiting(model: Any, out: TextIO) -> None:
-    """Wrap `model.complete` so that a slow request is announced on `out` (a terminal only)."""
+    """Wrap `model.complete` (and `model.stream`, until its first piece of text) so that a slow
+    request is announced on `out` (a terminal only)."""
     isatty = getattr(out, "isatty", None)
     if not (callable(isatty) and isatty()) or not callable(getattr(model, "complete", None)):
         return
-    complete = model.complete
+    complete, stream = model.complete, getattr(model, "stream", None)
+
+    def watch() -> threading.Event:
+        done = threading.Event()
+        threading.Thread(target=_notice, args=(model, out, time.monotonic(), done), daemon=True,
+                         name="codeagent-wait-notice").start()
+        return done
 
     @functools.wraps(complete)
     def waiting(*args: Any, **kwargs: Any) -> Any:
-        done = threading.Event()
-        watcher = threading.Thread(target=_notice, args=(model, out, time.monotonic(), done), daemon=True,
-                                   name="codeagent-wait-notice")
-        watcher.start()
+        done = watch()
         try:
             return complete(*args, **kwargs)
         finally:
             done.set()
 
     model.complete = waiting
+    if callable(stream):
+        @functools.wraps(stream)
+        def waiting_stream(*args: Any, **kwargs: Any) -> Any:
+            done = watch()
+            try:
+                return _FirstPiece(stream(*args, **kwargs), done)
+            except BaseException:
+                done.set()
+                raise
+
+        model.stream = waiting_stream
+
+
+class _FirstPiece:
+    """A reply stream that ends the waiting notice at its first piece (or its end)."""
+
+    def __init__(self, stream: Any, done: threading.Event) -> None:
+        self.stream, self.done = stream, done
+
+    def __iter__(self) -> _FirstPiece:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            return next(self.stream)
+        finally:
+            self.done.set()
+
+    def close(self) -> None:
+        self.done.set()
+        self.stream.close()
+
+    def reply(self, **options: Any) -> Any:
+        return self.stream.reply(**options)

@@ -48,16 +48,28 @@ class MCPTool(Tool):
         def call(*args: Any, **kwargs: Any) -> Any:
             return self._call(params.signature.bind(*args, **kwargs).arguments)
 
+        async def acall(*args: Any, **kwargs: Any) -> Any:  # natively async: an async run's loop
+            return await self._acall(params.signature.bind(*args, **kwargs).arguments)
+
         call.__signature__ = params.signature  # type: ignore[attr-defined]
         call.__annotations__ = {p.name: p.annotation for p in params.signature.parameters.values()}
         call.__name__ = name
         description = describe(definition.description or definition.title or "", params, self.output_schema)
         super().__init__(call, name=name, description=description)
+        self.afn = acall
 
     def _call(self, arguments: Mapping[str, Any]) -> Any:
-        sent = {self._wire[k]: v for k, v in arguments.items() if not (v is None and self._omittable(k))}
         timeout = self._toolset.timeout_s
-        result = self._connection.call(self.mcp_name, sent, timeout, self.name)
+        return self._value(self._connection.call(self.mcp_name, self._sent(arguments), timeout, self.name))
+
+    async def _acall(self, arguments: Mapping[str, Any]) -> Any:
+        timeout = self._toolset.timeout_s
+        return self._value(await self._connection.acall(self.mcp_name, self._sent(arguments), timeout, self.name))
+
+    def _sent(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return {self._wire[k]: v for k, v in arguments.items() if not (v is None and self._omittable(k))}
+
+    def _value(self, result: Any) -> Any:
         value, images = result_value(result, tool=self.name, output_schema=self.output_schema,
                                      max_chars=self._toolset.max_result_chars)
         if images:

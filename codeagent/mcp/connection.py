@@ -168,23 +168,54 @@ class ServerConnection:
             if self.client is None or self.dead:
                 self._restart(label)
             client = self.client
-        from mcp import MCPError
-
         try:
             return self.loop.run(client.call_tool(name, arguments, read_timeout_seconds=timeout_s),
                                  timeout_s + GRACE_S)
-        except (TimeoutError, concurrent.futures.TimeoutError, MCPError) as exc:
-            if not isinstance(exc, MCPError) or "timed out" in str(exc):
-                self._probe()
-                raise ToolTimeoutError(
-                    f"{label}() did not return within its {timeout_s:g} s timeout (MCP server "
-                    f"{self.spec.label}). Call it with a smaller request or try another approach.") from None
+        except Exception as exc:
+            raise self._failure(exc, timeout_s, label) from None
+
+    async def acall(self, name: str, arguments: dict[str, Any], timeout_s: float, label: str) -> Any:
+        """`call` from another event loop (an async run's): it awaits the session's loop without
+        holding a thread; a restart or a probe (rare, blocking) runs on a thread."""
+        if self.client is None or self.dead:
+            await asyncio.to_thread(self._restart_once, label)
+        future = asyncio.run_coroutine_threadsafe(
+            self.client.call_tool(name, arguments, read_timeout_seconds=timeout_s), self.loop.loop)
+        try:
+            async with asyncio.timeout(timeout_s + GRACE_S):
+                return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except Exception as exc:
+            future.cancel()
+            error = exc
+        raise await asyncio.to_thread(self._failure, error, timeout_s, label) from None
+
+    def _restart_once(self, label: str) -> None:
+        with self._lock:
+            if self.client is None or self.dead:
+                self._restart(label)
+
+    def _failure(self, exc: BaseException, timeout_s: float, label: str) -> BaseException:
+        """The ToolError for a call that failed with `exc` (a timeout probes the server first)."""
+        from mcp import MCPError
+
+        if isinstance(exc, (TimeoutError, concurrent.futures.TimeoutError)) or (
+                isinstance(exc, MCPError) and "timed out" in str(exc)):
+            self._probe()
+            return ToolTimeoutError(
+                f"{label}() did not return within its {timeout_s:g} s timeout (MCP server "
+                f"{self.spec.label}). Call it with a smaller request or try another approach.")
+        if isinstance(exc, MCPError):
             if "Connection closed" not in str(exc):
-                raise ToolError(f"{label}() failed on the MCP server: {exc}") from None
+                return ToolError(f"{label}() failed on the MCP server: {exc}")
             self.dead = "the connection closed"
-        except (OSError, RuntimeError) as exc:  # the transport broke under the call
+        elif isinstance(exc, (OSError, RuntimeError)):  # the transport broke under the call
             self.dead = f"{type(exc).__name__}: {exc}"
-        raise ToolError(self._died(label))
+        else:
+            return exc
+        return ToolError(self._died(label))
 
     def close(self) -> None:
         self._forget()

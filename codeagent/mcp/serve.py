@@ -2,7 +2,9 @@
 
     codeagent mcp-serve [--executor subprocess] [--import numpy] [--read data/] [--transport stdio]
 
-One executor per MCP session, made at the session's first call and closed when it ends: over
+One executor per MCP session, made at the session's first call and closed when it ends; a call
+is awaited on the server's event loop (`aexecute`), so sessions run their steps at once without a
+thread each: over
 stdio the session is the server process (one client each); over HTTP it is the `Mcp-Session-Id`
 of the handshake (`http.py` refuses the stateless 2026 protocol, whose requests share no session,
 so a client falls back to the handshake). Sessions never see each other's variables or files.
@@ -16,10 +18,12 @@ import, which files and network it may reach, and the limits of one call.
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -138,7 +142,19 @@ def tool_description(executor: Any, kind: str) -> str:
         files,
         f"Each call may run {timeout} and print {limits.max_output_chars:,} characters (cut head "
         "and tail beyond).",
+        kernel_line(executor),
     ) if line)
+
+
+def kernel_line(executor: Any) -> str:
+    """The kernel layers that hold the sandbox, each on / off / unavailable (its `isolation`)."""
+    try:
+        layers = executor.isolation.kernel_layers
+    except Exception:  # noqa: BLE001 - an executor without a kernel report says nothing here
+        return ""
+    if not layers:
+        return ""
+    return "Kernel layers: " + "; ".join(f"{name} {text.split(':')[0]}" for name, text in layers.items()) + "."
 
 
 def run_python_result(result: Any) -> Any:
@@ -187,11 +203,12 @@ def build_server(sessions: Sessions, description: str, session_key: Callable[[An
                             "(protocol 2025-11-25), whose session keeps your variables between calls")
         return sessions.get(key)
 
-    def run_python(code: str, ctx: Context) -> CallToolResult:
-        session = session_of(ctx)
-        with session.lock:  # one step at a time per session; other sessions run meanwhile
+    async def run_python(code: str, ctx: Context) -> CallToolResult:
+        # awaited on the server's loop (`aexecute`): many sessions' steps at once, no thread each
+        session = await asyncio.to_thread(session_of, ctx)  # (a new session starts its executor)
+        async with _held(session.lock):  # one step at a time per session; other sessions run meanwhile
             try:
-                result = session.executor.execute(code)
+                result = await session.executor.aexecute(code)
             except ExecutorError as exc:  # the sandbox itself broke (a grant it cannot use, ...)
                 sessions.drop(session)  # the next call gets a fresh one
                 raise ToolError(f"the sandbox failed, not your code: {exc}") from None
@@ -224,6 +241,17 @@ def build_server(sessions: Sessions, description: str, session_key: Callable[[An
     server.add_tool(reset)
     server.add_tool(list_variables)
     return server
+
+
+@contextlib.asynccontextmanager
+async def _held(lock: threading.Lock) -> AsyncIterator[None]:
+    """A session's lock, taken without blocking the loop (close() waits on it from a thread)."""
+    while not lock.acquire(blocking=False):
+        await asyncio.sleep(0.005)
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def stdio_session(ctx: Any) -> str:

@@ -10,17 +10,22 @@ The reply types live in `codeagent.models.replies`, the `<think>` stripper in `c
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import os
-import re
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from .. import aio
 from ..parsing.reasoning import split_reasoning
 from ..tools.attachments import content_text, has_images, strip_images, vision_capable
 from .constrain.probe import server_error_text
 from .constrain.request import Constraint, check_constrain
+from .endpoint import EndpointAnswers, ModelError, _short, tries_text
+from .openai_stream import async_stream, sync_stream, thread_stream
 from .replies import ModelReply, ToolCall, Usage
+from .streaming import AsyncReplyStream, ReplyStream, tool_calls_from, usage_from
 
 DEFAULT_TIMEOUT_S = 120.0  # one request; the SDK's retries each get as long again
 DEFAULT_MAX_RETRIES = 3
@@ -36,21 +41,10 @@ __all__ = [
     "split_reasoning",
     "cut_at_stop",
     "merge_system_into_user",
+    "tries_text",
 ]
 
 Message = Mapping[str, Any]
-
-
-class ModelError(RuntimeError):
-    """The model endpoint failed for good (after the SDK's retries); says which setting to check.
-
-    `status` is the HTTP status the endpoint answered with, None when the failure was not an HTTP
-    answer (unreachable, timed out, no choices, a scripted model out of replies).
-    """
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @runtime_checkable
@@ -84,11 +78,6 @@ def check_model(model: Any) -> Any:
     return model
 
 
-def _sentence(text: Any) -> str:
-    """`text` without its final period, to be followed by one (the SDK's messages end in one)."""
-    return str(text).rstrip().rstrip(".")
-
-
 def cut_at_stop(text: str, stop: Sequence[str] | None) -> str:
     """What a server honoring `stop` would have returned: the text before the first stop sequence."""
     if not stop:
@@ -120,22 +109,7 @@ def merge_system_into_user(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return [{"role": "user", "content": preamble}, *rest]
 
 
-def _usage_from(raw: Any) -> Usage:
-    if raw is None:
-        return Usage()
-    p = int(getattr(raw, "prompt_tokens", 0) or 0)
-    c = int(getattr(raw, "completion_tokens", 0) or 0)
-    t = int(getattr(raw, "total_tokens", 0) or 0) or p + c
-    return Usage(prompt_tokens=p, completion_tokens=c, total_tokens=t)
-
-
-def tries_text(timeout: float, retries: int) -> str:
-    """What a model request may take in all, in words: "3 tries of 60 s" (or "60 s")."""
-    tries = retries + 1
-    return f"{tries} tries of {timeout:g} s" if tries > 1 else f"{timeout:g} s"
-
-
-class OpenAIModel:
+class OpenAIModel(EndpointAnswers):
     """A chat-completions model over the `openai` SDK.
 
     model_id: the model name the server knows (`gpt-4o-mini`, `qwen2.5-coder:7b`, ...).
@@ -145,7 +119,12 @@ class OpenAIModel:
     supports_stop=False: do not send `stop`; the reply is cut client-side instead.
     request_options: extra request fields (`temperature`, `max_tokens`, or server-specific ones,
         which are sent through `extra_body`).
-    max_retries / timeout: the SDK's retry (429, 5xx, connection errors) and per-request timeout.
+    max_retries / timeout: the SDK's retry (429, 5xx, connection errors) and per-request timeout
+        (for a streamed reply also the longest wait between two chunks: a stalled stream is cut).
+    async_client: an `openai.AsyncOpenAI` for `acomplete`/`astream` when you pass `client=`
+        (otherwise one is made per event loop; without either, async requests run on a thread).
+    supports_stream=False: never stream (`stream()` asks for whole replies); a server that rejects
+        `stream` (or `stream_options`, which asks a stream for its usage) is switched so with `adapt`.
     adapt: when the server answers HTTP 400 about `stop`, the system role or images, switch that
         option off and retry once (recorded in `.adaptations`), instead of failing the run.
     vision: whether the model takes images (figures the agent's code made are then sent as image
@@ -182,6 +161,8 @@ class OpenAIModel:
         client: Any = None,
         vision: bool | str = "auto",
         constrain: str | None = None,
+        async_client: Any = None,
+        supports_stream: bool = True,
     ) -> None:
         if not isinstance(model_id, str) or not model_id.strip():
             raise TypeError(f"OpenAIModel needs the model's name as a string, e.g. OpenAIModel('gpt-4o-mini'), "
@@ -205,6 +186,11 @@ class OpenAIModel:
         self.supports_stop = supports_stop
         self.request_options = dict(request_options or {})
         self.set_constrain(constrain)
+        self.supports_stream = supports_stream
+        self.stream_usage = True  # ask a streamed reply for its usage (stream_options.include_usage)
+        self._key: str | None = None  # (None: the client was given; async needs async_client=)
+        self._given_async = async_client
+        self._async_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         if client is None:
             import openai
 
@@ -216,6 +202,7 @@ class OpenAIModel:
                         "at a local OpenAI-compatible server"
                     )
                 key = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) accept any key
+            self._key = key
             client = openai.OpenAI(base_url=self.base_url, api_key=key, max_retries=max_retries, timeout=timeout)
         self.client = client
 
@@ -307,45 +294,106 @@ class OpenAIModel:
     ) -> ModelReply:
         """One chat completion. `tools`: OpenAI tool schemas; native calls come back in `.tool_calls`.
         `constraint`: what to decode, sent in this model's `constrain` spelling (ignored when None)."""
+        response = aio.result(self._call(self._send, messages, stop, tools, constraint, stream=False))
+        return self._whole(response, stop)
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        stop: Sequence[str] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        constraint: Constraint | None = None,
+    ) -> ReplyStream:
+        """`complete`, streamed: iterate the `Delta`s as they arrive, `close()` to stop reading
+        (the connection closes: the server stops), then `reply()` (`codeagent.models.streaming`).
+        A server that does not stream answers whole (one delta)."""
+        response = aio.result(self._call(self._send, messages, stop, tools, constraint, stream=True))
+        return sync_stream(self, response, messages, stop, lambda c: self._whole(c, stop))
+
+    async def acomplete(
+        self,
+        messages: Sequence[Message],
+        stop: Sequence[str] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        constraint: Constraint | None = None,
+    ) -> ModelReply:
+        """`complete` on the running event loop (the SDK's async client, one per loop)."""
+        if self._async_client() is None:
+            return await asyncio.to_thread(self.complete, messages, stop, tools, constraint)
+        response = await self._call(self._asend, messages, stop, tools, constraint, stream=False)
+        return self._whole(response, stop)
+
+    async def astream(
+        self,
+        messages: Sequence[Message],
+        stop: Sequence[str] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        constraint: Constraint | None = None,
+    ) -> AsyncReplyStream:
+        """`stream` on the running event loop: `async for delta in ...`, `await aclose()`."""
+        if self._async_client() is None:
+            return thread_stream(await asyncio.to_thread(self.stream, messages, stop, tools, constraint))
+        response = await self._call(self._asend, messages, stop, tools, constraint, stream=True)
+        return await async_stream(self, response, messages, stop, lambda c: self._whole(c, stop))
+
+    async def _call(self, send: Any, messages: Sequence[Message], stop: Sequence[str] | None,
+                    tools: Sequence[Mapping[str, Any]] | None, constraint: Constraint | None, *,
+                    stream: bool) -> Any:
+        """One request, with the adaptations and fallbacks, shared by the four ways to ask:
+        `send(request, first)` sends it (it never suspends for the sync ones: `codeagent.aio`)."""
         import openai
 
-        where = self.base_url or "api.openai.com"
         try:
             while True:
                 fields = self._constraint_fields(constraint, bool(tools))
                 request = self._request(messages, stop, tools, fields)
-                client = self.client
-                if fields and not self._confirmed and hasattr(client, "with_options"):
+                if stream and self.supports_stream:
+                    request["stream"] = True
+                    if self.stream_usage:
+                        request["stream_options"] = {"include_usage": True}
+                try:
                     # the first request in a spelling: a rejection (llama-cpp-python answers an unknown
                     # response_format with HTTP 500) is an answer to act on, not a fault to retry
-                    client = client.with_options(max_retries=0)
-                try:
-                    response = client.chat.completions.create(**request)
+                    response = await send(request, bool(fields) and not self._confirmed)
                     self._confirmed = self._confirmed or bool(fields)
-                    break
+                    return response
                 except openai.APIStatusError as exc:
                     if not (self._adapted_to(exc, request) or self._constraint_rejected(exc, fields, constraint)):
                         raise
-        except openai.APIStatusError as exc:
-            hint = {
-                401: " Check the API key (--api-key-env / OPENAI_API_KEY).",
-                403: " Check the API key's permissions.",
-                404: " Check the model name (--model) and the base URL (--base-url, it usually ends in /v1).",
-            }.get(exc.status_code, "")
-            if exc.status_code == 400 and "system" in str(exc).lower() and self.system_role:
-                hint = " If this server has no system role, use system_role=False (--no-system-role)."
-            raise ModelError(
-                f"model endpoint {where} returned HTTP {exc.status_code}: {_sentence(_short(exc.message))}.{hint}",
-                status=exc.status_code,
-            ) from exc
-        except openai.APITimeoutError as exc:
-            raise ModelError(f"model endpoint {where} timed out{self.waited()}: raise OpenAIModel(timeout=...) "
-                             "(--model-timeout) or check the server") from exc
-        except openai.APIConnectionError as exc:
-            raise ModelError(
-                f"cannot reach the model endpoint {where}: {_sentence(exc)}. "
-                "Check base_url (--base-url) or OPENAI_BASE_URL, and that the server is running."
-            ) from exc
+        except openai.APIError as exc:
+            raise self._failure(exc) from exc
+
+    async def _send(self, request: dict[str, Any], first: bool) -> Any:
+        client = self.client
+        if first and hasattr(client, "with_options"):
+            client = client.with_options(max_retries=0)
+        return client.chat.completions.create(**_lean(client, request))
+
+    async def _asend(self, request: dict[str, Any], first: bool) -> Any:
+        client = self._async_client()
+        if first:
+            client = client.with_options(max_retries=0)
+        return await client.chat.completions.create(**_lean(client, request))
+
+    def _async_client(self) -> Any:
+        """The SDK's async client for the running loop (its connections belong to one loop);
+        None when this model was given a client of its own and no `async_client`."""
+        if self._given_async is not None:
+            return self._given_async
+        if self._key is None:
+            return None
+        loop = asyncio.get_running_loop()
+        client = self._async_clients.get(loop)
+        if client is None:
+            import openai
+
+            client = self._async_clients[loop] = openai.AsyncOpenAI(
+                base_url=self.base_url, api_key=self._key, max_retries=self.max_retries, timeout=self.timeout)
+        return client
+
+    def _whole(self, response: Any, stop: Sequence[str] | None) -> ModelReply:
+        """A completion (not streamed) as a ModelReply."""
+        where = self.base_url or "api.openai.com"
         if not getattr(response, "choices", None):
             raise ModelError(f"model endpoint {where} returned no choices")
         choice = response.choices[0]
@@ -358,63 +406,13 @@ class OpenAIModel:
         text = cut_at_stop(text, stop)
         reasoning = "\n\n".join(r for r in (field_reasoning, think) if isinstance(r, str) and r) or None
         return ModelReply(
-            text=text, usage=_usage_from(getattr(response, "usage", None)), reasoning=reasoning,
+            text=text, usage=usage_from(getattr(response, "usage", None)), reasoning=reasoning,
             finish_reason=getattr(choice, "finish_reason", None),
-            tool_calls=_tool_calls_from(getattr(message, "tool_calls", None) if message is not None else None),
+            tool_calls=tool_calls_from(getattr(message, "tool_calls", None) if message is not None else None),
         )
-
-    def waited(self) -> str:
-        """How long a request that timed out waited in all: every try gets the whole timeout."""
-        if not isinstance(self.timeout, (int, float)):
-            return ""
-        tries = self.max_retries + 1
-        if tries == 1:
-            return f" after {tries_text(self.timeout, self.max_retries)}"
-        return (f" after {tries_text(self.timeout, self.max_retries)} each ({tries * self.timeout:g} s "
-                "in all; fewer tries: max_retries=, --model-retries)")
-
-    def _adapted_to(self, exc: Any, request: Mapping[str, Any]) -> bool:
-        """Switch off what a weak endpoint rejected (`stop`, the system role); True to retry."""
-        if not self.adapt or getattr(exc, "status_code", None) != 400:
-            return False
-        message = str(getattr(exc, "message", exc)).lower()
-        if "stop" in request and "stop" in message:
-            self.supports_stop = False
-            self.adaptations.append("the endpoint rejected `stop`: replies are cut client-side")
-            return True
-        if self.system_role and "system" in message and any(m.get("role") == "system" for m in request["messages"]):
-            self.system_role = False
-            self.adaptations.append("the endpoint rejected the system role: it is merged into the first user message")
-            return True
-        if self.vision and "image" in message and has_images(request["messages"]):
-            self.vision = False
-            self.adaptations.append("the endpoint rejected images: figures are described in text")
-            return True
-        return False
 
     def __repr__(self) -> str:
         return f"OpenAIModel({self.model_id!r}, base_url={self.base_url!r})"
-
-
-def _tool_calls_from(raw: Any) -> tuple[ToolCall, ...]:
-    """OpenAI `message.tool_calls` as ToolCall objects; arguments that are not JSON stay text."""
-    import json
-
-    calls = []
-    for item in raw or ():
-        function = getattr(item, "function", None)
-        name = getattr(function, "name", None)
-        if not isinstance(name, str):
-            continue
-        arguments: Any = getattr(function, "arguments", None) or "{}"
-        if isinstance(arguments, str):
-            try:
-                decoded = json.loads(arguments)
-            except ValueError:
-                decoded = None
-            arguments = decoded if isinstance(decoded, dict) else arguments
-        calls.append(ToolCall(id=str(getattr(item, "id", "") or ""), name=name, arguments=arguments))
-    return tuple(calls)
 
 
 # The "auto" probe's verdict per (base_url, model_id): the probe costs a few requests, once.
@@ -438,6 +436,20 @@ def _probe(model: OpenAIModel) -> Any:
     return _PROBED[key]
 
 
+def _lean(client: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """The request with its messages and tools in `extra_body`, for the SDK's own clients: they are
+    plain JSON already, and the SDK's walk of them against its type annotations is most of a
+    request's CPU (~1.5 ms each: what 100 runs at once on one loop wait for). The SDK documents
+    that `extra_body` takes precedence, so the body sent is the same."""
+    import openai
+
+    if not isinstance(client, (openai.OpenAI, openai.AsyncOpenAI)):
+        return request
+    moved = {k: request[k] for k in ("messages", "tools") if k in request}
+    return {**request, "messages": [], "tools": openai.omit,
+            "extra_body": {**request.get("extra_body", {}), **moved}}
+
+
 _CREATE_PARAMS: dict[type, frozenset[str]] = {}
 
 
@@ -451,13 +463,3 @@ def _create_parameters(client: Any) -> frozenset[str]:
         except (TypeError, ValueError):
             _CREATE_PARAMS[key] = frozenset({"temperature", "max_tokens", "top_p", "seed"})
     return _CREATE_PARAMS[key]
-
-
-def _short(text: Any, limit: int = 300) -> str:
-    text = re.sub(r"^Error code: \d+ - ", "", str(text))  # the SDK's prefix repeats the status
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _image_count(messages: Sequence[Message]) -> int:
-    return sum(1 for m in messages if isinstance(m.get("content"), list)
-               for p in m["content"] if isinstance(p, Mapping) and p.get("type") == "image_url")

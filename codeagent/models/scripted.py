@@ -3,22 +3,21 @@ saved run). It behaves like an endpoint (stop sequences, estimated usage, constr
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from ..aio import SyncAsAsync
 from ..parsing.reasoning import split_reasoning
 from ..runs.record import RunResult
-from ..tools.attachments import IMAGE_TOKENS, content_text
 from .constrain.request import Constraint, check_constrain
-from .openai_model import Message, ModelError, _image_count, _short, cut_at_stop
+from .openai_model import Message, ModelError, _short, cut_at_stop
+from .openai_stream import thread_stream
 from .replies import ModelReply, Usage
+from .streaming import Delta, ReplyAssembler, ReplyStream, estimate_usage
 
 __all__ = ["ScriptedModel"]
-
-
-def _estimate_tokens(text: str) -> int:
-    return (len(text) + 3) // 4
 
 
 class ScriptedModel:
@@ -26,6 +25,8 @@ class ScriptedModel:
 
     It behaves like a server that honors `stop` (each reply is cut at the first stop sequence) and
     reports an estimated usage. `scripted = True` lets the agent and the CLI say so in their output.
+    Streamed (`stream`, `astream`: what `agent.stream()` asks for), a reply comes in deltas of
+    `chunk_chars` characters; `.cut` counts the replies whose reader stopped before their end.
     constrain: a constraint spelling to act as if the endpoint honoured (agents then build their
         constrained prompts and constraints); each call's `Constraint` is kept in `.constraints`.
     """
@@ -34,7 +35,7 @@ class ScriptedModel:
     provider_name = "codeagent.scripted"  # gen_ai.provider.name in traces
 
     def __init__(self, replies: Iterable[str | ModelReply], *, model_id: str = "scripted",
-                 vision: bool = False, constrain: str | None = None) -> None:
+                 vision: bool = False, constrain: str | None = None, chunk_chars: int = 16) -> None:
         if isinstance(replies, (str, bytes, ModelReply)) or not isinstance(replies, Iterable):
             shown = _short(repr(replies), 60)
             raise TypeError(f"ScriptedModel takes a list of replies, one per model call, got "
@@ -49,6 +50,10 @@ class ScriptedModel:
             raise ValueError("ScriptedModel has no endpoint to probe: give it a spelling, e.g. constrain='grammar'")
         self.constrain = constrain
         self.constraints: list[Constraint | None] = []  # the `constraint=` of each call
+        if not isinstance(chunk_chars, int) or isinstance(chunk_chars, bool) or chunk_chars < 1:
+            raise ValueError(f"chunk_chars must be an integer >= 1, got {chunk_chars!r}")
+        self.chunk_chars = chunk_chars
+        self.cut = 0  # streamed replies closed before their end
         self._next = 0
 
     @classmethod
@@ -85,14 +90,55 @@ class ScriptedModel:
         reasoning = "\n\n".join(r for r in (reply.reasoning, think) if r) or None
         usage = reply.usage
         if usage == Usage():
-            prompt = sum(_estimate_tokens(content_text(m.get("content"))) for m in messages)
-            prompt += IMAGE_TOKENS * _image_count(messages)
-            completion = _estimate_tokens(reply.text)
-            usage = Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
+            usage = estimate_usage(messages, reply.text)
         return ModelReply(
             text=text, usage=usage, reasoning=reasoning, finish_reason="tool_calls" if reply.tool_calls else "stop",
             tool_calls=reply.tool_calls,
         )
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        stop: Sequence[str] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        constraint: Constraint | None = None,
+    ) -> ReplyStream:
+        """The next reply in deltas of `chunk_chars` characters (see `codeagent.models.streaming`)."""
+        whole = ReplyAssembler.of(self.complete(messages, stop, tools, constraint), messages)
+        text, size = whole.text, self.chunk_chars
+        assembler = ReplyAssembler(messages, None, cut_stop=False)
+        assembler.reasoning, assembler.calls = whole.reasoning, whole.calls
+        assembler.usage, assembler.finish_reason = whole.usage, whole.finish_reason
+
+        def deltas() -> Iterator[Delta]:
+            if whole.reasoning:
+                yield Delta("".join(whole.reasoning), reasoning=True)
+            for i in range(0, len(text), size):
+                yield assembler.feed_text(text[i:i + size]) or Delta("")
+
+        def close() -> None:
+            if len(assembler.text) < len(text):
+                self.cut += 1
+
+        return ReplyStream(assembler, deltas(), close)
+
+    async def acomplete(self, messages: Sequence[Message], stop: Sequence[str] | None = None,
+                        tools: Sequence[Mapping[str, Any]] | None = None,
+                        constraint: Constraint | None = None) -> ModelReply:
+        if self._blocks():
+            return await asyncio.to_thread(self.complete, messages, stop, tools, constraint)
+        return self.complete(messages, stop, tools, constraint)
+
+    async def astream(self, messages: Sequence[Message], stop: Sequence[str] | None = None,
+                      tools: Sequence[Mapping[str, Any]] | None = None,
+                      constraint: Constraint | None = None) -> Any:
+        if self._blocks():
+            return thread_stream(await asyncio.to_thread(self.stream, messages, stop, tools, constraint))
+        return SyncAsAsync(self.stream(messages, stop, tools, constraint))
+
+    def _blocks(self) -> bool:
+        """A subclass's own `complete` may wait (a scripted latency): the async API runs it on a thread."""
+        return type(self).complete is not ScriptedModel.complete
 
     def __repr__(self) -> str:
         return f"ScriptedModel({len(self.replies)} replies, {self.remaining} left)"

@@ -19,9 +19,10 @@ from .final_answer import fix_final_answer
 from .lesson import DEFAULT_TAGS, CodeParseError, UnknownToolError, expected_format
 from .reasoning import split_reasoning, strip_reasoning
 from .syntax import looks_like_code
-from .tiers import parse_code
+from .tiers import BlockWatch, parse_code
 
 __all__ = [
+    "BlockWatch",
     "DEFAULT_TAGS",
     "DIALECTS",
     "CodeParseError",

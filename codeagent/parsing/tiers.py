@@ -25,7 +25,7 @@ from .lesson import DEFAULT_TAGS, explain
 from .reasoning import strip_reasoning
 from .syntax import first_statement_acts, looks_like_code, trim, try_parse
 
-__all__ = ["parse_code"]
+__all__ = ["parse_code", "BlockWatch"]
 
 # Fence labels that mean "this is Python we may run". `tool_code` is what Gemini models write.
 _PYTHON_LANGS = frozenset({"python", "py", "python3", "py3", "tool_code", "ipython"})
@@ -91,6 +91,64 @@ def _normalize(text: str) -> str:
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text
+
+
+# --- a reply as it streams: has its action closed? --------------------------------------------
+
+
+class BlockWatch:
+    """Where a reply's action closed, found as the reply streams in, so the rest need not be read:
+    the agent's closing tag after its opening one (the text before the tag is kept, as a stop
+    sequence would), or the closing line of a fence that holds Python (kept). Fences count only
+    when the reply has no opening tag; text inside an unclosed `<think>` never counts.
+    `end(text)` takes the whole text so far and costs only the new part."""
+
+    __slots__ = ("open_tag", "close_tag", "_line", "_fence", "_open_at")
+
+    def __init__(self, tags: tuple[str, str] = DEFAULT_TAGS) -> None:
+        self.open_tag, self.close_tag = tags
+        self._line = 0  # where the next line to look at starts
+        self._fence: tuple[str, int, str, int] | None = None  # char, width, lang, content start
+        self._open_at = -1  # where the opening tag ends
+
+    def end(self, text: str) -> int | None:
+        """The length of `text` to keep when its action has closed, else None."""
+        if "<think>" in text:
+            last = text.rfind("</think>")
+            if last < text.rfind("<think>"):
+                return None  # still reasoning
+            if self._line < last:
+                self._line, self._fence = last + len("</think>"), None
+        if self._open_at < 0:
+            found = text.find(self.open_tag, max(0, self._line - len(self.open_tag)))
+            if found >= 0:
+                self._open_at = found + len(self.open_tag)
+        if self._open_at >= 0:
+            close = text.find(self.close_tag, self._open_at)
+            return close if close >= 0 else None
+        return self._fence_end(text)
+
+    def _fence_end(self, text: str) -> int | None:
+        while True:
+            newline = text.find("\n", self._line)
+            if newline < 0:
+                return None
+            start, self._line = self._line, newline + 1
+            stripped = text[start:newline].strip()
+            if self._fence is None:
+                if stripped.startswith(("```", "~~~")):
+                    char = stripped[0]
+                    width = len(stripped) - len(stripped.lstrip(char))
+                    self._fence = (char, width, _fence_lang(stripped[width:]), newline + 1)
+                continue
+            char, width, lang, content = self._fence
+            if not (stripped.startswith(char * width) and _is_closing_rest(stripped.lstrip(char))):
+                continue
+            self._fence = None
+            code = trim(text[content:start])
+            if lang in _PYTHON_LANGS or (lang == "" and code and (tree := try_parse(code)) is not None
+                                         and looks_like_code(tree, code)):
+                return newline + 1
 
 
 # --- tier 1: the agent's tags -------------------------------------------------------------

@@ -1,97 +1,44 @@
-"""The run record: what a run of any agent produced, and the recorder that writes it.
+"""The recorder: the one place a run's facts go, and the typed events that report them.
 
-`RunResult` (with its `StepRecord`s) is what `run()` returns and `save()`/`load()` keep as JSON;
-`RunResult.replies()` is what a replay feeds back (`ScriptedModel.from_run`). The `Recorder` keeps
-one run's clock, steps, usage and outcome and turns them into the typed events of `stream()`, so
-CodeAgent's and ToolCallingAgent's runs record, report and fail alike: every way a step can fail
-goes through `Recorder.fail_step`.
+The `Recorder` keeps one run's clock, steps, usage and outcome and turns them into the events of
+`stream()` / `astream()`, so CodeAgent's and ToolCallingAgent's runs record, report and fail alike:
+every way a step can fail goes through `Recorder.fail_step`, and a run that stops early ends
+through `interrupted()` (Ctrl-C) or `cancelled()` (its task was cancelled). What it produces,
+`RunResult` and its `StepRecord`s, is in `result.py` (its names are re-exported here).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 import uuid
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field, field_serializer
-
-from ..events import (
-    NOT_JSON,
-    ErrorEvent,
-    Event,
-    FinalAnswerEvent,
-    Observation,
-    RunEnd,
-    RunStart,
-    plain_json,
-)
+from ..events import ErrorEvent, Event, FinalAnswerEvent, Observation, RunEnd, RunStart, TextDelta
 from ..models.replies import ModelReply, Usage
 from ..tools.attachments import AttachmentRecord
 from ..tracing.spans import NO_TRACE, start_run
+from .result import (
+    ActionRefused,
+    ErrorKind,
+    RunFailed,
+    RunInterrupted,
+    RunResult,
+    RunStatus,
+    StepRecord,
+    cancelled_result,
+    public_output,
+)
 
 __all__ = ["RunStatus", "ErrorKind", "ActionRefused", "StepRecord", "RunResult", "RunFailed", "RunInterrupted",
-           "Recorder", "Step", "interruptible"]
+           "Recorder", "Step", "interruptible", "cancellable", "public_output", "cancelled_result"]
 
-# interrupted: Ctrl-C (KeyboardInterrupt) ended the run; what it did so far is in the result
-RunStatus = Literal["success", "max_steps", "failed", "interrupted"]
 NO_USAGE = Usage()
-
-
-class ErrorKind(str, Enum):
-    """Why a step failed: `StepRecord.error_kind` and `ErrorEvent.kind` (the values are recorded)."""
-
-    PARSE = "parse"  # no code (or no call) could be found in the reply
-    INVALID_ACTION = "invalid_action"  # single-call mode: the reply is not one allowed call
-    REPEATED_ACTION = "repeated_action"  # the action already ran; it was not run again
-    EXECUTION = "execution"  # the code ran and raised (or broke a limit): the model can fix it
-    TOOL = "tool"  # tool-calling mode: a call failed
-    EMPTY_REPLY = "empty_reply"  # the model kept replying nothing: the run ends
-    MODEL = "model"  # the model endpoint failed: the run ends
-    EXECUTOR = "executor"  # the executor itself broke: the run ends
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class ActionRefused(Exception):
-    """An action format refuses an action before it runs (`ActionFormat.vet`).
-
-    `kind` (an `ErrorKind`, or its value) becomes the step's error_kind and the ErrorEvent's kind;
-    `message` is written for the model and becomes the observation.
-    """
-
-    def __init__(self, kind: ErrorKind | str, message: str) -> None:
-        super().__init__(message)
-        self.kind = ErrorKind(kind)
-        self.message = message
-
-
-class RunFailed(RuntimeError):
-    """`RunResult.raise_for_status()` on a run that gave no final answer; `.result` is that run."""
-
-    def __init__(self, result: RunResult) -> None:
-        self.result = result
-        self.status = result.status
-        if result.status == "max_steps":
-            why = (f"{result.error or 'no final answer'}: raise max_steps (the agent's max_steps=...), "
-                   "or read result.steps to see where the model went")
-        else:
-            why = result.error or "the run failed"
-        super().__init__(f"the run ended with status {result.status!r}: {why}")
-
-
-class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C ended a run: a KeyboardInterrupt (a script stops as it would anyway) that carries
-    the run so far as `.result` (status "interrupted"), to save or inspect."""
-
-    def __init__(self, result: RunResult) -> None:
-        super().__init__(result.error)
-        self.result = result
+_REEXPORTED = (ActionRefused, RunFailed, RunStatus, cancelled_result)  # (names kept importable from here)
 
 
 def interruptible(events: Iterator[Event], rec: Recorder) -> Iterator[Event]:
@@ -105,136 +52,17 @@ def interruptible(events: Iterator[Event], rec: Recorder) -> Iterator[Event]:
         raise RunInterrupted(end.result) from None
 
 
-class _Rendered:
-    """Shows a value by the text the sandbox rendered for it."""
-
-    def __init__(self, text: str | None) -> None:
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text if self.text is not None else "<unrepresentable>"
-
-
-class StepRecord(BaseModel):
-    """One step of a run. `error_kind` is an `ErrorKind` value (parse, execution, ...) or None."""
-
-    step: int
-    model_output: str = ""
-    reasoning: str | None = None
-    code: str | None = None
-    observation: str = ""
-    logs: str = ""
-    output_repr: str | None = None
-    error: str | None = None
-    error_kind: str | None = None
-    is_final_answer: bool = False
-    duration_s: float = 0.0
-    model_duration_s: float = 0.0
-    execution_duration_s: float = 0.0
-    usage: Usage = Usage()
-    empty_replies: int = 0
-    attachments: list[AttachmentRecord] = Field(default_factory=list)
-
-
-class RunResult(BaseModel):
-    """What a run produced. Saved as JSON with `save(path)`, re-loaded with `RunResult.load(path)`.
-
-    `output` is the final answer as the executor returned it. In JSON it is kept when it is made of
-    plain JSON types; otherwise it is saved as null and `output_repr` (rendered in the sandbox) says
-    what it was. Figures the steps produced are `attachments` (each step's are in its record); their
-    bytes are saved beside the JSON, not in it.
-    """
-
-    run_id: str
-    task: str
-    status: RunStatus
-    output: Any = None
-    output_repr: str | None = None
-    error: str | None = None
-    steps: list[StepRecord] = Field(default_factory=list)
-    usage: Usage = Usage()
-    duration_s: float = 0.0
-    model: str = ""
-    scripted: bool = False
-    # how the run was made (what `codeagent view` shows above the steps); empty in older files
-    mode: str = ""  # the agent's action mode: code, single_call, tool_calling
-    executor: str = ""
-    isolation: dict[str, Any] | None = None  # executors.Isolation.to_dict() of the run's executor
-    tools: list[str] = Field(default_factory=list)
-    max_steps: int = 0
-
-    @field_serializer("output")
-    def _serialize_output(self, value: Any) -> Any:
-        safe = plain_json(value)
-        return None if safe is NOT_JSON else safe
-
-    def __repr_args__(self) -> Any:
-        # Never run a model-made object's __repr__ on the host: show the sandbox's rendering.
-        for name, value in super().__repr_args__():
-            if name == "output":
-                safe = plain_json(value)
-                yield name, (value if safe is not NOT_JSON else _Rendered(self.output_repr))
-            else:
-                yield name, value
-
-    @property
-    def success(self) -> bool:
-        return self.status == "success"
-
-    def raise_for_status(self) -> RunResult:
-        """This result when the run gave a final answer, else raise `RunFailed` with the reason.
-
-        `run()` never raises for a model, endpoint or code failure (the result records it), so
-        `print(agent.run(task).output)` would show None with no hint: use
-        `agent.run(task).raise_for_status().output` where a failed run should stop the program.
-        """
-        if not self.success:
-            raise RunFailed(self)
-        return self
-
-    def replies(self) -> list[ModelReply]:
-        """The model's replies, step by step: what a replay of this run answers with."""
-        return [ModelReply(text=s.model_output, reasoning=s.reasoning, usage=s.usage) for s in self.steps]
-
-    def to_json(self, indent: int | None = 2) -> str:
-        return self.model_dump_json(indent=indent)
-
-    @classmethod
-    def from_json(cls, text: str | bytes) -> RunResult:
-        return cls.model_validate_json(text)
-
-    @property
-    def attachments(self) -> list[AttachmentRecord]:
-        """Every step's attachments (figures, images), in the order they came."""
-        return [a for s in self.steps for a in s.attachments]
-
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the run as JSON at `path`, and its attachments beside it: `<stem>.figure-1.png`, ...
-
-        The JSON names each file (`attachments[].file`, relative to its own directory), so the
-        directory moves as a whole; `RunResult.load` finds them again. Attachments whose bytes are
-        gone (a run loaded from JSON alone) keep the file they had.
-        """
-        path = Path(path)
-        for record in self.attachments:
-            target = path.parent / record.file_name(path.stem)
-            if record.write(target):
-                record.file = target.name
-                record._base = path.parent.resolve()
-        path.write_text(self.to_json() + "\n", encoding="utf-8")
-        return path
-
-    def saved_files(self) -> list[Path]:
-        """Where the attachments' bytes are (after `save`, or written during the run)."""
-        return [p for p in (a.path for a in self.attachments) if p is not None]
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> RunResult:
-        path = Path(path)
-        result = cls.from_json(path.read_text(encoding="utf-8"))
-        for record in result.attachments:
-            record._base = path.parent.resolve()
-        return result
+async def cancellable(events: AsyncIterator[Event], rec: Recorder) -> AsyncIterator[Event]:
+    """A run's events, async; when the task iterating them is cancelled the run ends "cancelled"
+    (recorded, its trace ended) and the CancelledError goes on, carrying that RunResult as
+    `.result` (`cancelled_result(error)`). The very same error: `asyncio.timeout()` and the task's
+    `cancelled()` see a plain cancellation."""
+    try:
+        async for event in events:
+            yield event
+    except asyncio.CancelledError as exc:
+        exc.result = rec.cancelled().result  # type: ignore[attr-defined]
+        raise
 
 
 @dataclass
@@ -257,12 +85,6 @@ def model_name(model: Any) -> str:
 def join_notes(*notes: str | None) -> str | None:
     kept = [n for n in notes if n]
     return "\n\n".join(kept) if kept else None
-
-
-def public_output(value: Any) -> Any:
-    """`value` for JSON and events when it is plain JSON, else None (its output_repr says what it was)."""
-    safe = plain_json(value)
-    return None if safe is NOT_JSON else safe
 
 
 class Recorder:
@@ -392,22 +214,25 @@ class Recorder:
             )
 
     def ask(
-        self, step: Step, build: Callable[[str | None], Any], send: Callable[[Any], ModelReply], *,
+        self, step: Step, build: Callable[[str | None], Any], send: Callable[[Any], Any], *,
         note: str | None, empty_note: str, retries: int, has_content: Callable[[ModelReply], bool],
-    ) -> Generator[ErrorEvent, None, ModelReply | None]:
-        """Ask the model (build the messages with `build(note)`, `send` them), retrying empty replies.
+    ) -> Generator[Any, Any, ModelReply | None]:
+        """Ask the model (build the messages with `build(note)`; `send` them: a `drive.ModelCall`),
+        retrying empty replies; a streamed reply's text comes out as TextDelta events.
 
         Returns the reply, or None after yielding the ErrorEvent that ended the run (a model failure,
-        or `retries` + 1 empty replies in a row). Only `send` counts as model time.
+        or `retries` + 1 empty replies in a row). Only the request counts as model time.
         """
         record = step.record
         reply: ModelReply | None = None
-        for attempt in range(retries + 1):
-            messages = build(join_notes(note, empty_note) if attempt else note)
+        for attempt in range(1, retries + 2):
+            messages = build(join_notes(note, empty_note) if attempt > 1 else note)
             t = time.perf_counter()
             try:
-                with self.trace.chat(step.span, messages, attempt + 1) as chat:
-                    reply = send(messages)
+                with self.trace.chat(step.span, messages, attempt) as chat:
+                    reply = yield from send(messages).events(
+                        lambda d, a=attempt: self.event(TextDelta, step.number, text=d.text, reasoning=d.reasoning,
+                                                        attempt=a), chat.aside)
                     chat.reply(reply, has_content(reply))
             except Exception as exc:  # any model failure ends the run cleanly
                 step.model_time += time.perf_counter() - t
@@ -415,6 +240,7 @@ class Recorder:
                 return None
             step.model_time += time.perf_counter() - t
             step.usage = step.usage + reply.usage
+            record.finish_reason = reply.finish_reason
             if has_content(reply):
                 record.model_output, record.reasoning = reply.text, reply.reasoning
                 return reply
@@ -427,11 +253,18 @@ class Recorder:
 
     def interrupted(self) -> RunEnd:
         """Ctrl-C: the run ends here, its step so far recorded; the RunEnd to yield."""
+        return self._stopped("interrupted", "interrupted by the user (Ctrl-C)")
+
+    def cancelled(self) -> RunEnd:
+        """The task running the run was cancelled: it ends here, its step so far recorded."""
+        return self._stopped("cancelled", "cancelled (the task running it was cancelled)")
+
+    def _stopped(self, status: RunStatus, why: str) -> RunEnd:
         step = self.steps[-1] if self.steps else None
         where = f" during step {step.step}" if step is not None else ""
-        self.status, self.error = "interrupted", f"interrupted by the user (Ctrl-C){where}"
+        self.status, self.error = status, f"{why}{where}"
         if step is not None and not step.error and not step.is_final_answer and not step.observation:
-            step.error = "interrupted"
+            step.error = status
         return self.end()
 
     def give_up(self, max_steps: int) -> None:
@@ -441,6 +274,17 @@ class Recorder:
         """`events`, with the run's spans ended however the run stops (a dropped stream, an error)."""
         try:
             yield from events
+        except BaseException as exc:
+            self.trace.close(exc)
+            raise
+        finally:
+            self.trace.close()
+
+    async def atraced(self, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+        """`traced` for an async run."""
+        try:
+            async for event in events:
+                yield event
         except BaseException as exc:
             self.trace.close(exc)
             raise

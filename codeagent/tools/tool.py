@@ -8,10 +8,16 @@ message written for the model (which argument, which type, which tool), never as
 A tool whose result includes images (an MCP server's image blocks, say) hands them to the agent
 with `attach(...)`: the step that called it shows them to the model like the step's own figures.
 The value the tool returns stays plain data for the sandbox.
+
+A coroutine function is a tool too: the model's code calls it like any other (no `await` in the
+sandbox). In an async run (`arun`) the host awaits it on the run's event loop (`Tool.acall`); in a
+sync run it runs to its end on a background loop. A plain function called from an async run runs
+on a thread, so it never holds up the loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import importlib
 import inspect
@@ -23,10 +29,10 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from executors.base import FINAL_ANSWER_NAME, ToolError
+from executors.base import FINAL_ANSWER_NAME, ToolError, is_coroutine_function, run_coroutine
 
 from ..tracing.otel import tracer
-from ..tracing.tools import traced_call
+from ..tracing.tools import atraced_call, traced_call
 
 __all__ = ["Tool", "tool", "ToolArgumentError", "ToolTimeoutError", "safe_repr", "tools_by_name", "attach",
            "collecting_attachments", "load_tools", "ToolSpecError"]
@@ -116,6 +122,8 @@ class Tool:
         if timeout_s is not None and not timeout_s > 0:
             raise ValueError(f"tool {self.name!r}: timeout_s must be > 0, got {timeout_s!r}")
         self.timeout_s = timeout_s
+        # the coroutine function to await from async code (None: a plain function)
+        self.afn: Callable[..., Any] | None = fn if is_coroutine_function(fn) else None
         self.signature = self._resolved_signature(fn)
         self._adapters: dict[str, TypeAdapter[Any]] = {}
         if validate:
@@ -186,9 +194,44 @@ class Tool:
 
     def _validated_call(self, *args: Any, **kwargs: Any) -> Any:
         bound = self._bind(args, kwargs)
+        if self.afn is self.fn:  # a coroutine function: run to its end (`run_coroutine`)
+            return run_coroutine(self._ainvoke(bound))
         if self.timeout_s is None:
             return self._invoke(bound)
         return self._invoke_with_timeout(bound)
+
+    async def acall(self, *args: Any, **kwargs: Any) -> Any:
+        """The call from async code: a coroutine tool awaited on this loop (validated, timed,
+        traced like any call); a plain one on a thread."""
+        found = tracer()
+        if found is not None:
+            return await atraced_call(self, found, self._avalidated_call, args, kwargs)
+        return await self._avalidated_call(*args, **kwargs)
+
+    async def _avalidated_call(self, *args: Any, **kwargs: Any) -> Any:
+        if self.afn is None:
+            return await asyncio.to_thread(self._validated_call, *args, **kwargs)
+        return await self._ainvoke(self._bind(args, kwargs))
+
+    async def _ainvoke(self, bound: inspect.BoundArguments) -> Any:
+        assert self.afn is not None
+        try:
+            async with asyncio.timeout(self.timeout_s) as deadline:
+                return await self.afn(*bound.args, **bound.kwargs)
+        except ToolError:
+            raise
+        except TimeoutError as exc:
+            if deadline.expired():
+                raise self._timed_out() from None
+            raise ToolError(f"tool {self.name!r} failed: {type(exc).__name__}: {exc}") from exc
+        except Exception as exc:
+            raise ToolError(f"tool {self.name!r} failed: {type(exc).__name__}: {exc}") from exc
+
+    def _timed_out(self) -> ToolTimeoutError:
+        return ToolTimeoutError(
+            f"{self.name}() did not return within its {self.timeout_s:g} s timeout. "
+            "Call it with a smaller request or try another approach."
+        )
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> inspect.BoundArguments:
         try:
@@ -249,10 +292,7 @@ class Tool:
         worker.start()
         worker.join(self.timeout_s)
         if worker.is_alive():
-            raise ToolTimeoutError(
-                f"{self.name}() did not return within its {self.timeout_s:g} s timeout. "
-                "Call it with a smaller request or try another approach."
-            )
+            raise self._timed_out()
         if "error" in box:
             raise box["error"]
         return box.get("value")

@@ -19,7 +19,9 @@ provider, a run gets `NO_TRACE`, whose hooks do nothing.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -53,6 +55,9 @@ class _Null:
 
     def result(self, result: Any) -> None:
         pass
+
+    def aside(self) -> _Null:
+        return self
 
 
 _NULL = _Null()
@@ -317,6 +322,18 @@ class _Chat:
             else:
                 span.add_event("gen_ai.choice", {self.trace.provider_key: self.trace.provider, "index": 0,
                                                  "finish_reason": message["finish_reason"], "message": _json(message)})
+
+    @contextlib.contextmanager
+    def aside(self) -> Iterator[None]:
+        """The span not current for a while: a streamed reply's delta goes out to the caller, whose
+        own spans meanwhile are not the request's children."""
+        from opentelemetry import context
+
+        context.detach(self.token)
+        try:
+            yield
+        finally:
+            self.token = context.attach(self.trace.api.set_span_in_context(self.span))
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
         from opentelemetry import context

@@ -21,7 +21,7 @@ from executors.base import ToolError
 from .content import render, settings
 from .otel import otel_trace, set_error
 
-__all__ = ["traced_call", "tool_call_id", "error_type"]
+__all__ = ["traced_call", "atraced_call", "tool_call_id", "error_type"]
 
 _CALL_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("codeagent_tool_call_id", default=None)
 
@@ -46,6 +46,20 @@ def error_type(exc: BaseException) -> str:
 def traced_call(tool: Any, tracer: Any, call: Callable[..., Any], args: tuple[Any, ...],
                 kwargs: dict[str, Any]) -> Any:
     """`call(*args, **kwargs)` inside an `execute_tool {tool.name}` span (child of the current)."""
+    with _tool_span(tool, tracer, args, kwargs) as done:
+        return done(call(*args, **kwargs))
+
+
+async def atraced_call(tool: Any, tracer: Any, call: Callable[..., Any], args: tuple[Any, ...],
+                       kwargs: dict[str, Any]) -> Any:
+    """`await call(*args, **kwargs)` inside an `execute_tool {tool.name}` span."""
+    with _tool_span(tool, tracer, args, kwargs) as done:
+        return done(await call(*args, **kwargs))
+
+
+@contextmanager
+def _tool_span(tool: Any, tracer: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[Callable[[Any], Any]]:
+    """The span of one call; the block passes the call's value through `done(value)`."""
     api = otel_trace()
     s = settings()
     attributes = _attributes(tool)
@@ -56,15 +70,18 @@ def traced_call(tool: Any, tracer: Any, call: Callable[..., Any], args: tuple[An
                                       record_exception=False, set_status_on_exception=False) as span:
         if s.capture:
             span.set_attribute("gen_ai.tool.call.arguments", render(_arguments(tool, args, kwargs), s))
+
+        def done(value: Any) -> Any:
+            if s.capture:
+                span.set_attribute("gen_ai.tool.call.result", render(value, s))
+            return value
+
         try:
-            value = call(*args, **kwargs)
+            yield done
         except BaseException as exc:
             kind = error_type(exc)
             set_error(span, kind, s.describe(kind, _text(exc) if s.capture else None))
             raise
-        if s.capture:
-            span.set_attribute("gen_ai.tool.call.result", render(value, s))
-        return value
 
 
 def _attributes(tool: Any) -> dict[str, Any]:

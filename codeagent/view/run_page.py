@@ -67,7 +67,9 @@ def _isolation(report: dict[str, Any] | None) -> Safe | None:
     missing = [str(m) for m in report.get("missing") or () if isinstance(report.get("missing"), list)]
     summary = f"isolation: {report.get('place', '?')} — {len(layers)} layer(s)" + (
         f", {len(missing)} missing" if missing else "")
+    kernel = report.get("kernel_layers") if isinstance(report.get("kernel_layers"), dict) else {}
     rows = [tag("tr", tag("td", str(k)), tag("td", str(v))) for k, v in layers.items()]
+    rows += [tag("tr", tag("td", f"kernel: {k}"), tag("td", str(v))) for k, v in kernel.items()]
     rows += [tag("tr", tag("td", "missing", class_="k-warn"), tag("td", m)) for m in missing]
     return tag("details", tag("summary", summary), tag("table", rows), class_="iso", id="isolation")
 

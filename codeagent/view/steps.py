@@ -100,6 +100,10 @@ def _timing(step: Any) -> str:
         parts.append(f"{usage.total_tokens:,} tokens ({usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion)")
     if step.empty_replies:
         parts.append(f"{step.empty_replies} empty repl{'y' if step.empty_replies == 1 else 'ies'} retried")
+    if step.finish_reason == "cut":  # a streamed reply read only up to its closed code block
+        parts.append("reply cut once its code block closed (tokens estimated)")
+    elif step.finish_reason == "length":
+        parts.append("reply cut at the token limit (finish reason: length)")
     return " · ".join(parts)
 
 

@@ -38,6 +38,7 @@ lacks is an error at construction (`importable.NotInImage`) that names the fix.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -59,6 +60,7 @@ from ..base import (
     refuse_star,
 )
 from ..importable import PROBE_SOURCE, NotInImage, top_level_names
+from ..remote import syscalls
 from ..remote.environment import native_settings
 from ..remote.executor import RemoteExecutor
 from ..remote.isolation import container_isolation
@@ -193,6 +195,7 @@ class DockerExecutor(RemoteExecutor):
     #: The worker's own soft deadline (which keeps the variables) gets 0.5 s; then the host kills
     #: and replaces the container (~0.3 s), so a result still comes back within timeout_s + 1 s.
     kill_grace_s = 0.5
+    slow_kill = True  # (removing a container is an engine call)
 
     def __init__(
         self,
@@ -297,7 +300,8 @@ class DockerExecutor(RemoteExecutor):
     def isolation(self) -> Isolation:
         """What confines the code, per concern: the container."""
         return container_isolation(policy=self.policy, network=self.network, user=self.user,
-                                   memory_mb=self.limits.max_memory_mb, pids_limit=self.pids_limit)
+                                   memory_mb=self.limits.max_memory_mb, pids_limit=self.pids_limit,
+                                   seccomp=self._stacked_filter() is not None)
 
     def _on_close(self) -> None:
         self._access_finalizer()
@@ -324,6 +328,27 @@ class DockerExecutor(RemoteExecutor):
 
     def _package_paths(self) -> list[str]:
         return [_INSIDE] if self.policy == "restricted" else []
+
+    def _worker_access(self) -> dict[str, Any] | None:
+        """The engine's default seccomp profile stays; under the restricted policy (where native
+        packages may hand the code raw memory) the worker stacks the subprocess worker's own
+        allowlist on it (`remote.syscalls`), before any model code. Nothing else of the
+        subprocess's hardening: the container is the namespaces, the files and the user. The
+        open policy is full Python in its container, subprocesses included: the engine's
+        profile is its filter."""
+        program = self._stacked_filter()
+        if program is None:
+            return None
+        return {"read": [], "write": [], "network": self.network is not False, "user": None,
+                "seccomp": program, "namespaces": False, "landlock": False}
+
+    def _unconfined_native(self) -> bool:
+        return True  # the container is the boundary native code meets (isolation says how)
+
+    def _stacked_filter(self) -> dict[str, Any] | None:
+        if self.policy != "restricted":
+            return None
+        return syscalls.program(self.network is not False).to_wire()
 
     def _spec(self) -> ContainerSpec:
         # Our code, read-only: the worker starts from it with nothing but the image's stdlib (the
@@ -363,7 +388,19 @@ class DockerExecutor(RemoteExecutor):
     # -- the contract, plus what only a container can tell -------------------------------------
     def execute(self, code: str) -> ExecutionResult:
         self._deaths.clear()
-        result = super().execute(code)
+        return self._judged(super().execute(code))
+
+    async def aexecute(self, code: str) -> ExecutionResult:
+        """`execute` awaited: the attach socket waited on by the loop; a failed step is judged
+        (the engine asked about its processes) on a thread."""
+        self._deaths.clear()
+        result = await super().aexecute(code)
+        if result.error is None:
+            return result
+        return await asyncio.to_thread(self._judged, result)
+
+    def _judged(self, result: ExecutionResult) -> ExecutionResult:
+        """A failed step as the container explains it: the memory limit, or stray processes."""
         if "oom" in self._deaths and result.error is not None and result.error.type in (
                 "WorkerCrashed", "TimeoutError"):
             result = dataclasses.replace(result, error=ExecutionError(

@@ -74,6 +74,24 @@ class PipeChannel(Channel):
                 pass
             _poll(self._wpoll, deadline)
 
+    def fileno(self) -> int | None:
+        return None if self._closed else self._r
+
+    def write_fileno(self) -> int | None:
+        return None if self._closed else self._w
+
+    def read_nowait(self, max_bytes: int) -> bytes | None:
+        try:
+            return os.read(self._r, max_bytes)
+        except BlockingIOError:
+            return None
+
+    def write_nowait(self, data: bytes | memoryview) -> int:
+        try:
+            return os.write(self._w, data)
+        except BlockingIOError:
+            return 0
+
     def close(self) -> None:
         if self._closed:
             return

@@ -11,12 +11,15 @@ session/process group with:
   - PR_SET_PDEATHSIG=SIGKILL (set by the worker itself, which then checks that its parent is
     still the host), so the worker dies with the host even if the host is SIGKILLed; workers are
     spawned from one long-lived thread, because the death signal follows the spawning *thread*;
-  - the kernel's confinement to `access` (the grants): at configure, once its runtime is imported
-    and before any model code runs, the worker closes every descriptor but its channel and calls
-    `worker.hardening.harden()`: Landlock on files (the Python runtime and the read grants
-    read-only, the workdir and the write grants read-write, nothing executable) and TCP; as root
-    also an empty network namespace (network=False) and a drop to nobody (uid 65534) with no
-    capabilities. Its cwd, HOME and TMPDIR are the workdir. docs/kernel-isolation.md has the facts.
+  - the kernel's confinement (docs/kernel-isolation.md), for root and ordinary users alike: at its
+    start a PID namespace, an empty network namespace (network=False) and, not root, the user
+    namespace that allows them; at configure, once its runtime is imported and before any model
+    code runs, the worker closes every descriptor but its channel and calls
+    `worker.hardening.harden()`: a root of its own (the runtime read-only, the grants, a private
+    /tmp), Landlock on files and TCP, the drop (root: nobody, uid 65534; any user: no
+    capabilities), no_new_privs, then the seccomp allowlist the host built
+    (`remote/syscalls.py`). Its cwd, HOME and TMPDIR are the workdir. Where a layer is missing,
+    native packages that hand out raw memory are refused (`worker/hardening/holds.py`).
 On a deadline the host kills the whole process group, every process left in the worker's pids
 cgroup (or, without one, its session), reaps the worker, and starts a fresh one, which confines
 itself the same way; the workdir (and the files in it) stays for the executor's life.
@@ -42,12 +45,14 @@ from typing import Any
 from ..access import Access, Isolation, ResolvedAccess
 from ..base import ExecutorError, Limits, extra_imports, refuse_star
 from ..importable import ensure_importable
+from ..remote import syscalls
 from ..remote.environment import native_settings
 from ..remote.executor import RemoteExecutor
 from ..remote.isolation import predicted_hardening, subprocess_isolation
 from ..remote.lease import SANDBOX_IDS, Lease
 from ..remote.link import WORKER_PARENT, WorkerHandle, prepare_worker_code, worker_command
 from ..remote.protocol import MAX_FRAME_BYTES
+from ..worker.hardening import holds
 from .child import (
     PIDS_CGROUP_ROOT,
     PipeChannel,
@@ -69,45 +74,35 @@ _cgroup_counter = itertools.count(1)
 
 
 class _SharedNamespaces:
-    """Namespaces earlier workers made that hold nothing of their own (their report's
-    `shareable`: an empty network namespace; a mount namespace exposing only the runtime), kept
-    open here and handed to later workers of the same interpreter and runtime as inherited
-    descriptors: joining costs ~0.1 ms where making them costs ~1.5 ms (hardening.harden).
-    Opened at configure, before any model code ran in that worker; never closed (a worker being
-    spawned may be inheriting one), at most one per kind and runtime, plus a stale one replaced."""
+    """Empty network namespaces earlier workers made (their report's `shareable`), kept open
+    here and handed to later root workers of the same interpreter as an inherited descriptor:
+    joining costs ~0.1 ms where making one costs ~0.5-1 ms. Opened at configure, before any
+    model code ran in that worker; never closed (a worker being spawned may be inheriting it),
+    at most one per interpreter and runtime. (A worker's mount namespace holds its own grants
+    and /tmp: never shared.)"""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._fds: dict[tuple, dict[str, int]] = {}
+        self._fds: dict[tuple, int] = {}
 
-    def offer(self, key: tuple, network: bool, grants: list[str]) -> dict[str, int]:
-        with self._lock:
-            fds = dict(self._fds.get(key, {}))
+    def offer(self, key: tuple, network: bool) -> int | None:
         if network:
-            fds.pop("net", None)
-        if "mnt" in fds:
-            from ..worker.hardening import runtime
+            return None
+        with self._lock:
+            return self._fds.get(key)
 
-            if runtime.needs_exposure(grants, *SANDBOX_IDS):  # they need a namespace of their own
-                del fds["mnt"]
-        return fds
-
-    def keep(self, key: tuple, pid: int, shareable: Any, offered: dict[str, int]) -> None:
-        if not isinstance(shareable, dict):
+    def keep(self, key: tuple, pid: int, shareable: Any, offered: int | None) -> None:
+        if not isinstance(shareable, dict) or shareable.get("net") is not True or offered is not None:
             return
-        for kind in ("net", "mnt"):
-            if shareable.get(kind) is not True:
-                continue
-            with self._lock:
-                known = self._fds.setdefault(key, {})
-                if kind in known and kind not in offered:
-                    continue  # a worker started before the first one was kept
-                try:  # the worker is our child, not reaped: the pid cannot be anyone else's
-                    if os.readlink(f"/proc/{pid}/ns/{kind}") == os.readlink(f"/proc/self/ns/{kind}"):
-                        continue
-                    known[kind] = os.open(f"/proc/{pid}/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC)
-                except OSError:
-                    continue
+        with self._lock:
+            if key in self._fds:
+                return  # a worker started before the first one was kept
+            try:  # the worker is our child, not reaped: the pid cannot be anyone else's
+                if os.readlink(f"/proc/{pid}/ns/net") == os.readlink("/proc/self/ns/net"):
+                    return
+                self._fds[key] = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                return
 
 
 _namespaces = _SharedNamespaces()
@@ -125,9 +120,12 @@ class SubprocessExecutor(RemoteExecutor):
     access: what the code may touch (`executors.access.Access`; default `Access()`: a private
         workdir, nothing else, no network), enforced by the kernel in the worker (see above).
         `Access(require="kernel")` refuses to construct where the kernel layer is missing.
-    harden: False skips the worker's kernel confinement (Landlock, namespaces, privilege drop):
-        for benchmarks, and hosts where it cannot work (root without CAP_SYS_ADMIN, say).
-        `isolation` then says what is missing.
+    harden: False skips the worker's kernel confinement (seccomp, namespaces, Landlock, the
+        drop): for benchmarks, and hosts where it cannot work. `isolation` then says what is
+        missing, and native packages that hand out raw memory (numpy and all on it) are refused.
+    unconfined_native: let those packages load (and the open policy start) where the kernel
+        does not hold by itself (`isolation.missing` says what is missing): the guard alone does
+        not hold against native code. Default False: refused, with the layer that is missing.
     python: the interpreter for the worker (the restricted policy needs this package and
         RestrictedPython importable by it).
     cwd: older spelling of `access=Access(workdir=cwd)`.
@@ -139,6 +137,9 @@ class SubprocessExecutor(RemoteExecutor):
     """
 
     zygote: bool = True
+    #: Tests only: kernel layers to leave out ("landlock", "namespaces", "seccomp"), as a kernel
+    #: without them would.
+    leave_out: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -149,6 +150,7 @@ class SubprocessExecutor(RemoteExecutor):
         policy: str = "restricted",
         access: Access | None = None,
         harden: bool = True,
+        unconfined_native: bool = False,
         python: str = sys.executable,
         cwd: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
@@ -162,6 +164,7 @@ class SubprocessExecutor(RemoteExecutor):
         self.max_file_mb = int(max_file_mb)
         self.max_open_files = int(max_open_files)
         self.harden = bool(harden)
+        self.unconfined_native = bool(unconfined_native)
         self._extra_env = dict(env or {})
         for key, value in self._extra_env.items():
             if not isinstance(key, str) or not isinstance(value, str):
@@ -171,6 +174,8 @@ class SubprocessExecutor(RemoteExecutor):
         ensure_importable(extra_imports(authorized_imports), python=self.python)
         access = _with_cwd(access, cwd)
         _check_kernel(access, self.harden)
+        if not self.harden and policy == "restricted" and not self.unconfined_native:
+            _refuse_native(authorized_imports, holds.missing(None))
         self.access: ResolvedAccess = access.resolve(shared=True)
         try:
             lease = Lease(self.access)
@@ -180,7 +185,7 @@ class SubprocessExecutor(RemoteExecutor):
                                 f"(uid {SANDBOX_IDS[0]}): {exc}") from exc
         self.cwd = self.access.workdir
         self._hardening: dict[str, Any] | None = None
-        self._join: dict[str, int] = {}  # shared namespaces handed to the current worker
+        self._join: int | None = None  # the shared network namespace handed to this worker
         # Registered before RemoteExecutor's finalizer, so at exit it runs after the kill.
         self._access_finalizer = weakref.finalize(self, _give_back, lease, self.access)
         try:
@@ -195,7 +200,7 @@ class SubprocessExecutor(RemoteExecutor):
         """What confines the code, per concern (the worker's own report once it has started)."""
         report = self._hardening
         if report is None:
-            report = predicted_hardening(self.access.network, self.harden)
+            report = predicted_hardening(self.access.network, self.harden, self.leave_out)
         if _pids_cgroup_usable():
             processes = f"pids cgroup (max {self.max_processes})"
         elif os.geteuid() != 0:
@@ -204,7 +209,8 @@ class SubprocessExecutor(RemoteExecutor):
             processes = "only the deadline (root without a writable pids cgroup)"
         return subprocess_isolation(policy=self.policy, report=report, harden=self.harden,
                                     network=self.access.network, memory_mb=self.limits.max_memory_mb,
-                                    processes=processes,
+                                    processes=processes, rlimits=self._rlimits(),
+                                    leave_out=self.leave_out,
                                     # the restricted worker runs the capability guard too
                                     audit_hook=self.policy == "restricted")
 
@@ -219,8 +225,14 @@ class SubprocessExecutor(RemoteExecutor):
         if not self.harden:
             return None
         a = self.access
+        seccomp = None if "seccomp" in self.leave_out else syscalls.program(a.network).to_wire()
         return {"read": list(a.read), "write": [a.workdir, *a.write], "network": a.network,
-                "user": list(SANDBOX_IDS), "join": dict(self._join)}
+                "user": list(SANDBOX_IDS), "seccomp": seccomp, "tmp_mb": self.max_file_mb,
+                "namespaces": "namespaces" not in self.leave_out,
+                "landlock": "landlock" not in self.leave_out}
+
+    def _unconfined_native(self) -> bool:
+        return self.unconfined_native
 
     def _worker_grants(self) -> dict[str, Any] | None:
         a = self.access
@@ -236,10 +248,19 @@ class SubprocessExecutor(RemoteExecutor):
         if os.geteuid() == 0 and self._link.handle is not None:
             _namespaces.keep(self._namespace_key(), self._link.handle.proc.pid,
                              hardening.get("shareable"), self._join)
-        landlock = hardening.get("landlock") if isinstance(hardening, dict) else None
-        if self.access.require == "kernel" and not (isinstance(landlock, dict) and landlock.get("restricted")):
-            raise ExecutorError("Access(require='kernel'), but the worker could not put Landlock in "
-                                "force; drop require='kernel' to run with what is available")
+        missing = holds.missing(hardening)
+        if missing and self.access.require == "kernel":
+            raise ExecutorError("Access(require='kernel'), but the worker does not hold by itself: "
+                                f"{'; '.join(missing)}; drop require='kernel' to run with what is "
+                                "available")
+        if missing and not self.unconfined_native:
+            if self.policy == "open":
+                raise ExecutorError(
+                    "the open policy runs any code, native code included, and this worker does "
+                    f"not hold by itself: {'; '.join(missing)}. Run where those layers exist, "
+                    f"or opt in with {holds.OPT_IN} ({holds.GUARD_ALONE}), or harden=False for "
+                    "no kernel layer at all")
+            _refuse_native(self.authorized_imports, missing)
         unusable = hardening.get("unusable_grants") or []
         if unusable:
             listed = ", ".join(f"{path} ({mode})" for path, mode in unusable[:10])
@@ -269,13 +290,16 @@ class SubprocessExecutor(RemoteExecutor):
             # on top of what the worker holds once ready (the runtime and the authorized
             # libraries imported: statsmodels with polars reserves ~900 MB of address space)
             spec["memory"] = (mem + INTERPRETER_ALLOWANCE_MB) * 1024 * 1024
+        a = self.access
+        self._join = (_namespaces.offer(self._namespace_key(), a.network)
+                      if self.harden and os.geteuid() == 0 and "namespaces" not in self.leave_out
+                      else None)
+        pass_fds = () if self._join is None else (self._join,)
+        if self.harden and "namespaces" not in self.leave_out:
+            spec["namespaces"] = {"network": a.network, "join_net": self._join}
         prepare_worker_code()
         argv = worker_command(self.python, WORKER_PARENT, _json_arg(spec))
         cwd, env = self.access.workdir, self._environment()
-        a = self.access
-        self._join = (_namespaces.offer(self._namespace_key(), a.network, [a.workdir, *a.read, *a.write])
-                      if self.harden and os.geteuid() == 0 else {})
-        pass_fds = tuple(self._join.values())
 
         def spawn() -> subprocess.Popen:
             return subprocess.Popen(
@@ -300,6 +324,7 @@ class SubprocessExecutor(RemoteExecutor):
         if cgroup is not None:  # before the first frame is sent, so before any model code runs
             try:
                 (cgroup / "cgroup.procs").write_text(str(proc.pid))
+                _move_children(proc.pid, cgroup)
             except OSError:
                 with contextlib.suppress(OSError):
                     cgroup.rmdir()
@@ -342,6 +367,28 @@ class SubprocessExecutor(RemoteExecutor):
         if os.geteuid() != 0:  # root ignores RLIMIT_NPROC; the pids cgroup covers that case
             limits["RLIMIT_NPROC"] = _user_process_count() + self.max_processes
         return limits
+
+
+def _move_children(pid: int, cgroup: Path) -> None:
+    """The worker forks its PID namespace's first process at once (`isolate_process`), maybe
+    before it was put in the cgroup: move what it forked. A child forked after the worker moved
+    is born inside, so reading the children after the move misses none."""
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError):
+            for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split():
+                (cgroup / "cgroup.procs").write_text(child)
+
+
+def _refuse_native(authorized: Iterable[str] | None, missing: list[str]) -> None:
+    """ExecutorError when an authorized package hands out raw memory and the kernel does not
+    hold by itself (`worker.hardening.holds`)."""
+    native = sorted({str(name).split(".")[0] for name in authorized or ()} & holds.RAW_MEMORY)
+    if native:
+        raise ExecutorError(
+            f"{', '.join(native)} can hand the model's code raw memory, and this worker does not "
+            f"hold by itself: {'; '.join(missing)}. {holds.GUARD_ALONE[0].upper()}"
+            f"{holds.GUARD_ALONE[1:]}: run where those layers exist (harden=True on Linux with "
+            f"user namespaces, seccomp and Landlock), or opt in with {holds.OPT_IN}")
 
 
 def _base_environment() -> dict[str, str]:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..base import ExecutionError, ExecutionResult, Limits, ToolError, make_result
+from ..base import ExecutionError, ExecutionResult, Limits, ToolError, acall_tool, make_result
 from ..worker.wire import truncate_text
 from .protocol import (
     Result,
@@ -20,22 +20,50 @@ from .protocol import (
     pack_frame,
 )
 
-__all__ = ["tool_reply", "step_result"]
+__all__ = ["tool_reply", "atool_reply", "step_result"]
 
 
 def tool_reply(tools: Mapping[str, Callable[..., Any]], msg: ToolCall, max_frame_bytes: int) -> bytes:
     """The frame that answers `msg`: the tool's result, or why there is none."""
     fn = tools.get(msg.name)
     if fn is None:
-        reply = ToolErrorReply(call=msg.call, type="NameError", message=f"there is no tool named {msg.name!r}")
-        return reply.frame(max_frame_bytes)
-    args = [decode_value(a) for a in msg.args]
-    kwargs = {k: decode_value(v) for k, v in msg.kwargs.items()}
+        return _no_tool(msg, max_frame_bytes)
+    args, kwargs = _arguments(msg)
     try:
         value = fn(*args, **kwargs)
     except Exception as exc:
-        kind = "ToolError" if isinstance(exc, ToolError) else type(exc).__name__
-        return ToolErrorReply(call=msg.call, type=kind, message=_exc_text(exc)).frame(max_frame_bytes)
+        return _failed(msg, exc, max_frame_bytes)
+    return _result(msg, value, max_frame_bytes)
+
+
+async def atool_reply(tools: Mapping[str, Callable[..., Any]], msg: ToolCall, max_frame_bytes: int) -> bytes:
+    """`tool_reply` for `aexecute`: the tool awaited on the running loop (`acall_tool`)."""
+    fn = tools.get(msg.name)
+    if fn is None:
+        return _no_tool(msg, max_frame_bytes)
+    args, kwargs = _arguments(msg)
+    try:
+        value = await acall_tool(fn, args, kwargs)
+    except Exception as exc:
+        return _failed(msg, exc, max_frame_bytes)
+    return _result(msg, value, max_frame_bytes)
+
+
+def _no_tool(msg: ToolCall, max_frame_bytes: int) -> bytes:
+    reply = ToolErrorReply(call=msg.call, type="NameError", message=f"there is no tool named {msg.name!r}")
+    return reply.frame(max_frame_bytes)
+
+
+def _arguments(msg: ToolCall) -> tuple[list[Any], dict[str, Any]]:
+    return [decode_value(a) for a in msg.args], {k: decode_value(v) for k, v in msg.kwargs.items()}
+
+
+def _failed(msg: ToolCall, exc: Exception, max_frame_bytes: int) -> bytes:
+    kind = "ToolError" if isinstance(exc, ToolError) else type(exc).__name__
+    return ToolErrorReply(call=msg.call, type=kind, message=_exc_text(exc)).frame(max_frame_bytes)
+
+
+def _result(msg: ToolCall, value: Any, max_frame_bytes: int) -> bytes:
     try:
         # (a `ToolResult`, framed from its fields: the value is the codec's plain tree already)
         return pack_frame({"op": "tool_result", "call": msg.call, "value": encode_value(value)}, max_frame_bytes)

@@ -23,6 +23,8 @@ asks to be replaced, e.g. threads or child processes left running after a timeou
 worker and start a fresh one; the result says so with an `ExecutionError` and `state_lost=True`,
 never with an exception. `restarts` counts replacements.
 
+`aexecute` (remote/awaited.py) is the same step awaited on an event loop, without a thread.
+
 Everything else is here too: lazy start, the configure handshake, tool calls dispatched to host
 callables (a tool exception goes back as `tool_error`), `get_variables` over the wire, and
 `pool(n, **kwargs)`, an ExecutorPool of warm executors for concurrent runs.
@@ -51,6 +53,7 @@ from ..base import (
 )
 from ..worker.wire import SourceRefs, truncate_text
 from .answers import step_result, tool_reply
+from .awaited import AwaitedSteps
 from .link import (
     Channel,
     DeadlinePassed,
@@ -86,7 +89,7 @@ __all__ = ["Channel", "WorkerHandle", "RemoteExecutor", "ExecutorPool"]
 POLICIES = ("restricted", "open")
 
 
-class RemoteExecutor(ExecutorBase):
+class RemoteExecutor(AwaitedSteps, ExecutorBase):
     """Executor contract on top of a worker process reached through a `Channel`."""
 
     #: extra wall-clock time after Limits.timeout_s before the host kills the worker; the worker's
@@ -150,6 +153,10 @@ class RemoteExecutor(ExecutorBase):
 
     def _on_configured(self, hardening: dict[str, Any] | None) -> None:
         """The worker is configured; `hardening` is what it put in force (None: nothing)."""
+
+    def _unconfined_native(self) -> bool:
+        """Native packages may load where the kernel does not hold by itself (Configure)."""
+        return False
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> RemoteExecutor:
@@ -217,6 +224,7 @@ class RemoteExecutor(ExecutorBase):
             package_paths=self._package_paths(),
             access=self._worker_access(),
             grants=self._worker_grants(),
+            unconfined_native=self._unconfined_native(),
         )
         try:
             handle.channel.write(message.frame(self.max_frame_bytes), self.startup_timeout_s)
@@ -251,7 +259,7 @@ class RemoteExecutor(ExecutorBase):
                     raise ExecutorError(f"the {type(self).__name__} worker could not confine itself to "
                                         f"its grants, so it exited without running code: "
                                         f"{truncate_text(reply.message, 2000)}{self._hardening_hint()}")
-                raise ExecutorError(f"the worker refused its configuration: {reply.message}")
+                raise ExecutorError(f"the worker refused its configuration: {truncate_text(reply.message, 2000)}")
             if not (isinstance(reply, Ok) and reply.id == cid):
                 self._discard()
                 raise ExecutorError(f"the worker answered {reply.op!r} to configure")
@@ -329,32 +337,45 @@ class RemoteExecutor(ExecutorBase):
             started = time.perf_counter()
             self._replace_if_unclean()
             self._ready()
-            lost, self._lost = self._lost, False
-            self._dirty = True
-            rid = self._new_id()
-            ref, known = self._sources.ref_of(code)
-            message = {"op": "execute", "id": rid, "ref": ref} if known else \
-                {"op": "execute", "id": rid, "code": code, "ref": ref}
-            if self._reset_next:
-                message["reset"] = True
-                self._reset_next = False
-            try:  # (an `Execute` message, framed from its fields: no model to build on the hot path)
-                frame = pack_frame(message, self.max_frame_bytes)
-            except FrameTooLarge:
-                self._sources.forget(code)
-                return ExecutionResult(error=ExecutionError(
-                    "CodeTooLarge", f"the code is too large to send to the sandbox ({len(code):,} characters "
-                    f"do not fit in max_frame_bytes={self.max_frame_bytes:,}); send shorter code"))
-            timeout = self.limits.timeout_s
-            deadline = None if timeout is None else time.monotonic() + timeout + self.kill_grace_s
-            try:
-                result = self._run_step(rid, frame, deadline, started)
-            except (DeadlinePassed, WorkerDied, ProtocolError) as exc:
-                return self._step_failed(exc, started)
-            except BaseException:  # KeyboardInterrupt, a tool's BaseException: the worker is mid-call
-                self._restart()
-                raise
-            return dataclasses.replace(result, state_lost=True) if lost else result
+            return self._step(code, started)
+
+    def _step(self, code: str, started: float) -> ExecutionResult:
+        """One step on a ready worker, blocking (the caller holds the executor)."""
+        step = self._begin_step(code)
+        if isinstance(step, ExecutionResult):
+            return step
+        rid, frame, deadline, lost = step
+        try:
+            result = self._run_step(rid, frame, deadline, started)
+        except (DeadlinePassed, WorkerDied, ProtocolError) as exc:
+            return self._step_failed(exc, started)
+        except BaseException:  # KeyboardInterrupt, a tool's BaseException: the worker is mid-call
+            self._restart()
+            raise
+        return dataclasses.replace(result, state_lost=True) if lost else result
+
+    def _begin_step(self, code: str) -> ExecutionResult | tuple[int, bytes, float | None, bool]:
+        """The step's id, its `execute` frame, its host deadline, and whether a restart is still to
+        be reported; or the result that refuses code too large to send."""
+        lost, self._lost = self._lost, False
+        self._dirty = True
+        rid = self._new_id()
+        ref, known = self._sources.ref_of(code)
+        message = {"op": "execute", "id": rid, "ref": ref} if known else \
+            {"op": "execute", "id": rid, "code": code, "ref": ref}
+        if self._reset_next:  # (the reset the caller asked for rides on this frame: one trip)
+            message["reset"] = True
+        try:  # (an `Execute` message, framed from its fields: no model to build on the hot path)
+            frame = pack_frame(message, self.max_frame_bytes)
+        except FrameTooLarge:  # (a reset asked stays owed to the next request)
+            self._sources.forget(code)
+            return ExecutionResult(error=ExecutionError(
+                "CodeTooLarge", f"the code is too large to send to the sandbox ({len(code):,} characters "
+                f"do not fit in max_frame_bytes={self.max_frame_bytes:,}); send shorter code"))
+        self._reset_next = False
+        timeout = self.limits.timeout_s
+        deadline = None if timeout is None else time.monotonic() + timeout + self.kill_grace_s
+        return rid, frame, deadline, lost
 
     def _run_step(self, rid: int, frame: bytes, deadline: float | None, started: float) -> ExecutionResult:
         """Send the code, answer the worker's tool calls, turn its result into an ExecutionResult."""
@@ -366,17 +387,21 @@ class RemoteExecutor(ExecutorBase):
                 if deadline is not None and time.monotonic() > deadline:
                     raise DeadlinePassed
                 continue
-            if isinstance(msg, Result) and msg.id == rid:
-                result = step_result(msg, self.limits, started)
-                if not msg.restart:
-                    return result
-                self._restart()  # e.g. threads left running after a timeout
-                self._lost = False  # reported right here
-                error = result.error or ExecutionError("WorkerCrashed", "")
-                return dataclasses.replace(result, state_lost=True, error=dataclasses.replace(
-                    error, message=f"{error.message} The sandbox had to be restarted "
-                    "(something the code started was still running): all variables are lost."))
+            return self._step_result(msg, rid, started)
+
+    def _step_result(self, msg: Any, rid: int, started: float) -> ExecutionResult:
+        """The worker's answer to step `rid` (its `Result`) as the ExecutionResult to return."""
+        if not (isinstance(msg, Result) and msg.id == rid):
             raise ProtocolError(f"unexpected {msg.op!r} frame while waiting for the result")
+        result = step_result(msg, self.limits, started)
+        if not msg.restart:
+            return result
+        self._restart()  # e.g. threads left running after a timeout
+        self._lost = False  # reported right here
+        error = result.error or ExecutionError("WorkerCrashed", "")
+        return dataclasses.replace(result, state_lost=True, error=dataclasses.replace(
+            error, message=f"{error.message} The sandbox had to be restarted "
+            "(something the code started was still running): all variables are lost."))
 
     def _step_failed(self, exc: Exception, started: float) -> ExecutionResult:
         """The worker timed out, died or broke the protocol mid-step: replace it and say so."""
@@ -457,13 +482,7 @@ class RemoteExecutor(ExecutorBase):
     def reset(self) -> None:
         with self._lock:
             self._check_open()
-            if self._link.handle is None or not self._dirty:
-                return  # (a fresh worker has nothing to forget: no need to wait for it)
-            # The worker forgets at the start of the next request (the next step's frame says
-            # so): a reset costs no round trip of its own.
-            self._reset_next = True
-            self._lost = False  # nothing the caller wanted kept was lost
-            self._dirty = False
+            self._ask_reset()
 
     def ping(self) -> float:
         """Round-trip a no-op frame; returns the seconds it took (starts the worker if needed)."""

@@ -75,7 +75,12 @@ def prepare_worker_code() -> None:
 
 
 class Channel(ABC):
-    """A bidirectional byte stream to one worker (see the module docstring)."""
+    """A bidirectional byte stream to one worker (see the module docstring).
+
+    For `aexecute` a channel may also offer its file descriptors to an event loop (`fileno`,
+    `write_fileno`) with reads and writes that never block (`read_nowait`, `write_nowait`); one
+    without them (fileno() is None) is waited on from a thread instead.
+    """
 
     @abstractmethod
     def write(self, data: bytes, timeout: float | None) -> None: ...
@@ -85,6 +90,25 @@ class Channel(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    def fileno(self) -> int | None:
+        """The descriptor that turns readable when bytes (or EOF) arrive; None: none to wait on."""
+        return None
+
+    def write_fileno(self) -> int | None:
+        """The descriptor that turns writable when the worker takes more input."""
+        return self.fileno()
+
+    def read_nowait(self, max_bytes: int) -> bytes | None:
+        """1..max_bytes bytes if any are there, b"" at EOF, None when nothing is yet."""
+        try:
+            return self.read(max_bytes, 0)
+        except TimeoutError:
+            return None
+
+    def write_nowait(self, data: bytes | memoryview) -> int:
+        """Write what fits now; how many bytes (0: none fit). OSError: the peer is gone."""
+        raise NotImplementedError
 
 
 class WorkerHandle(ABC):
@@ -161,6 +185,42 @@ class WorkerLink:
                 raise WorkerDied("the worker closed its channel")
             frames.feed(chunk)
 
+    def waitable(self) -> bool:
+        """Whether an event loop can wait on this worker's channel (else aexecute uses a thread)."""
+        return self.handle is not None and self.handle.channel.fileno() is not None
+
+    async def asend(self, data: bytes, deadline: float | None) -> None:
+        """`send`, waiting for the pipe on the running event loop. DeadlinePassed / WorkerDied."""
+        assert self.handle is not None
+        channel = self.handle.channel
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[channel.write_nowait(view):]
+            except OSError as exc:
+                raise WorkerDied(str(exc)) from None
+            if view:
+                await _ready(channel.write_fileno(), deadline, write=True)
+
+    async def arecv(self, deadline: float | None):
+        """`recv`, waiting on the running event loop. DeadlinePassed / WorkerDied / ProtocolError."""
+        assert self.handle is not None
+        channel, frames = self.handle.channel, self.frames
+        while True:
+            body = frames.next_frame()
+            if body is not None:
+                return parse_worker_message(body)
+            try:
+                chunk = channel.read_nowait(1 << 16)
+            except OSError as exc:
+                raise WorkerDied(str(exc)) from None
+            if chunk is None:
+                await _ready(channel.fileno(), deadline)
+                continue
+            if not chunk:
+                raise WorkerDied("the worker closed its channel")
+            frames.feed(chunk)
+
     def is_silent(self) -> bool:
         """Between requests a worker must be silent: no bytes waiting, no EOF."""
         assert self.handle is not None
@@ -188,6 +248,36 @@ class WorkerLink:
                 handle.kill()
             with contextlib.suppress(Exception):
                 handle.channel.close()
+
+
+async def _ready(fd: int | None, deadline: float | None, *, write: bool = False) -> None:
+    """Wait on the running loop until `fd` is readable (writable); DeadlinePassed at `deadline`."""
+    import asyncio
+
+    assert fd is not None
+    loop = asyncio.get_running_loop()
+    ready = loop.create_future()
+    add, remove = (loop.add_writer, loop.remove_writer) if write else (loop.add_reader, loop.remove_reader)
+    add(fd, _wake, ready)
+    try:
+        if deadline is None:
+            await ready
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise DeadlinePassed
+        try:
+            async with asyncio.timeout(left):
+                await ready
+        except TimeoutError:
+            raise DeadlinePassed from None
+    finally:
+        remove(fd)
+
+
+def _wake(ready) -> None:
+    if not ready.done():
+        ready.set_result(None)
 
 
 def describe_failure(exc: BaseException, why: str) -> str:

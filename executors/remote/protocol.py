@@ -102,6 +102,9 @@ class Configure(_Msg):
     # What the capability guard (the audit hook of the restricted runtime) lets libraries touch:
     # {read: [abs paths], write: [abs paths, the workdir first], network: bool}; None: nothing.
     grants: dict[str, Any] | None = None
+    # The user let native packages that hand out raw memory load where the kernel does not hold
+    # without the guard (`worker.hardening.holds`): SubprocessExecutor(unconfined_native=True).
+    unconfined_native: bool = False
 
 
 class Execute(_Msg):

@@ -9,8 +9,9 @@
   figures       pyplot figures and PIL images as PNG attachments, for both runtimes
   harden        what the worker does to itself before reading a frame (rlimits, death signal),
                 and `confine()`: the kernel confinement to the host's grants at configure
-  hardening/    Landlock, namespaces, privilege drop (stdlib + _ctypes; the host imports it too,
-                only to ask the kernel's Landlock ABI)
+  hardening/    seccomp, namespaces, its own root, Landlock, privilege drop, and which layers
+                hold against native code (stdlib + _ctypes; the host imports it too: the
+                Landlock ABI, `holds`)
   main          the entry point (`python -m executors.worker`, or the host's boot line)
 
 This package imports nothing from the rest of `executors` (so it runs from a bare read-only

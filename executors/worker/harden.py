@@ -9,10 +9,15 @@ The host passes process settings as a JSON object in argv[1] (`harden(spec)`):
            `cap_memory` after `configure`, when the runtime and the authorized libraries are
            loaded (what they hold is not the model's), with a loose RLIMIT_AS on top (the
            address space polars and pyarrow reserve is not memory they use)
+  namespaces  {"network": bool, "join_net": fd or null}: the PID namespace, an empty network
+           namespace (or the one the host kept, `join_net`) and, not root, the user namespace,
+           made now, before a frame is read (`hardening.isolate_process`: the process forks
+           twice, and PID 2 of the new namespace goes on as the worker)
 Each setting is one small function so that more can be added without touching the others.
 
-The kernel confinement (Landlock, namespaces, root dropped: the `hardening` package next to this
-module) comes later, at `configure`, once the runtime has been imported: `confine(access, keep)`.
+The rest of the kernel confinement (the worker's own root, Landlock, root dropped, seccomp: the
+`hardening` package next to this module) comes at `configure`, once the runtime has been
+imported: `confine(access, keep)`.
 """
 
 from __future__ import annotations
@@ -28,6 +33,20 @@ def harden(spec: dict) -> None:
     """Apply the process settings the host asked for (see the module docstring)."""
     _die_with_parent(spec.get("parent"))
     _apply_rlimits(spec.get("rlimits"))
+    _isolate(spec.get("namespaces"))
+
+
+def _isolate(namespaces) -> None:
+    if type(namespaces) is not dict:
+        return
+    join = namespaces.get("join_net")
+    from .hardening import HardeningError, isolate_process
+
+    try:
+        isolate_process(namespaces.get("network") is True, join if type(join) is int else None)
+    except HardeningError as exc:  # half made: this process must not serve
+        os.write(2, f"worker: HardeningError: {exc}\n".encode(errors="replace"))
+        os._exit(4)
 
 
 def _die_with_parent(parent) -> None:
@@ -158,10 +177,16 @@ def _paths(value, what: str) -> list:
 
 def confine(access: dict, keep) -> dict:
     """Confine this process for good with the host's grants (the `access` of `configure`):
-    close stray descriptors, then `hardening.harden()` (network namespace, mount namespace,
-    root dropped to access["user"], Landlock). Returns the report as a plain dict; raises
-    HardeningError (an OSError) or ValueError, after which the worker must not run code."""
+    close stray descriptors, then `hardening.harden()` (its own root, root dropped to
+    access["user"], Landlock, seccomp). Returns the report as a plain dict, with `missing`: what
+    an owned worker could still reach (`hardening.holds`); raises HardeningError (an OSError) or
+    ValueError, after which the worker must not run code.
+
+    access: read, write, network, user as below; namespaces / landlock: false leaves that layer
+    out (tests: as a kernel without it); seccomp: {"bpf": base64, "allowed": n} or null;
+    tmp_mb: the private /tmp's size."""
     from . import hardening
+    from .hardening import holds
 
     read = _paths(access.get("read", []), "read")
     write = _paths(access.get("write", []), "write")
@@ -173,12 +198,22 @@ def confine(access: dict, keep) -> dict:
         if not (isinstance(user, list) and len(user) == 2 and all(type(x) is int for x in user)):
             raise ValueError("access.user must be [uid, gid] or null")
         user = (user[0], user[1])
-    join = access.get("join") or None  # {"net": fd, "mnt": fd}: inherited; harden() closes them
-    if join is not None and not (type(join) is dict and all(type(v) is int for v in join.values())):
-        raise ValueError("access.join must map 'net' / 'mnt' to descriptors")
+    seccomp = access.get("seccomp")
+    if seccomp is not None:
+        if type(seccomp) is not dict or type(seccomp.get("bpf")) is not str:
+            raise ValueError("access.seccomp must be {'bpf': base64, 'allowed': n} or null")
+        import binascii
+
+        seccomp = {"bpf": binascii.a2b_base64(seccomp["bpf"]), "allowed": seccomp.get("allowed")}
+    layers = {key: access.get(key, True) is not False for key in ("namespaces", "landlock")}
+    tmp_mb = access.get("tmp_mb", 64)
+    if type(tmp_mb) is not int or tmp_mb < 1:
+        raise ValueError("access.tmp_mb must be a positive int")
     cpu, wall = time.thread_time(), time.perf_counter()
-    close_other_fds((*keep, *(join or {}).values()))
-    report = hardening.harden(read, write, network, user=user, join=join).to_dict()
+    close_other_fds(keep)
+    report = hardening.harden(read, write, network, user=user, seccomp=seccomp, tmp_mb=tmp_mb,
+                              **layers).to_dict()
+    report["missing"] = holds.missing(report)
     # what confinement cost this worker (CPU is steady under load; the benchmark reads it)
     report["cost_us"] = {"cpu": round((time.thread_time() - cpu) * 1e6),
                          "wall": round((time.perf_counter() - wall) * 1e6)}

@@ -196,6 +196,7 @@ class Worker:
         access = msg.get("access")
         statm = open_statm()  # (before confinement closes /proc)
         if access is None:
+            self._gate(msg, None)
             self._warm_up(statm)
             return self.send(reply("ok", msg.get("id")))
         keep = (0, 1, 2, self.fd_in, self.fd_out) + (() if self.capture_fd is None else (self.capture_fd,))
@@ -209,8 +210,21 @@ class Worker:
                 self._error(msg, "HardeningError", f"{type(exc).__name__}: {safe_str(exc)}")
             finally:
                 os._exit(4)
+        self._gate(msg, report)
         self._warm_up(statm)
         self.send(reply("ok", msg.get("id"), hardening=report))
+
+    def _gate(self, msg: dict, report) -> None:
+        """Native packages that hand out raw memory only where the kernel holds without the
+        guard (`hardening.holds`), unless the user opted in; the open policy has no gate (the
+        host refuses to start it where the kernel does not hold)."""
+        if self.policy != "restricted" or msg.get("unconfined_native") is True:
+            return
+        from .hardening import holds
+
+        missing = holds.missing(report)
+        if missing:
+            holds.gate("; ".join(missing))
 
     def _warm_up(self, statm) -> None:
         """Confined now (a single thread until here, as Landlock needs): the authorized packages

@@ -25,11 +25,14 @@ class Event:
     kind: str  # "ready" | "result" | "died"
     row: dict[str, Any] | None = None
     reason: str = ""
+    counted: bool = True  # a death before the worker started that counts (one per process)
 
 
 class Pool(Protocol):
     name: str
     slots: list[Any]  # the live Slots
+    deadline_grace_s: float  # how long after a task's time limit the driver kills its worker
+    sends_time_limit: bool  # the worker cuts a task at its time limit itself (it gets the limit)
 
     def start_slot(self) -> Slot: ...
 

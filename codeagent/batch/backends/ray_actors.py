@@ -77,6 +77,8 @@ def _first_line(exc: BaseException) -> str:
 
 class RayPool:
     name = "ray"
+    deadline_grace_s = 0.0  # (one task an actor: the driver cuts it at its limit)
+    sends_time_limit = False
 
     def __init__(self, runner_args: tuple[Any, ...], *, address: str | None = None,
                  actor_options: Mapping[str, Any] | None = None, init_options: Mapping[str, Any] | None = None) -> None:

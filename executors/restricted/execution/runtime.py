@@ -209,6 +209,11 @@ class RestrictedRuntime:
         retire_namespace(self.ns)
         self._new_namespace()
 
+    def interrupt(self) -> bool:
+        """Stop the step running now (from another thread: its caller was cancelled); False when
+        none is. The step ends as at its deadline, and what it did so far is its result."""
+        return WATCHDOG.stop_now(self.state)
+
     def close(self) -> None:
         self.ns[LIVE] = False
         self.state.reason = "finished"

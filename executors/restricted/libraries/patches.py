@@ -43,6 +43,9 @@ class PatchContext:
     print_fn: Callable[..., None]
 
 
+SLEEP_SLICE_S = 0.02  # how late a stopped step's time.sleep notices
+
+
 def patch_members(name: str, members: Members, ctx: PatchContext) -> None:
     """Replace, in place, the members of module `name` that need a sandbox-aware version."""
     patch = PATCHES.get(name)
@@ -63,7 +66,14 @@ def _patch_time(members: Members, ctx: PatchContext) -> None:
         if seconds > remaining:
             state.expire("timeout")
             raise LimitExceeded("timeout")
-        _time.sleep(seconds)
+        # in slices: a step stopped meanwhile (its caller was cancelled) stops within one
+        end = _time.monotonic() + seconds
+        while True:
+            left = end - _time.monotonic()
+            if left <= 0:
+                break
+            _time.sleep(min(left, SLEEP_SLICE_S))
+            state.check_clock()
         state.check_clock()
 
     members["sleep"] = sleep
@@ -412,7 +422,9 @@ def _patch_tempfile(members: Members, ctx: PatchContext) -> None:
     import os
 
     def in_step_dir(make: Callable[..., Any]) -> Callable[..., Any]:
-        @_functools.wraps(make)
+        # (not __annotations__: reading a class's makes it an empty dict in the class, a change
+        # to the process's tempfile module a step must not leave behind)
+        @_functools.wraps(make, assigned=("__module__", "__name__", "__qualname__", "__doc__"))
         def maker(*args: Any, **kwargs: Any) -> Any:
             if kwargs.get("dir") is None and not _passes_dir(make, args):
                 kwargs["dir"] = os.getcwd()

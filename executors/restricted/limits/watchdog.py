@@ -143,6 +143,20 @@ class Watchdog:
                 _drop_pending(run.thread_id)  # one sent but not yet delivered
                 run.fired = False
 
+    def stop_now(self, run: Run, reason: str = "interrupted") -> bool:
+        """Stop the run's step now, as if its deadline had passed (its caller was cancelled):
+        False when no step is running. Host tools are interrupted TOOL_GRACE_S later, as at a
+        deadline."""
+        with self.lock:  # see _LOCK_NOTE
+            if run.ended:
+                return False
+            run.expire(reason)
+            run.deadline = min(run.deadline, time.monotonic())
+            self._expired.add(run)
+            self._ensure_thread()
+            self._cond.notify()
+            return True
+
     def pause(self, run: Run, paused: bool) -> None:
         """While paused no interrupt is sent to the run (the runtime is finishing the step in its
         thread: never interrupted, however late — unlike a host tool, which is interrupted

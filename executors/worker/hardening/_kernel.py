@@ -36,6 +36,10 @@ except ImportError:  # an interpreter built without ctypes: everything here repo
 # checked are treated as "Landlock missing" rather than guessed.
 LANDLOCK_SYSCALLS = {"create_ruleset": 444, "add_rule": 445, "restrict_self": 446}
 VERIFIED_MACHINES = frozenset({"x86_64", "aarch64", "arm64", "i386", "i686"})
+# Calls glibc has no wrapper for. mount_setattr (Linux 5.12) came after the unification too;
+# pivot_root did not: x86_64 arch/x86/entry/syscalls/syscall_64.tbl, asm-generic/unistd.h, i386.
+_OTHER_SYSCALLS = {"mount_setattr": 442}
+_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "arm64": 41, "i386": 217, "i686": 217}
 
 
 def unsupported_reason() -> str | None:
@@ -67,6 +71,9 @@ if _ctypes is not None:
 
     _ZERO = _CLong(0)
 
+    class _CChar(_ctypes._SimpleCData):
+        _type_ = "c"
+
 
 _functions: dict = {}
 
@@ -83,8 +90,10 @@ def _libc_function(name: str, returns_long: bool):
 
 
 def _arg(value):
-    if value is None or isinstance(value, bytes):
-        return value  # NULL, or a pointer to the bytes' buffer
+    if value is None or isinstance(value, (bytes, _ctypes.Array)):
+        return value  # NULL, or a pointer to the bytes' (or the buffer's) memory
+    if isinstance(value, str):
+        return os.fsencode(value)
     return _CLong(value)
 
 
@@ -96,9 +105,33 @@ def _check(name: str, result: int) -> int:
 
 
 def syscall(name: str, *args) -> int:
-    """One of the Landlock syscalls by name; raises OSError(errno) on failure."""
+    """A syscall without a libc wrapper, by name (the Landlock ones, mount_setattr,
+    pivot_root); raises OSError(errno) on failure."""
     fn = _libc_function("syscall", returns_long=True)
-    return _check(name, fn(_CLong(LANDLOCK_SYSCALLS[name]), *(_arg(a) for a in args)))
+    number = LANDLOCK_SYSCALLS.get(name) or _OTHER_SYSCALLS.get(name)
+    if name == "pivot_root":
+        number = _PIVOT_ROOT.get(os.uname().machine)
+    if number is None:
+        raise OSError(38, f"{name}: syscall number not known here")  # ENOSYS
+    return _check(name, fn(_CLong(number), *(_arg(a) for a in args)))
+
+
+def libc(name: str, *args) -> int:
+    """A libc function returning int (capget, capset, umount2, ...); OSError(errno) on -1."""
+    return _check(name, _libc_function(name, returns_long=False)(*(_arg(a) for a in args)))
+
+
+def buffer(size: int, initial: bytes = b""):
+    """A writable C buffer of `size` bytes, zeroed or starting with `initial` (pass it as a
+    pointer; `.raw` reads it)."""
+    buf = (_CChar * size)()
+    if initial:
+        buf.raw = initial
+    return buf
+
+
+def address(buf) -> int:
+    return _ctypes.addressof(buf)
 
 
 def prctl(option: int, arg2: int = 0, arg3: int = 0) -> int:
@@ -125,19 +158,31 @@ def u64(value: int) -> bytes:
     return value.to_bytes(8, sys.byteorder)
 
 
+def u32(value: int) -> bytes:
+    return value.to_bytes(4, sys.byteorder)
+
+
 def s32(value: int) -> bytes:
     return value.to_bytes(4, sys.byteorder, signed=True)
 
 
 # prctl(2) options (include/uapi/linux/prctl.h)
+PR_SET_PDEATHSIG = 1
+PR_SET_SECCOMP = 22
+PR_GET_SECCOMP = 21
+PR_CAPBSET_READ = 23
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 PR_GET_NO_NEW_PRIVS = 39
 PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_IS_SET = 1
 PR_CAP_AMBIENT_CLEAR_ALL = 4
+SECCOMP_MODE_FILTER = 2
 
 # unshare(2) flags (include/uapi/linux/sched.h)
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 
 # mount(2) flags (include/uapi/linux/mount.h)
@@ -147,6 +192,12 @@ MS_NOEXEC = 8
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
+MNT_DETACH = 2
+# mount_setattr(2) (include/uapi/linux/mount.h)
+AT_RECURSIVE = 0x8000
+MOUNT_ATTR_RDONLY = 0x1
+MOUNT_ATTR_NOSUID = 0x2
+MOUNT_ATTR_NODEV = 0x4
 
 
 # ----------------------------------------------------------------------------- error, records

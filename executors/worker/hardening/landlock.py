@@ -213,14 +213,16 @@ class Ruleset:
     them; enforcing needs none (it sets no_new_privs itself).
     """
 
-    def __init__(self, read=(), write=(), network=False, *, scope=True, execute=()) -> None:
+    def __init__(self, read=(), write=(), network=False, *, scope=True, execute=(),
+                 abi=None) -> None:
+        """abi: None asks the kernel; 0 leaves Landlock out (as a kernel without it would)."""
         ports = _checked_ports(network)
         grants = (
             (path_list("read", read), READ_RIGHTS),
             (path_list("write", write), WRITE_RIGHTS),
             (path_list("execute", execute), EXECUTE_RIGHTS),
         )
-        self.abi = abi_version()
+        self.abi = abi_version() if abi is None else abi
         self._fd = None
         self._rules: list[Rule] = []
         self._skipped: list[Skipped] = []

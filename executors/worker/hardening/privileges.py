@@ -39,11 +39,14 @@ def capabilities() -> Capabilities:
     # (open(encoding="ascii") imports encodings.ascii, which a dropped user may not reach).
     found = dict.fromkeys((field for _key, field in _CAP_FIELDS), 0)
     keys = {key.encode(): field for key, field in _CAP_FIELDS}
-    with open("/proc/self/status", "rb") as status:
-        for line in status:
-            key, _, value = line.partition(b":")
-            if key in keys:
-                found[keys[key]] = int(value.strip(), 16)
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                key, _, value = line.partition(b":")
+                if key in keys:
+                    found[keys[key]] = int(value.strip(), 16)
+    except OSError:  # no /proc in the worker's own root: ask the kernel directly
+        return Capabilities(**capability_sets(_last_cap()))
     return Capabilities(**found)
 
 
@@ -97,12 +100,18 @@ def resolve_user(user) -> tuple[str, int, int]:
     return name, uid, gid
 
 
+_LAST_CAP: list = []
+
+
 def _last_cap() -> int:
-    try:
-        with open("/proc/sys/kernel/cap_last_cap", "rb") as f:
-            return int(f.read())
-    except (OSError, ValueError):
-        return 63
+    """The highest capability number of this kernel, read once (before /proc goes away)."""
+    if not _LAST_CAP:
+        try:
+            with open("/proc/sys/kernel/cap_last_cap", "rb") as f:
+                _LAST_CAP.append(int(f.read()))
+        except (OSError, ValueError):
+            return 63
+    return _LAST_CAP[0]
 
 
 def _empty_bounding_set() -> None:
@@ -243,3 +252,49 @@ def join_network_namespace(fd: int) -> NetworkNamespaceReport:
     return NetworkNamespaceReport(
         entered=True, interfaces=interfaces, note="joined the host's shared empty network namespace"
     )
+
+
+# --------------------------------------- capabilities without /proc, and a user namespace's
+
+
+def _header():
+    # struct __user_cap_header_struct: _LINUX_CAPABILITY_VERSION_3, pid 0 (this thread)
+    return _kernel.buffer(8, _kernel.u32(0x20080522) + _kernel.u32(0))
+
+
+def _capget() -> tuple[int, int, int]:
+    data = _kernel.buffer(24)
+    _kernel.libc("capget", _header(), data)
+    raw = data.raw
+    words = [int.from_bytes(raw[i:i + 4], sys.byteorder) for i in range(0, 24, 4)]
+    # two structs of {effective, permitted, inheritable}: the low and the high 32 bits
+    return (words[0] | words[3] << 32, words[1] | words[4] << 32, words[2] | words[5] << 32)
+
+
+def capability_sets(last_cap: int) -> dict:
+    """{"effective", "permitted", "inheritable", "bounding", "ambient"} as bitmasks, without /proc."""
+    effective, permitted, inheritable = _capget()
+    bounding = ambient = 0
+    for cap in range(last_cap + 1):
+        try:
+            if _kernel.prctl(_kernel.PR_CAPBSET_READ, cap) == 1:
+                bounding |= 1 << cap
+            if _kernel.prctl(_kernel.PR_CAP_AMBIENT, _kernel.PR_CAP_AMBIENT_IS_SET, cap) == 1:
+                ambient |= 1 << cap
+        except OSError:
+            continue
+    return {"effective": effective, "permitted": permitted, "inheritable": inheritable,
+            "bounding": bounding, "ambient": ambient}
+
+
+def drop_capabilities(last_cap: int) -> dict:
+    """In a user namespace: give up every capability this process holds there, for good."""
+    _empty_bounding_set()
+    try:
+        _kernel.libc("capset", _header(), _kernel.buffer(24))
+    except OSError as exc:
+        raise HardeningError(exc.errno, f"capset: {exc.strerror}")
+    sets = capability_sets(last_cap)
+    if any(sets.values()):
+        raise HardeningError(1, f"capabilities left after the drop: {sets}")
+    return sets
