@@ -8,6 +8,7 @@ Values made by model code (final answers, outputs) are never rendered on the hos
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -32,14 +33,25 @@ __all__ = [
 NOT_JSON = object()
 
 
+def _int_bits() -> int:
+    """The largest bit length whose ints this process turns into text (4,300 digits, the
+    boundary's bound, where the host sets no lower limit)."""
+    digits = sys.get_int_max_str_digits() or 4300
+    return min(digits, 4300) * 33219280 // 10_000_000
+
+
 def plain_json(value: Any, *, max_items: int = 10_000, _depth: int = 0) -> Any:
     """`value` if it is made only of exact builtin JSON types (no subclasses), else NOT_JSON.
 
-    Checks `type(x) is ...` so no method defined by model code ever runs here.
+    Checks `type(x) is ...` so no method defined by model code ever runs here. An int counts
+    when this process can print it (`sys.get_int_max_str_digits()`, which a host may lower: the
+    boundary lets ints of up to 4,300 digits cross); otherwise its output_repr says what it was.
     """
     kind = type(value)
-    if value is None or kind in (str, bool, int):
+    if value is None or kind is str or kind is bool:
         return value
+    if kind is int:  # (one Python's json can print: within the host's int->str digit limit)
+        return value if value.bit_length() < 2000 or value.bit_length() <= _int_bits() else NOT_JSON
     if kind is float:
         return value if math.isfinite(value) else NOT_JSON
     if _depth > 20:

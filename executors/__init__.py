@@ -7,9 +7,23 @@ docs/architecture.md.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
-from .base import (
+# CPython's free-threaded build (3.13t, 3.14t: abiflags "t") runs Python in several threads at
+# once. The capability guard (one step's thread judged at a time), the watchdog's interrupts and
+# the per-step process limits all rest on the GIL's one-thread-at-a-time; guarding half of that
+# would be worse than saying no. So the build is refused, whatever PYTHON_GIL says (untested).
+if "t" in getattr(sys, "abiflags", ""):
+    _v = "{}.{}".format(*sys.version_info)
+    raise ImportError(
+        f"executors does not run on CPython's free-threaded build (Python {sys.version.split()[0]}, "
+        f"{sys.executable}): its sandbox relies on the GIL running one thread at a time, which "
+        f"this build does not. Use the standard build of the same version (python{_v}, not "
+        f"python{_v}t)."
+    )
+
+from .base import (  # noqa: E402 - after the build check
     DEFAULT_AUTHORIZED_IMPORTS,
     Attachment,
     ExecutionError,

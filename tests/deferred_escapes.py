@@ -26,6 +26,8 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass
 
+from cpython_routes import open_here
+
 CLASSES = ("output", "tool", "generator", "shared", "runtime", "thread", "environment")
 CANARIES = ("target", "secret", "env", "toolkey", "registry", "thread", "descriptor")
 
@@ -1395,6 +1397,8 @@ def neighbour(id: str, imports: str, steps: str | tuple[str, ...], host: str, ex
                      host=tuple(host.split()), expected=expected, tools=tuple(tools.split()),
                      variables=tuple(variables.split()))
 
+
+ATTEMPTS = open_here(ATTEMPTS)  # (the routes this CPython closed itself: cpython_routes.py)
 
 NEIGHBOURS: list[Neighbour] = [
     neighbour("data-program", f"{PD} {NP}", """

@@ -4,6 +4,7 @@ and numpy values as notebook-like text, the same in every executor."""
 from __future__ import annotations
 
 import io
+import zlib
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -230,21 +231,34 @@ def _checked(attachments: list[dict], cap: int = 1_000_000) -> Any:
     return checked_attachments(Result(op="result", id=1, attachments=attachments), cap)
 
 
-def _png(width: int, height: int) -> bytes:
+def _png(width: int, height: int, lie: bool = False) -> bytes:
+    """A PNG of width × height; `lie`: a 1 × 1 PNG whose header (CRC mended) claims that size."""
     from PIL import Image
 
     buffer = io.BytesIO()
-    Image.new("RGB", (width, height)).save(buffer, format="PNG")
-    return buffer.getvalue()
+    Image.new("RGB", (1, 1) if lie else (width, height)).save(buffer, format="PNG")
+    data = buffer.getvalue()
+    if lie:
+        header = b"IHDR" + width.to_bytes(4, "big") + height.to_bytes(4, "big") + data[24:29]
+        data = data[:12] + header + zlib.crc32(header).to_bytes(4, "big") + data[33:]
+    return data
 
 
 def test_the_host_trusts_no_attachment_field_it_can_check():
     real = SimpleNamespace(media_type=PNG, name="figure 1", width=1, height=1, data=_png(30, 20))
     lying = SimpleNamespace(media_type=PNG, name="x", width=1, height=1, data=b"not a png at all, no")
-    [kept] = _checked(attachments_to_wire([real, lying]))
+    [kept] = _checked(attachments_to_wire([real]))
     assert (kept.width, kept.height) == (30, 20), "sizes are read from the PNG, not the worker"
-    assert _checked(attachments_to_wire([real, real]), cap=len(real.data) + 10) == (
-        _checked(attachments_to_wire([real]))), "the cap holds on the host too"
+    # the worker's collector sends nothing else: anything else is a lie, and the worker is replaced
+    with pytest.raises(ProtocolError, match="not a PNG"):
+        _checked(attachments_to_wire([real, lying]))
+    with pytest.raises(ProtocolError, match="max_attachment_bytes"):  # the cap holds on the host too
+        _checked(attachments_to_wire([real, real]), cap=len(real.data) + 10)
+    with pytest.raises(ProtocolError, match="pixels"):  # 100 bytes claiming 60,000 × 60,000
+        _checked(attachments_to_wire([SimpleNamespace(media_type=PNG, name="x", width=1, height=1,
+                                                      data=_png(60_000, 60_000, lie=True))]))
+    with pytest.raises(ProtocolError, match="over the 20"):
+        _checked(attachments_to_wire([real] * 21), cap=10**9)
     with pytest.raises(ProtocolError):
         _checked([{"media_type": "image/svg+xml", "name": "x", "data": {"$t": "bytes", "v": ""}}])
     with pytest.raises(ProtocolError):

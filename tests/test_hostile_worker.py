@@ -79,6 +79,17 @@ ATTACKS = {
     "half a frame, then silence": "send(struct.pack('>I', 50) + b'{\"op\": ')\nimport time\ntime.sleep(30)",
     "close the channel, keep running": "os.close(W.fd_out)\nimport time\ntime.sleep(30)",
     "forged variables reply": "send(frame({'op': 'variables', 'id': W.exec_id, 'values': {'forged': 1}}))",
+    "a Decimal with an exponent in the billions": "send(frame({'op': 'result', 'id': W.exec_id, 'output': {'$t': 'decimal', 'v': '1E+999999999'}}))",
+    "an int literal of 100,000 digits": "send(struct.pack('>I', 100_020) + b'{\"op\":\"result\",\"id\":1,\"output\":' + b'9' * 100_000 + b'}')",
+    "a tool call with a Decimal bomb": "send(frame({'op': 'tool_call', 'id': W.exec_id, 'call': 99, 'name': 'add', 'args': [{'$t': 'decimal', 'v': '1E+999999999'}, 1], 'kwargs': {}}))",
+    "a PNG claiming 60,000 x 60,000": (
+        "import zlib, base64\n"
+        "def chunk(kind, body):\n"
+        "    return struct.pack('>I', len(body)) + kind + body + struct.pack('>I', zlib.crc32(kind + body))\n"
+        "png = b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 60000, 60000, 8, 2, 0, 0, 0)) + "
+        "chunk(b'IDAT', zlib.compress(b'\\x00' * 4)) + chunk(b'IEND', b'')\n"
+        "send(frame({'op': 'result', 'id': W.exec_id, 'attachments': [{'media_type': 'image/png', 'name': 'f', "
+        "'data': {'$t': 'bytes', 'v': base64.b64encode(png).decode()}}]}))"),
     "frame on fd 1 and 2": "os.write(1, frame({'op': 'result', 'id': W.exec_id, 'output': 'forged'}))\nos.write(2, b'\\x00' * 10)",
 }
 
@@ -86,6 +97,24 @@ ATTACKS = {
 @pytest.mark.parametrize("code", list(ATTACKS.values()), ids=list(ATTACKS))
 def test_host_survives(ex, code):
     survives(ex, code)
+
+
+def test_values_over_the_bounds_are_protocol_breaks(ex):
+    r = survives(ex, "send(frame({'op': 'result', 'id': W.exec_id, 'output': {'$t': 'decimal', 'v': '1E+999999999'}}))")
+    assert r.error is not None and r.error.type == "WorkerProtocolError" and "exponent" in r.error.message, r.error
+    assert r.state_lost
+
+
+def test_a_worker_that_stalls_mid_frame_is_killed_without_a_time_limit():
+    """With no time limit the host waits for a step as long as the worker lives, but not for a
+    frame it has begun: half a frame, then nothing for Bounds.stall_s, kills the worker."""
+    with SubprocessExecutor(policy="open", limits=Limits(timeout_s=None)) as ex:
+        ex._link.stall_s = 1.0
+        t0 = time.monotonic()
+        r = ex.execute(PRELUDE + "send(struct.pack('>I', 50) + b'{\"op\": ')\nimport time\ntime.sleep(60)")
+        assert time.monotonic() - t0 < 20
+        assert r.error is not None and r.error.type == "WorkerProtocolError" and "stalled mid-frame" in r.error.message
+        assert r.state_lost and ex.execute("1 + 1").output == 2
 
 
 def test_protocol_breaks_are_reported_as_such(ex):

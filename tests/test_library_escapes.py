@@ -34,6 +34,7 @@ from typing import Any
 import library_escape_docker as docker_mode
 import library_escape_harness as harness
 import pytest
+from cpython_routes import open_here
 from library_escapes import ATTEMPTS as BASE_ATTEMPTS
 from library_escapes import CLASSES, Attempt
 from library_escapes import NEIGHBOURS as BASE_NEIGHBOURS
@@ -51,7 +52,7 @@ SANDBOXED = ("local", "subprocess", "subprocess-noharden")
 
 pytestmark = pytest.mark.timeout(600)
 # numpy/pandas/matplotlib and the stdlib (library_escapes.py), then the PyData stack (issue 22)
-ATTEMPTS = BASE_ATTEMPTS + PYDATA_ATTEMPTS
+ATTEMPTS = open_here(BASE_ATTEMPTS + PYDATA_ATTEMPTS)  # (cpython_routes.py: closed by this CPython)
 NEIGHBOURS = BASE_NEIGHBOURS + PYDATA_NEIGHBOURS
 IDS = [a.id for a in ATTEMPTS]
 NEIGHBOUR_IDS = [n.id for n in NEIGHBOURS]

@@ -750,3 +750,28 @@ def test_a_host_thread_started_or_ended_between_steps_is_seen():
         assert limit() == alone
     finally:
         ex.close()
+
+
+def test_lifting_the_cap_with_no_memory_left_frees_the_reserve_first(monkeypatch):
+    # A step that filled the address space to its last page left none for the lift's own audit
+    # event: the lift met MemoryError and execute() raised with the cap and guard on (3.14).
+    import mmap
+    import resource
+
+    from executors.restricted.limits.process_caps import ProcessCaps
+
+    calls = []
+
+    def setrlimit(which, limits):
+        calls.append(limits)
+        if len(calls) == 1:
+            raise MemoryError
+
+    monkeypatch.setattr(resource, "setrlimit", setrlimit)
+    caps = ProcessCaps()
+    caps._reserve = mmap.mmap(-1, 1 << 16, mmap.MAP_PRIVATE, mmap.PROT_READ)
+    caps._lift((1, 2))
+    assert calls == [(1, 2), (1, 2)] and caps._reserve is None
+    calls.clear()
+    with pytest.raises(MemoryError):  # nothing left to free: the error is the caller's
+        caps._lift((1, 2))

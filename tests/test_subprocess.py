@@ -198,7 +198,8 @@ def test_restricted_policy_without_the_package_is_refused(tmp_path):
 
     ex = NoPackage(policy="restricted", python=sys.executable)
     try:
-        ex.python = sys.base_prefix + "/bin/python3"  # the base interpreter, outside the venv
+        # the base interpreter, outside the venv (Debian names it python3.X only, without python3)
+        ex.python = "{}/bin/python{}.{}".format(sys.base_prefix, *sys.version_info)
         with pytest.raises(ExecutorError, match="restricted policy needs"):
             ex.execute("1")
     finally:

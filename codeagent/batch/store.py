@@ -17,6 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from executors.worker.bounds import BOUNDS
+from executors.worker.bounds.scan import int_literal
+
 from .tasks import run_file_name
 
 __all__ = ["ResultStore", "read_results", "RESULTS", "RUNS", "META"]
@@ -24,6 +27,10 @@ __all__ = ["ResultStore", "read_results", "RESULTS", "RUNS", "META"]
 RESULTS = "results.jsonl"
 RUNS = "runs"
 META = "batch.json"
+
+# a run's answer (an int of at most 4,300 digits crosses the boundary) is read back no bigger:
+# int() from text is quadratic where a process turned Python's digit limit off
+_INT = int_literal(BOUNDS)
 
 
 def _scan(path: Path) -> tuple[list[dict[str, Any]], int]:
@@ -37,7 +44,7 @@ def _scan(path: Path) -> tuple[list[dict[str, Any]], int]:
     complete, rows, good = lines[:-1], [], 0
     for number, line in enumerate(complete, 1):
         try:
-            row = json.loads(line) if line.strip() else None
+            row = json.loads(line, parse_int=_INT) if line.strip() else None
         except ValueError:
             if number == len(complete) and not lines[-1]:
                 break  # the last line is damaged: drop it

@@ -30,6 +30,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel
 
 from executors.base import ExecutorError
+from executors.worker.codec import short_repr
 
 from ..agent.memory import truncate_middle
 from ..agent.observation import observation_text
@@ -182,7 +183,7 @@ def _variables_text(variables: Mapping[str, Any]) -> str:
         return "No variables yet."
     lines = []
     for name, value in variables.items():
-        shown = value if isinstance(value, str) and value.startswith("<") else repr(value)
+        shown = value if isinstance(value, str) and value.startswith("<") else short_repr(value, 300)
         lines.append(f"{name} = {truncate_middle(shown, 300)}")
     return truncate_middle("\n".join(lines), OBSERVATION_CHARS)
 
@@ -227,7 +228,8 @@ def build_server(sessions: Sessions, description: str, session_key: Callable[[An
         with session.lock:
             variables = session.executor.get_variables()
         # a set or a date decoded from the wire is not JSON: its repr (host-made builtins: safe)
-        plain = {k: repr(v) if (j := plain_json(v)) is NOT_JSON else j for k, v in variables.items()}
+        plain = {k: short_repr(v, OBSERVATION_CHARS) if (j := plain_json(v)) is NOT_JSON else j
+                 for k, v in variables.items()}
         return CallToolResult(content=[TextContent(type="text", text=_variables_text(variables))],
                               structured_content={"variables": plain})
 

@@ -26,7 +26,7 @@ __all__ = ["RunStatus", "ErrorKind", "ActionRefused", "StepRecord", "RunResult",
 RunStatus = Literal["success", "max_steps", "failed", "interrupted", "cancelled"]
 
 
-class ErrorKind(str, Enum):
+class ErrorKind(str, Enum):  # noqa: UP042 - StrEnum would change what str() gives
     """Why a step failed: `StepRecord.error_kind` and `ErrorEvent.kind` (the values are recorded)."""
 
     PARSE = "parse"  # no code (or no call) could be found in the reply

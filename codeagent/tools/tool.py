@@ -78,7 +78,11 @@ def collecting_attachments() -> Iterator[list[Any]]:
 def safe_repr(value: Any, limit: int = 120) -> str:
     """repr() for builtin values only: model code must never get to run its own __repr__ here."""
     kind = type(value)
-    if kind in _SAFE_SCALARS:
+    if kind in (str, bytes):  # (a slice: a 30 MB argument is not turned into text to show 120 characters)
+        text = repr(value[:limit]) + ("..." if len(value) > limit else "")
+    elif kind is int and value.bit_length() > 4 * limit:
+        text = f"<int of about {value.bit_length() * 30103 // 100_000 + 1:,} digits>"
+    elif kind in _SAFE_SCALARS:
         text = repr(value)
     elif kind in (list, tuple, dict, set, frozenset):
         text = f"<{kind.__name__} of {len(value)} items>"

@@ -13,12 +13,14 @@ The rooms, lowest first (each imports only from those before it; tests/test_layo
                   written in a style and a carrier of rendering.py, aimed at an effect of
                   preamble.py), the "library" family (library_escapes.py over the tables of
                   library_routes.py), deferred.py (model-made objects for the host),
-                  resource_bombs() (bombs.py), EscapeAttempt (attempt.py), and the canary
-                  files outside every grant (canaries.py)
+                  resource_bombs() (bombs.py), EscapeAttempt (attempt.py), the canary
+                  files outside every grant (canaries.py), and lies() (frames.py: what an
+                  owned worker writes on its channel)
     judging/      one example on a live executor → an Outcome (evaluate.py, outcome.py);
                   host-process and package state that must not change (host_state.py,
                   registries.py), what a host does with a step's values (host_touches.py),
-                  probe_tools() (probes.py: tools of every usual shape, each hiding a way out)
+                  probe_tools() (probes.py: tools of every usual shape, each hiding a way out),
+                  judge_lie() (lying_worker.py: a lie against the real host side)
     campaigns/    where examples run: runners.py (inline or a forked child), session.py,
                   fuzz() (campaign.py), check_*() for your own suite (checks.py); what the
                   command line uses (`codeagent fuzz` is a thin dispatcher): command.py,

@@ -16,6 +16,7 @@ from .protocol import (
     ToolErrorReply,
     checked_attachments,
     decode_value,
+    decode_values,
     encode_value,
     pack_frame,
 )
@@ -55,7 +56,9 @@ def _no_tool(msg: ToolCall, max_frame_bytes: int) -> bytes:
 
 
 def _arguments(msg: ToolCall) -> tuple[list[Any], dict[str, Any]]:
-    return [decode_value(a) for a in msg.args], {k: decode_value(v) for k, v in msg.kwargs.items()}
+    names = list(msg.kwargs)
+    plain = decode_values([*msg.args, *(msg.kwargs[k] for k in names)], parsed=True)  # (one memo, one budget)
+    return plain[:len(msg.args)], dict(zip(names, plain[len(msg.args):], strict=True))
 
 
 def _failed(msg: ToolCall, exc: Exception, max_frame_bytes: int) -> bytes:
@@ -78,7 +81,7 @@ def step_result(msg: Result, limits: Limits, started: float) -> ExecutionResult:
     """A worker's result as the host returns it: decoded (ProtocolError on a bad value) and cut
     to the limits."""
     limit = limits.max_output_chars
-    output = None if msg.output is None else decode_value(msg.output)
+    output = None if msg.output is None else decode_value(msg.output, parsed=True)
     error = None
     if msg.error is not None:
         e = msg.error

@@ -34,7 +34,8 @@ import time
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-from .protocol import FrameBuffer, Shutdown, parse_worker_message
+from ..worker.bounds import BOUNDS
+from .protocol import FrameBuffer, ProtocolError, Shutdown, parse_worker_message
 
 __all__ = ["Channel", "DeadlinePassed", "WorkerDied", "WorkerHandle", "WorkerLink",
            "WORKER_PARENT", "describe_failure", "prepare_worker_code", "worker_command"]
@@ -147,11 +148,12 @@ class WorkerLink:
     Holds no reference to the executor, so a finalizer can kill the worker through it.
     """
 
-    __slots__ = ("handle", "frames")
+    __slots__ = ("handle", "frames", "stall_s")
 
     def __init__(self, max_frame_bytes: int) -> None:
         self.handle: WorkerHandle | None = None
         self.frames = FrameBuffer(max_frame_bytes)
+        self.stall_s = BOUNDS.stall_s  # how long a frame may stay half-written
 
     def attach(self, handle: WorkerHandle) -> None:
         self.handle = handle
@@ -168,16 +170,27 @@ class WorkerLink:
             raise WorkerDied(str(exc)) from None
 
     def recv(self, deadline: float | None):
-        """Read and validate the next message. DeadlinePassed / WorkerDied / ProtocolError."""
+        """Read and validate the next message. DeadlinePassed / WorkerDied / ProtocolError (also
+        for a frame left half-written for `stall_s`, Bounds.stall_s: a worker that stalls
+        mid-frame is broken even where the step has no time limit)."""
         assert self.handle is not None
         frames = self.frames
+        stall = None  # when the frame begun must be whole
         while True:
             body = frames.next_frame()  # FrameTooLarge is a ProtocolError
             if body is not None:
                 return parse_worker_message(body)
+            stalls = False  # (True: the stall comes before the deadline)
+            if frames.pending():
+                if stall is None:
+                    stall = time.monotonic() + self.stall_s
+                stalls = deadline is None or stall < deadline
             try:
-                chunk = self.handle.channel.read(1 << 16, remaining(deadline))
+                chunk = self.handle.channel.read(1 << 16, remaining(stall if stalls else deadline))
             except TimeoutError:
+                if stalls:
+                    raise ProtocolError(f"it stalled mid-frame: {frames.pending():,} bytes of a frame, "
+                                        f"and no more for {self.stall_s:g} s") from None
                 raise DeadlinePassed from None
             except OSError as exc:
                 raise WorkerDied(str(exc)) from None

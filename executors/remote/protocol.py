@@ -31,10 +31,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ..base import Attachment
+from ..worker.bounds import BOUNDS, Bounds
+from ..worker.bounds.png import BadImage, check_png
+from ..worker.bounds.scan import FrameBounds, check_body
 from ..worker.wire import (
     DEFAULT_MAX_FRAME_BYTES,
     HEADER_BYTES,
-    MAX_PICTURES,
     PNG,
     TAG,
     FrameBuffer,
@@ -42,9 +44,9 @@ from ..worker.wire import (
     ProtocolError,
     Repr,
     decode_value,
+    decode_values,
     encode_value,
     pack_frame,
-    png_size,
     unpack_message,
 )
 
@@ -58,6 +60,7 @@ __all__ = [
     "ProtocolError",
     "Repr",
     "decode_value",
+    "decode_values",
     "encode_value",
     "pack_frame",
     "unpack_message",
@@ -174,7 +177,7 @@ class _Strict(_Msg):
 class ErrorInfo(_Strict):
     type: Annotated[str, Field(max_length=200)]
     message: str
-    lineno: int | None = None
+    lineno: Annotated[int, Field(ge=0, le=2**31)] | None = None
     line: str | None = None
 
 
@@ -206,7 +209,7 @@ class ErrorReply(_Strict):
 class Pong(_Strict):
     op: Literal["pong"]
     id: int
-    pid: int
+    pid: Annotated[int, Field(ge=0, le=2**31)]
 
 
 class Result(_Strict):
@@ -242,8 +245,13 @@ WorkerMessage = Annotated[Ok | ErrorReply | Pong | Result | Variables | ToolCall
 _worker_message = TypeAdapter(WorkerMessage)
 
 
-def parse_worker_message(body: bytes) -> Ok | ErrorReply | Pong | Result | Variables | ToolCall:
-    """Validate one frame body from a worker. Raises ProtocolError for anything off-contract."""
+def parse_worker_message(body: bytes, bounds: Bounds = BOUNDS) -> Ok | ErrorReply | Pong | Result | Variables | ToolCall:
+    """Validate one frame body from a worker. Raises ProtocolError for anything off-contract,
+    and for a frame over `bounds` before the JSON parser builds anything from it."""
+    try:
+        check_body(body, bounds)
+    except FrameBounds as exc:
+        raise ProtocolError(f"frame over the bounds: {exc}") from None
     msg = unpack_message(body)
     try:
         return _worker_message.validate_python(msg)
@@ -251,19 +259,29 @@ def parse_worker_message(body: bytes) -> Ok | ErrorReply | Pong | Result | Varia
         raise ProtocolError(f"invalid {msg.get('op')!r} message from the worker: {str(exc)[:300]}") from None
 
 
-def checked_attachments(msg: Result, max_bytes: int) -> tuple[Attachment, ...]:
-    """A result's pictures, checked as the hostile bytes they are: PNGs only (their size read
-    from their own header, not the worker's word), at most MAX_PICTURES and `max_bytes` in all
-    (`Limits.max_attachment_bytes`). Raises ProtocolError for what is not bytes or not a PNG."""
+def checked_attachments(msg: Result, max_bytes: int, bounds: Bounds = BOUNDS) -> tuple[Attachment, ...]:
+    """A result's pictures, checked as the hostile bytes they are before anything decodes them:
+    at most `bounds.pictures` and `max_bytes` in all (`Limits.max_attachment_bytes`; their base64
+    text is measured before it is decoded), each a whole, well-formed PNG of at most
+    `bounds.picture_pixels` (`check_png`: every chunk's length and CRC, its size from its own
+    header, not the worker's word). The worker's collector sends nothing else, so anything else
+    is a lie: ProtocolError."""
+    if len(msg.attachments) > bounds.pictures:
+        raise ProtocolError(f"{len(msg.attachments)} pictures in one result, over the {bounds.pictures} a step may return")
     left = max_bytes
     out: list[Attachment] = []
-    for info in msg.attachments[:MAX_PICTURES]:
-        data = decode_value(info.data)
-        if type(data) is not bytes or info.media_type != PNG:
+    for info in msg.attachments:
+        data = info.data
+        text = data.get("v") if type(data) is dict and data.get(TAG) == "bytes" else None
+        if type(text) is not str or info.media_type != PNG:
             raise ProtocolError("an attachment must be PNG bytes")
-        width, height = png_size(data)
-        if width is None or len(data) > left:
-            continue  # not a PNG after all, or over the cap: the worker should not have sent it
+        if len(text) // 4 * 3 > left + 2:  # (base64: 4 characters a 3 bytes)
+            raise ProtocolError(f"pictures of over {max_bytes:,} bytes in one result (Limits.max_attachment_bytes)")
+        data = decode_value(data)
+        try:
+            width, height = check_png(data, bounds.picture_pixels)
+        except BadImage as exc:
+            raise ProtocolError(f"attachment {info.name[:100]!r} is not a PNG the host takes: {exc}") from None
         left -= len(data)
         out.append(Attachment(PNG, data, info.name, width, height))
     return tuple(out)
@@ -271,7 +289,7 @@ def checked_attachments(msg: Result, max_bytes: int) -> tuple[Attachment, ...]:
 
 def checked_variables(msg: Variables) -> dict[str, Any]:
     """A get_variables answer as a dict of str names (ProtocolError when it is not a mapping)."""
-    values = decode_value(msg.values)
+    values = decode_value(msg.values, parsed=True)
     if not isinstance(values, dict):
         raise ProtocolError(f"a {type(values).__name__}, not a dict")
     return {k: v for k, v in values.items() if isinstance(k, str)}

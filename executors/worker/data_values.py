@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import sys
 
+from .bounds import BOUNDS
+
 __all__ = ["DATA_TAGS", "LibraryMissing", "decode_data", "encode_data"]
 
 TAG = "$t"
@@ -96,6 +98,8 @@ def _scalar_types(np) -> frozenset:
 def _array(a, np, blob) -> dict:
     dtype = a.dtype
     if type(dtype).__module__ != "numpy.dtypes" or dtype.kind not in _KINDS or dtype.hasobject:
+        raise NotData
+    if not _shape_within(a.shape, a.size):  # (what the host refuses: a lie about its size)
         raise NotData
     return {TAG: "ndarray", "dtype": dtype.str, "shape": [int(n) for n in a.shape],
             "v": blob(np.ascontiguousarray(a).tobytes())}
@@ -253,15 +257,28 @@ def _decode_array(data, np, bytes_of):
     if dtype.kind not in _KINDS or dtype.hasobject or dtype.fields is not None:
         raise ValueError(f"dtype {data['dtype']!r} is not plain data")
     shape = data["shape"]
-    if type(shape) is not list or not all(type(n) is int and n >= 0 for n in shape) or len(shape) > 32:
-        raise ValueError("shape must be a list of non-negative ints")
+    if type(shape) is not list or len(shape) > BOUNDS.array_dims or \
+            not all(type(n) is int and 0 <= n < 2**62 for n in shape):
+        raise ValueError(f"shape must be a list of at most {BOUNDS.array_dims} non-negative ints")
     raw = bytes_of(data["v"])
     count = 1
     for n in shape:
         count *= n
-    if count * dtype.itemsize != len(raw):
-        raise ValueError("the bytes do not match the dtype and shape")
+    if count * dtype.itemsize != len(raw) or not _shape_within(shape, count):
+        raise ValueError(f"the shape {shape[:8]} does not match the {len(raw):,} bytes of {dtype.str}")
     return np.frombuffer(bytearray(raw), dtype=dtype).reshape(shape)
+
+
+def _shape_within(shape, count: int) -> bool:
+    """An array's shape is what its bytes hold: no more dimensions than the table allows, and
+    no empty axis that multiplies what `tolist()` would build (shape (10**18, 0) holds no bytes
+    and would make 10**18 lists)."""
+    if len(shape) > BOUNDS.array_dims:
+        return False
+    cells = 1
+    for n in shape:
+        cells *= max(int(n), 1)
+    return cells <= max(count, BOUNDS.values)
 
 
 def _dtype_string(text) -> str:
@@ -279,7 +296,7 @@ def _decode_zone(tz):
 
     if type(tz) is dict and type(tz.get("offset")) is int and abs(tz["offset"]) < 86400:
         return datetime.timezone(datetime.timedelta(seconds=tz["offset"]))
-    if type(tz) is dict and type(tz.get("zone")) is str:
+    if type(tz) is dict and type(tz.get("zone")) is str and len(tz["zone"]) <= 64:
         import zoneinfo
 
         return zoneinfo.ZoneInfo(tz["zone"])

@@ -23,14 +23,16 @@ from __future__ import annotations
 import sys
 import time
 
-from .wire import MAX_PICTURES, PNG, png_size
+from .bounds import BOUNDS
+from .bounds.png import BadImage, check_png
+from .wire import MAX_PICTURES, PNG
 
 __all__ = ["Picture", "collect", "is_pil_image", "max_pixels", "open_figures", "pil_description"]
 
 # Drawing needs about 8 bytes a pixel (the RGBA canvas and the PNG encoder's copy): a figure
 # over the memory it may use is drawn at a lower dpi. matplotlib refuses 2**16 pixels a side.
 BYTES_PER_PIXEL = 8
-MAX_PIXELS = 50_000_000
+MAX_PIXELS = BOUNDS.picture_pixels
 _MIN_DPI = 20
 _PIL_PNG_MODES = frozenset({"1", "L", "LA", "I", "I;16", "P", "RGB", "RGBA"})
 
@@ -146,6 +148,9 @@ _TRIES = 3  # renders of one figure at most: its own dpi, then lower ones until 
 
 def _add(budget: _Budget, name: str, render, dpi) -> None:
     """Render one picture within what is left of the budget (again, smaller, if needed)."""
+    if len(budget.pictures) >= MAX_PICTURES:
+        budget.notes.append(f"[{name} not returned: at most {MAX_PICTURES} pictures per step]")
+        return
     if budget.out_of_time():
         budget.notes.append(f"[{name} not returned: the step's time (Limits.timeout_s) ran out "
                             "before it was rendered]")
@@ -171,7 +176,11 @@ def _add(budget: _Budget, name: str, render, dpi) -> None:
         budget.notes.append(f"[{name} not returned: its PNG is {len(data):,} bytes, over the "
                             f"{budget.left:,} bytes left of Limits.max_attachment_bytes]")
         return
-    width, height = png_size(data)
+    try:  # what the host takes (it refuses anything else as a lie)
+        width, height = check_png(data)
+    except BadImage as exc:
+        budget.notes.append(f"[{name} not returned: {exc}]")
+        return
     budget.left -= len(data)
     budget.pictures.append(Picture(PNG, data, name, width, height))
 
@@ -187,6 +196,9 @@ def _savefig(figure, dpi) -> bytes:
 def _save_pil(image, dpi) -> bytes:
     import io
 
+    width, height = image.size
+    if width * height > MAX_PIXELS:  # (refused before it is encoded: the host takes no more)
+        raise ValueError(f"{width}×{height} pixels, over the {MAX_PIXELS:,} a picture may have")
     if image.mode not in _PIL_PNG_MODES:
         image = image.convert("RGBA" if "A" in image.mode else "RGB")
     buffer = io.BytesIO()

@@ -13,6 +13,7 @@ import os
 import sys
 import time
 
+from .codec import Crossing, TooLargeToCross
 from .errors import ToolError
 from .harden import CpuBackstop, cap_memory, confine, open_statm
 from .open_runtime import OpenRuntime, Step, StepError
@@ -274,7 +275,10 @@ class Worker:
             return self._error(msg, "KeyError", text)
         except Exception as exc:
             return self._error(msg, type(exc).__name__, safe_str(exc))
-        encoded = encode_value(dict(values))
+        crossing = Crossing()  # one budget for the message: a variable over what is left is cut
+        encoded = {name: crossing.encode(value) for name, value in values.items()}
+        if TAG in encoded:  # (a model's variable named like the tag: the dict crosses tagged)
+            encoded = encode_value(dict(values))
         try:
             self.send(reply("variables", msg.get("id"), values=encoded))
         except FrameTooLarge:
@@ -293,13 +297,16 @@ class Worker:
     def call_tool(self, name: str, args: tuple, kwargs: dict):
         if os.getpid() != self.pid:
             raise ToolError(f"tool {name!r} cannot be called from a forked process")
+        crossing = Crossing()  # (one budget for all the arguments: one message)
+        try:
+            encoded_args = [crossing.encode(a, cut=False) for a in args]
+            encoded_kwargs = {str(k): crossing.encode(v, cut=False) for k, v in kwargs.items()}
+        except TooLargeToCross as exc:
+            raise self._tool_exception(name, "ToolError", exc.for_tool(name)) from None
         self.call_seq += 1
         call = self.call_seq
-        message = {
-            "op": "tool_call", "id": self.exec_id, "call": call, "name": name,
-            "args": [encode_value(a) for a in args],
-            "kwargs": {str(k): encode_value(v) for k, v in kwargs.items()},
-        }
+        message = {"op": "tool_call", "id": self.exec_id, "call": call, "name": name,
+                   "args": encoded_args, "kwargs": encoded_kwargs}
         clock = self.runtime if isinstance(self.runtime, OpenRuntime) else None
         if clock is not None:
             clock.in_tool = True

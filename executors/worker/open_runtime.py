@@ -21,7 +21,7 @@ import os
 import sys
 import time
 
-from .codec import NotPlain, decode_value, encode_value, plain_copy
+from .codec import Crossing, NotPlain, decode_value
 from .display import display_text
 from .errors import FinalAnswer
 from .figures import collect, is_pil_image, max_pixels, open_figures, pil_description
@@ -116,16 +116,17 @@ class OpenRuntime:
                 raise KeyError(f"no variable named {', '.join(map(repr, missing))}")
             variables = {name: variables[name] for name in names}
         out = {}
+        crossing = Crossing(binary=True)  # one budget for them all (the bounds table)
         for name, value in variables.items():
             try:
-                out[name] = plain_copy(value)
+                out[name] = decode_value(crossing.encode(value, strict=True), may_import=False)
             except NotPlain:
                 # the codec, as every executor: data stays data, the rest its repr (each repr
                 # under the step's deadline)
-                out[name] = self._encoded_in_time(value)
+                out[name] = self._encoded_in_time(value, crossing)
         return out
 
-    def _encoded_in_time(self, value):
+    def _encoded_in_time(self, value, crossing: Crossing):
         """The codec's copy of a value; its reprs run model code: they get the step's deadline
         (one for the value), and past it the default repr."""
         limit = int(self.limits.get("max_output_chars") or 20_000)
@@ -146,7 +147,7 @@ class OpenRuntime:
             if timeout:
                 signal.setitimer(signal.ITIMER_REAL, float(timeout), RE_FIRE_S)
             try:
-                encoded = encode_value(value, binary=True, describe=describe)
+                encoded = crossing.encode(value, describe=describe)
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
         except BaseException:  # noqa: BLE001 - the deadline landed outside a repr

@@ -15,8 +15,9 @@ Messages (their fields are listed in `executors.remote.protocol`):
   worker -> host: ok, error, pong, result, variables, tool_call.
 
 Attachments (figures and images of a step) cross in the result message as
-{media_type, name, width, height, data: tagged bytes}: `attachments_to_wire`; the host checks
-them with `png_size` (the one media type, PNG, read from its own header).
+{media_type, name, width, height, data: tagged bytes}: `attachments_to_wire`; both sides check
+them with `bounds.png.check_png` (the one media type, PNG, checked whole, its size read from its
+own header).
 
 Also here, because both sides cut text the same way: `truncate_text` (head + tail), `safe_repr`
 (a repr that survives a hostile `__repr__`) and `OutputBuffer` (keeps the head and the tail of
@@ -29,12 +30,15 @@ from __future__ import annotations
 # `base64` and `json`, which pull in `re`, enum and more.
 import binascii
 
+from .bounds import BOUNDS
+from .bounds.scan import FrameBounds, int_literal
 from .codec import (
     REPR_CHARS,
     TAG,
     ProtocolError,
     Repr,
     decode_value,
+    decode_values,
     encode_value,
     opaque_repr,
     safe_repr,
@@ -45,16 +49,16 @@ __all__ = [
     "DEFAULT_MAX_FRAME_BYTES", "HEADER_BYTES", "MAX_PICTURES", "PNG", "REPR_CHARS", "TAG",
     "attachments_to_wire", "png_size",
     "FrameBuffer", "FrameTooLarge", "OutputBuffer", "ProtocolError", "Repr",
-    "decode_value", "dumps", "encode_value", "loads", "opaque_repr", "pack_frame", "safe_repr",
+    "decode_value", "decode_values", "dumps", "encode_value", "loads", "opaque_repr", "pack_frame", "safe_repr",
     "safe_str",
     "truncate_text",
     "unpack_message",
 ]
 
-DEFAULT_MAX_FRAME_BYTES = 32 * 1024 * 1024
+DEFAULT_MAX_FRAME_BYTES = BOUNDS.frame_bytes
 HEADER_BYTES = 4
 PNG = "image/png"
-MAX_PICTURES = 20  # attachments per step: a loop that opens 500 figures gets the first 20
+MAX_PICTURES = BOUNDS.pictures  # attachments per step: a loop that opens 500 figures gets the first 20
 
 
 class FrameTooLarge(ProtocolError):
@@ -97,6 +101,9 @@ def _no_constants(name: str):
     raise ValueError(f"{name} is not valid JSON")
 
 
+_parse_int = int_literal(BOUNDS)
+
+
 def _fast_json():
     try:
         import _json
@@ -106,7 +113,7 @@ def _fast_json():
             object_hook = None
             object_pairs_hook = None
             parse_float = float
-            parse_int = int
+            parse_int = staticmethod(_parse_int)  # (a literal over Bounds.int_digits is refused)
             parse_constant = staticmethod(_no_constants)
             memo: dict = {}
 
@@ -137,7 +144,7 @@ def _fast_json():
             return json.dumps(obj, separators=(",", ":"), allow_nan=False, default=_raw_bytes)
 
         def loads(text: str):
-            return json.loads(text, parse_constant=_no_constants)
+            return json.loads(text, parse_constant=_no_constants, parse_int=_parse_int)
 
         return dumps, loads
 
@@ -207,6 +214,8 @@ def unpack_message(body: bytes) -> dict:
     """Parse one frame body into a message dict with a str "op" (raises ProtocolError)."""
     try:
         msg = loads(body.decode("utf-8"))
+    except FrameBounds as exc:
+        raise ProtocolError(f"frame over the bounds: {exc}") from None
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise ProtocolError(f"frame is not valid JSON: {str(exc)[:200]}") from None
     if type(msg) is not dict or type(msg.get("op")) is not str:

@@ -14,6 +14,7 @@ import os
 import re
 import resource
 import shutil
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -40,6 +41,11 @@ _REACH = re.compile(re.escape(REACH_TOKEN) + r" \d+")
 # Bombs hidden in a value's __repr__/__str__/__eq__: the step itself succeeds; what matters is
 # that rendering the value happens under the limits (the executor returns in time).
 _HOOK_BOMBS = frozenset({"repr_of_output", "str_of_final_answer", "eq_of_output"})
+# Deep C recursion (repr, json, == of nested lists): from CPython 3.14 bounded by the C stack, not
+# by the recursion limit, so one a few ten thousand levels deep just finishes, as in CPython; the
+# bomb's aim, overflowing the host's C stack, is what CPython itself now stops.
+_C_STACK_BOMBS = frozenset({"nested_repr", "nested_json", "nested_eq"}) \
+    if sys.version_info >= (3, 14) else frozenset()
 
 
 def _shape_problem(r: Any) -> str | None:
@@ -231,7 +237,7 @@ def evaluate_bomb(ex: Any, code: str, label: str, limits: Limits, margin_s: floa
     if kind == "output":
         if len(r.logs) > limits.max_output_chars + 1000:
             faults.append(f"logs hold {len(r.logs)} chars > max_output_chars {limits.max_output_chars}")
-    elif kind != "process" and r.error is None and label.split("/")[-1] not in _HOOK_BOMBS:
+    elif kind != "process" and r.error is None and label.split("/")[-1] not in _HOOK_BOMBS | _C_STACK_BOMBS:
         faults.append("the bomb ran to completion: no limit stopped it")
     if grew > host_memory_margin_mb:
         faults.append(f"host process grew by {grew:.0f} MB")

@@ -15,11 +15,13 @@ from typing import Any
 
 from .grants import text_of
 
-__all__ = ["LIBRARY_CODE_GENERATORS", "builds_its_own"]
+__all__ = ["LIBRARY_CODE_GENERATORS", "builds_its_own", "rebinds_annotations"]
 
-# Stdlib functions that compile source they generated themselves from checked identifiers.
+# Stdlib functions that compile source they generated themselves from checked identifiers, by
+# (file, qualified name): dataclasses compiles each method with `_create_fn` up to 3.12 and all of
+# a class's methods in one `__create_fn__` from 3.13 (`_FuncBuilder.add_fns_to_class`).
 _CODE_GENERATORS = {
-    ("dataclasses.py", "_create_fn"), ("dataclasses.py", "_FuncBuilder"),
+    ("dataclasses.py", "_create_fn"), ("dataclasses.py", "_FuncBuilder.add_fns_to_class"),
     ("__init__.py", "namedtuple"),  # collections
 }
 
@@ -86,7 +88,7 @@ def _in_site_packages(directory: str) -> bool:
 
 def builds_its_own(code: Any, source: Any) -> bool:
     """Does the function running `code` compile `source` as code it built itself?"""
-    if (os.path.basename(code.co_filename), code.co_name) in _CODE_GENERATORS and \
+    if (os.path.basename(code.co_filename), code.co_qualname) in _CODE_GENERATORS and \
             _in_stdlib(code.co_filename):
         return True
     return _library_generator(code, source)
@@ -96,3 +98,14 @@ def _in_stdlib(filename: str) -> bool:
     import sysconfig
 
     return filename.startswith(sysconfig.get_paths()["stdlib"])
+
+
+def rebinds_annotations(caller: Any, built: Any) -> bool:
+    """Is the function running `caller` annotationlib rebinding an `__annotate__` function's code
+    (`built`) to stand-in globals? From 3.14 (PEP 649) that is how dataclasses, NamedTuple,
+    TypedDict and typing read annotations that name something not defined yet: the code is the
+    compiler's from the model's annotations (checked and instrumented like the rest of its code),
+    run over a copy of its own globals in which a missing name becomes a forward reference."""
+    return getattr(built, "co_name", None) == "__annotate__" and \
+        caller.co_name == "call_annotate_function" and \
+        os.path.basename(caller.co_filename) == "annotationlib.py" and _in_stdlib(caller.co_filename)

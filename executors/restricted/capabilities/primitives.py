@@ -1,7 +1,8 @@
 """Two process-wide primitives judged on the step's thread: starting a thread, reading the environment.
 
 CPython raises no audit event for either, so the guard holds them where every module ends up:
-- **threads**: `_thread.start_new_thread` (and `threading`'s reference to it) refuses on a thread
+- **threads**: `_thread.start_new_thread` and, from 3.13, `_thread.start_joinable_thread` (which
+  `threading.Thread.start` uses instead), and `threading`'s references to them, refuse on a thread
   running a step. Whatever module starts it (`concurrent.futures.thread`, `socketserver`'s
   ThreadingMixIn, a library's helper), a thread would run outside the step's guard and limits,
   after execute() returned. Host code called from a step (a tool) may start threads.
@@ -45,18 +46,25 @@ def install_primitives(in_step: Callable[[], bool]) -> None:
 
     if getattr(_thread.start_new_thread, "_codeagent_guarded", False):
         return
-    real_start = _thread.start_new_thread
-
-    def start_new_thread(function: Any, args: Any, *kwargs: Any) -> Any:
-        if in_step():
-            raise CapabilityError("process", "_thread.start_new_thread", _THREADS)
-        return real_start(function, args, *kwargs)
-
-    start_new_thread._codeagent_guarded = True  # type: ignore[attr-defined]
-    _thread.start_new_thread = start_new_thread
-    if getattr(threading, "_start_new_thread", None) is real_start:
-        threading._start_new_thread = start_new_thread  # type: ignore[attr-defined]
+    for name in ("start_new_thread", "start_joinable_thread"):  # (the second: 3.13+)
+        real = getattr(_thread, name, None)
+        if real is None:
+            continue
+        guarded = _guarded_start(real, name, in_step)
+        setattr(_thread, name, guarded)
+        if getattr(threading, "_" + name, None) is real:
+            setattr(threading, "_" + name, guarded)
     _guard_environment(in_step)
+
+
+def _guarded_start(real: Callable[..., Any], name: str, in_step: Callable[[], bool]) -> Callable[..., Any]:
+    def start(*args: Any, **kwargs: Any) -> Any:
+        if in_step():
+            raise CapabilityError("process", "_thread." + name, _THREADS)
+        return real(*args, **kwargs)
+
+    start._codeagent_guarded = True  # type: ignore[attr-defined]
+    return start
 
 
 def _guard_environment(in_step: Callable[[], bool]) -> None:

@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from .generators import builds_its_own
+from .generators import builds_its_own, rebinds_annotations
 from .grants import CODE_SUFFIXES, SYSTEM_WRITE_ROOTS, StepContext, text_of, under
 
 Rule = Callable[[StepContext, str, tuple], None]
@@ -261,6 +261,15 @@ def judge_compile(step: StepContext, event: str, args: tuple) -> None:
                     f"refuses that string (evaluator): {problem}; {GRANT_ADVICE['evaluator']}")
 
 
+_BUILDING_FUNCTIONS = refuse("interpreter", "building functions")
+
+
+def judge_function_new(step: StepContext, event: str, args: tuple) -> None:
+    # Refused, but for annotationlib reading deferred annotations (3.14): generators.py says why.
+    if not (args and rebinds_annotations(sys._getframe(2).f_code, args[0])):
+        _BUILDING_FUNCTIONS(step, event, args)
+
+
 def judge_getframe(step: StepContext, event: str, args: tuple) -> None:
     # Libraries ask for their caller's frame (namedtuple, enum, typing for a module name; pandas
     # for warning levels): model and library frames inside the step are fine. The host's frames
@@ -344,8 +353,8 @@ ROWS: list[Row] = [
     Row("marshal.load", "unpickle", judge_marshal, "code objects from a file"),
     Row("code.__new__", "interpreter", refuse("interpreter", "building code objects"),
       "hand-made bytecode bypasses the policy"),
-    Row("function.__new__", "interpreter", refuse("interpreter", "building functions"),
-      "binds code to any globals"),
+    Row("function.__new__", "interpreter", judge_function_new, "binds code to any globals "
+      "(annotationlib's reading of deferred annotations excepted, 3.14)"),
     Row("compile", "evaluator", judge_compile, "a library evaluating a string: the string must "
       "pass the policy (pandas eval/query, numexpr, typing forward references)"),
     # the interpreter itself
@@ -436,6 +445,7 @@ ALLOWED = {
     "os.fwalk": "followed by judged opens",
     "pathlib.Path.glob": "followed by judged scandir events",
     "pathlib.Path.rglob": "same",
+    "pathlib.Path.walk": "os.walk (3.14), followed by judged scandir events",
     "shutil.copyfile": "followed by judged opens", "shutil.copymode": "followed by judged chmod",
     "shutil.copystat": "followed by judged utime/chmod", "shutil.copytree": "judged per file",
     "shutil.chown": "followed by judged chown", "shutil.make_archive": "judged per file",

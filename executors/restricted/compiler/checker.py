@@ -150,6 +150,12 @@ class PolicyChecker:
     # String annotations (forward references) are allowed: what would eval() them
     # (typing.get_type_hints, ForwardRef) is hidden, and singledispatch.register checks them.
 
+    def on_TypeAlias(self, node: ast.AST) -> None:  # `type X = ...` (3.12+)
+        self.check_name(node, node.name.id, store=True)  # (the walk skips `name` fields)
+
+    def on_TypeVar(self, node: ast.AST) -> None:  # (and ParamSpec, TypeVarTuple: 3.12+)
+        self.check_name(node, node.name, store=True)
+
     def on_keyword(self, node: ast.keyword) -> None:
         if node.arg is not None and node.arg.startswith("_"):
             self.refuse(node, f"the keyword argument '{node.arg}' is not allowed (leading '_')")
@@ -202,6 +208,9 @@ _HANDLERS = {
 _HANDLERS[ast.Nonlocal] = PolicyChecker.on_Global
 if hasattr(ast, "MatchStar"):
     _HANDLERS[ast.MatchStar] = PolicyChecker.on_MatchAs
+for _kind in ("ParamSpec", "TypeVarTuple"):
+    if hasattr(ast, _kind):
+        _HANDLERS[getattr(ast, _kind)] = PolicyChecker.on_TypeVar
 
 
 def inspect_tree(tree: ast.AST, reserved_names: frozenset[str] = frozenset()) -> list[Violation]:

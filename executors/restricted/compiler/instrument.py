@@ -24,6 +24,9 @@ What is inserted, and why it is cheap:
 - Generator functions get `@_gen` as their innermost decorator: their generators are closed when
   the step ends (guards/generators.py).
 - The last expression statement's value is stored for `ExecutionResult.output`.
+- What CPython evaluates lazily, when something asks for it (a `type X = ...` alias's value, a
+  type parameter's bound, constraints and default, and from 3.14 every annotation, PEP 649), gets
+  a lambda body's liveness check unless it only names types (policy.NEWER_SYNTAX says why).
 
 Every name inserted here comes from names.py, where the runtime takes the names it binds.
 """
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import sys
 from typing import Any
 
 from . import names as n
@@ -93,6 +97,25 @@ def _call(fn: str, src: Any, *args: ast.expr) -> ast.Call:
 def _alive(src: Any) -> ast.BoolOp:
     """`_live or _dead()`: two bytecodes while the step runs."""
     return _at(ast.BoolOp(ast.Or(), [_name(n.LIVE, src), _call(n.DEAD, src)]), src)
+
+
+# From CPython 3.14 annotations are evaluated when asked for, not when the def runs (PEP 649).
+DEFERRED_ANNOTATIONS = sys.version_info >= (3, 14)
+# The parts of an expression that only names types (`int`, `np.ndarray`, `dict[str, Node]`,
+# `int | None`, `*Ts`): evaluating it runs no code of the model's that is not a function (which
+# checks at its entry) and no long loop.
+_NAMING_TYPES = frozenset({ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Tuple,
+                           ast.List, ast.Starred, ast.Load, ast.BinOp, ast.BitOr})
+
+
+def _lazy(node: Any) -> Any:
+    """An expression CPython evaluates when asked for, possibly after the step: with a lambda
+    body's check (`_live or _dead()) and expr`), unless it only names types."""
+    if node is None or all(type(sub) in _NAMING_TYPES and
+                           (type(sub) is not ast.BinOp or type(sub.op) is ast.BitOr)
+                           for sub in ast.walk(node)):
+        return node
+    return _at(ast.BoolOp(ast.And(), [_alive(node), node]), node)
 
 
 def _with_check(body: list[ast.stmt], node: Any) -> list[ast.stmt]:
@@ -237,6 +260,34 @@ class Instrumenter:
         node.body = body[:doc] + _with_check(body[doc:], node)
         if yields[0]:  # innermost decorator: every generator it makes is tracked
             node.decorator_list.append(_name(n.GEN, node))
+        if DEFERRED_ANNOTATIONS:
+            a = node.args
+            for arg in (*a.posonlyargs, *a.args, a.vararg, *a.kwonlyargs, a.kwarg):
+                if arg is not None:
+                    arg.annotation = _lazy(arg.annotation)
+            node.returns = _lazy(node.returns)
+        return node
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
+        self.children(node, ast.AnnAssign)
+        if DEFERRED_ANNOTATIONS:
+            node.annotation = _lazy(node.annotation)
+        return node
+
+    def visit_TypeAlias(self, node: Any) -> ast.AST:  # `type X = ...` (3.12+)
+        self.children(node, type(node))
+        node.value = _lazy(node.value)
+        return node
+
+    def visit_TypeVar(self, node: Any) -> ast.AST:  # (and ParamSpec, TypeVarTuple: 3.12+)
+        self.children(node, type(node))
+        bound = getattr(node, "bound", None)
+        if type(bound) is ast.Tuple:  # constraints: each one, the tuple stays a tuple
+            bound.elts = [_lazy(e) for e in bound.elts]
+        elif bound is not None:
+            node.bound = _lazy(bound)
+        if getattr(node, "default_value", None) is not None:  # (PEP 696, 3.13+)
+            node.default_value = _lazy(node.default_value)
         return node
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
@@ -369,6 +420,9 @@ _REWRITES = {
     if name.startswith("visit_") and hasattr(ast, name[6:])
 }
 _REWRITES[ast.YieldFrom] = Instrumenter.visit_Yield
+for _kind in ("ParamSpec", "TypeVarTuple"):
+    if hasattr(ast, _kind):
+        _REWRITES[getattr(ast, _kind)] = Instrumenter.visit_TypeVar
 if hasattr(ast, "TryStar"):
     _REWRITES[ast.TryStar] = Instrumenter.visit_Try
 

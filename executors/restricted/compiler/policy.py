@@ -31,9 +31,28 @@ ALLOWED_NODES: frozenset[type] = frozenset(
         "comprehension", "ExceptHandler", "arguments", "arg", "keyword", "alias", "withitem",
         "match_case", "MatchValue", "MatchSingleton", "MatchSequence", "MatchMapping",
         "MatchClass", "MatchStar", "MatchAs", "MatchOr",
+        # newer syntax, where the running CPython has it (see NEWER_SYNTAX)
+        "TypeAlias", "TypeVar", "ParamSpec", "TypeVarTuple", "TemplateStr", "Interpolation",
     )
     if hasattr(ast, name)
 )
+
+# Syntax added after 3.11, and why each runs with the guarantees of the rest (none is refused).
+# What CPython evaluates lazily, possibly after the step when something asks for it, gets the
+# liveness check of a lambda's body (instrument.py `_lazy`): evaluated after the step, it stops.
+NEWER_SYNTAX: dict[str, str] = {
+    "type X = ... (3.12, PEP 695)": "the alias's value is evaluated when first asked for: it gets "
+        "a lambda body's liveness check; the name is checked like any assignment",
+    "def f[T](...), class C[T] (3.12, PEP 695)": "type parameters are names, checked like "
+        "arguments; a bound, constraints or default (PEP 696, 3.13) is evaluated lazily and gets "
+        "the liveness check; a generic class's implicit base is typing.Generic, as in CPython",
+    "t'...' template strings (3.14, PEP 750)": "the interpolated expressions are evaluated at "
+        "once and checked like an f-string's; the Template holds them unformatted (no __format__ "
+        "runs until the model's own code formats them)",
+    "deferred annotations (3.14, PEP 649)": "an annotation is evaluated only when asked for "
+        "(dataclasses, typing, inspect): one that only names types (names, attributes, "
+        "subscripts, `|`) runs nothing of the model's; any other gets the liveness check",
+}
 
 # Refused node kinds with what to write instead (others get a generic advice).
 REFUSED_NODE_ADVICE: dict[str, str] = {

@@ -6,6 +6,7 @@ out, and none of them runs host code paths that a model object could subvert.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from ...base import ExecutionError, Limits
@@ -16,10 +17,40 @@ from ..compiler.checker import Violation
 from ..guards.errors import ImportPolicyError, LimitExceeded
 from ..limits.watchdog import Interrupt
 
+# From CPython 3.14 C code recurses until the thread's stack is nearly used up, not to the
+# recursion limit: repr() of a list nested 100,000 deep then takes ~10 s before its RecursionError
+# (each level scans the ones it is inside), in C, where no interrupt lands, so a step's time limit
+# could not hold while its value is shown. Up to 3.13 the C recursion limit stopped it at once.
+_STACK_BOUND = sys.version_info >= (3, 14)
+_NESTING = ((list, list.__iter__), (tuple, tuple.__iter__),
+           (dict, lambda d: (*dict.keys(d), *dict.values(d))),
+            (set, set.__iter__), (frozenset, frozenset.__iter__))
+
+
+def nested_deeper_than(value: Any, limit: int) -> bool:
+    """Is `value` a builtin container nested (through builtin containers) deeper than `limit`?
+    Each container is walked once, with the builtin types' own iterators: no code of the
+    value's runs, and the walk meets the step's interrupts."""
+    stack, seen = [(value, 0)], set()
+    while stack:
+        item, depth = stack.pop()
+        kind = next((k for k in _NESTING if isinstance(item, k[0])), None)
+        if kind is None:
+            continue
+        if depth > limit:
+            return True
+        if id(item) not in seen:
+            seen.add(id(item))
+            stack.extend((child, depth + 1) for child in kind[1](item))
+    return False
+
 
 def safe_repr(value: Any, limit: int = 20_000) -> str:
     """repr(value), or the plain object repr if the model's __repr__ fails; head and tail kept
     within `limit` characters."""
+    if _STACK_BOUND and isinstance(value, (list, tuple, dict, set, frozenset)) and \
+            nested_deeper_than(value, sys.getrecursionlimit()):
+        return f"<{type(value).__name__} nested deeper than the recursion limit: not shown>"
     try:
         text = repr(value)
         if type(text) is not str:

@@ -6,12 +6,11 @@ modules only.
 
 from __future__ import annotations
 
+import decimal
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from decimal import getcontext as _getcontext
-from decimal import setcontext as _setcontext
 from types import CodeType
 from typing import Any
 
@@ -29,7 +28,7 @@ from ...base import (
     normalize_tools,
     variable_names_asked,
 )
-from ...worker.codec import NotPlain, Repr, decode_value, encode_value, opaque_repr, plain_copy
+from ...worker.codec import Crossing, NotPlain, Repr, decode_value, encode_value, opaque_repr
 from ...worker.codec import safe_repr as codec_repr
 from ...worker.figures import collect, max_pixels
 from ...worker.warm import warm_up
@@ -166,13 +165,14 @@ class RestrictedRuntime:
                 variables = {name: variables[name] for name in wanted}
             values: dict[str, Any] = {}
             to_render: dict[str, Any] = {}
+            crossing = Crossing(binary=True)  # one budget for them all (the bounds table)
             for name, value in variables.items():
-                try:
-                    values[name] = plain_copy(value)  # builtin data: no code of the value runs
+                try:  # builtin data: no code of the value runs
+                    values[name] = decode_value(crossing.encode(value, strict=True))
                 except NotPlain:
                     to_render[name] = value
             if to_render:
-                values.update(self._render_variables(to_render))
+                values.update(self._render_variables(to_render, crossing))
             return values
         finally:
             self._lock.release()
@@ -185,7 +185,7 @@ class RestrictedRuntime:
             and name != FINAL_ANSWER_NAME and type(value) is not ModuleProxy
         }
 
-    def _render_variables(self, values: dict[str, Any]) -> dict[str, Any]:
+    def _render_variables(self, values: dict[str, Any], crossing: Crossing) -> dict[str, Any]:
         """Encoding a model's object may run its code (repr, a library reading a frame): under
         the limits and the guard, like a step; the host decodes plain data afterwards."""
         limit = self.limits.max_output_chars
@@ -196,7 +196,7 @@ class RestrictedRuntime:
 
         def render(exc: BaseException | None) -> None:
             for name, value in values.items():
-                encoded[name] = encode_value(value, binary=True, describe=describe)
+                encoded[name] = crossing.encode(value, describe=describe)
 
         self._under_limits(None, render)
         self.state.reason = "finished"
@@ -251,7 +251,8 @@ class RestrictedRuntime:
             self.last_output_wire = wire
             # The host gets plain data decoded from the tree the step made, never the value.
             output = None if value is None else decode_value(wire) if wire is not None else \
-                Repr(output_repr or opaque_repr(value), type(value).__name__)
+                Repr(f"<{output_repr or opaque_repr(value)} did not cross the boundary: the step's limits "
+                     "(Limits.timeout_s, max_memory_mb) stopped it while it was copied>", type(value).__name__)
             value = outcome[0] = None
             if exc is not None and error is None and not state.final_called:
                 # rendering was cut short before the error was described (its message ran model
@@ -335,8 +336,8 @@ class RestrictedRuntime:
         exc: BaseException | None = None
         depth = frame_depth() + self.limits.max_recursion_depth + 12
         suspend_tracing(state)  # (a host debugger never sees the model's frames)
-        host_context = _getcontext()  # the step's decimal context is a copy (localcontext's)
-        _setcontext(host_context.copy())
+        host_context = decimal.getcontext()  # the step's decimal context is a copy (localcontext's)
+        decimal.setcontext(host_context.copy())
         try:
             alarm = rendered = settled = released = False
             self._enter_process_state(depth)
@@ -400,7 +401,7 @@ class RestrictedRuntime:
                 self._leave_step(guard, released)
         finally:
             step_streams.leave()
-            _setcontext(host_context)
+            decimal.setcontext(host_context)
             resume_tracing(state)
         return exc
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...base import FinalAnswer, ToolError
-from ...worker.codec import decode_value, encode_value
+from ...worker.codec import Crossing, TooLargeToCross, decode_value, decode_values, encode_value
 from ..capabilities import GUARD
 from ..compiler.names import LIVE
 from ..guards.errors import LimitExceeded
@@ -35,6 +35,9 @@ def tool_proxy(name: str, fn: Callable[..., Any], state: RunState) -> Callable[.
         # the guard): the tool never holds an object the model made.
         try:
             args, kwargs = _across(args, kwargs)
+        except TooLargeToCross as exc:
+            state.in_tool = False
+            raise ToolError(exc.for_tool(name)) from None
         except BaseException:
             state.in_tool = False
             raise
@@ -69,11 +72,17 @@ def tool_proxy(name: str, fn: Callable[..., Any], state: RunState) -> Callable[.
 
 
 def _across(args: tuple, kwargs: dict) -> tuple[list, dict]:
-    """A tool call's arguments as fresh plain data (decoded from the codec's tree)."""
+    """A tool call's arguments as fresh plain data (decoded from the codec's trees), within one
+    budget of the bounds table; TooLargeToCross when they are over it (a tool handed a cut
+    marker instead of its data would act on the wrong thing)."""
     if not args and not kwargs:
         return [], {}
-    plain = decode_value(encode_value([list(args), kwargs], binary=True))
-    return plain[0], plain[1]
+    crossing = Crossing(binary=True)
+    trees = [crossing.encode(a, cut=False) for a in args]
+    names = list(kwargs)
+    trees += [crossing.encode(kwargs[k], cut=False) for k in names]
+    plain = decode_values(trees)
+    return plain[:len(args)], dict(zip(names, plain[len(args):], strict=True))
 
 
 def _safe_text(exc: BaseException) -> str:

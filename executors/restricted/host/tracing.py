@@ -13,6 +13,8 @@ left, and put back around each host tool call (a tool is host code; a breakpoint
 stops). Only what can be put back is taken off: a function set with sys.settrace/setprofile (or
 a C tracer that is callable, as coverage's is). A C profiler that is not callable (cProfile's)
 stays: setting it again from Python would break it, and C code meets no interrupt mid-call.
+From CPython 3.12, tools may use sys.monitoring instead: monitoring.py hides the step's events
+from them at the same two places.
 """
 
 from __future__ import annotations
@@ -20,16 +22,22 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from . import monitoring
+
 __all__ = ["resume", "suspend"]
 
 _gettrace, _settrace = sys.gettrace, sys.settrace
 _getprofile, _setprofile = sys.getprofile, sys.setprofile
+# (3.11 has no sys.monitoring: no call at all)
+_hide = monitoring.hide if hasattr(sys, "monitoring") else None
+_show = monitoring.show
 
 
 def suspend(state: Any) -> None:
     """Take this thread's trace and profile functions off, into `state.host_tracing` (None:
     nothing to put back)."""
     state.host_tracing = None
+    state.host_monitoring = _hide is not None and _hide()
     trace, profile = _gettrace(), _getprofile()
     if trace is None and profile is None:  # (every step: two C calls when nothing is set)
         return
@@ -48,6 +56,9 @@ def suspend(state: Any) -> None:
 
 def resume(state: Any) -> None:
     """Put back what `suspend` took off."""
+    if state.host_monitoring:
+        state.host_monitoring = False
+        _show()
     saved = state.host_tracing
     if saved is None:
         return

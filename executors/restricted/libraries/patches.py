@@ -258,11 +258,16 @@ def _patch_enum(members: Members, ctx: PatchContext) -> None:
             members[attr] = _checked_enum(members[attr])
 
 
+_NOT_GIVEN: Any = object()
+
+
 class _CheckedEnumType(type(__import__("enum").Enum)):  # type: ignore[misc]
     """The functional API (`Enum('E', names)`) takes member names from data: no '_' names,
     which would otherwise become methods (`__reduce_ex__`, ...) of the new class."""
 
-    def __call__(cls, value: Any, names: Any = None, *args: Any, **kwargs: Any) -> Any:
+    def __call__(cls, value: Any, names: Any = _NOT_GIVEN, *args: Any, **kwargs: Any) -> Any:
+        if names is _NOT_GIVEN:  # (`Color(2)`: from 3.13 a names=None passed on is a value)
+            return super().__call__(value, **kwargs)
         if names is not None:
             names = _checked_enum_names(names)
         return super().__call__(value, names, *args, **kwargs)

@@ -118,6 +118,7 @@ class RunState:
         self.generation = 0
         self.generators = GeneratorTracker()  # closed at the end of every step
         self.host_tracing: Any = None  # the host's trace/profile functions, off for the step
+        self.host_monitoring = False  # the step's events hidden from sys.monitoring tools
 
     # called by the watchdog thread, or by a guard
     def expire(self, reason: str) -> None:

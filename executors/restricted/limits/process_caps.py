@@ -7,6 +7,7 @@ run leaves.
 
 from __future__ import annotations
 
+import mmap
 import operator
 import os
 import resource
@@ -25,6 +26,7 @@ class ProcessCaps:
         self.saved_recursion = sys.getrecursionlimit()
         self.page = os.sysconf("SC_PAGE_SIZE")
         self._statm: int | None = None  # -1: it cannot be opened here (no /proc, or confined)
+        self._reserve: mmap.mmap | None = None  # see _RESERVE_NOTE
 
     def _vm_bytes(self) -> int:
         # A kept-open /proc file re-read with pread: a few microseconds instead of an open().
@@ -57,6 +59,8 @@ class ProcessCaps:
             self.active += 1
             if memory_mb and self._statm != -1:
                 try:
+                    if self._reserve is None:
+                        self._reserve = mmap.mmap(-1, _RESERVE_BYTES, mmap.MAP_PRIVATE, mmap.PROT_READ)
                     want = self._vm_bytes() + memory_mb * 1048576
                     soft, hard = _getrlimit(_RLIMIT_AS)
                     if self.saved_as is None:  # (the first run: the host's own cap)
@@ -68,6 +72,16 @@ class ProcessCaps:
                 except (OSError, ValueError):
                     pass  # no /proc or no rlimits here: size checks still apply
 
+    def _lift(self, limits: tuple[int, int]) -> None:
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, limits)
+        except MemoryError:  # (the step used up the address space: the reserve is ours to free)
+            reserve, self._reserve = self._reserve, None
+            if reserve is None:
+                raise
+            reserve.close()
+            resource.setrlimit(resource.RLIMIT_AS, limits)
+
     def lift_memory(self) -> None:
         """Lift the address-space cap until the last active run leaves: for library code that
         is not safe when an allocation fails (Agg, drawing a figure, corrupts the heap on a
@@ -75,7 +89,7 @@ class ProcessCaps:
         with self.lock:
             if self.active and self.saved_as is not None:
                 try:
-                    resource.setrlimit(resource.RLIMIT_AS, self.saved_as)
+                    self._lift(self.saved_as)
                 except (OSError, ValueError):
                     pass
 
@@ -129,13 +143,21 @@ class ProcessCaps:
             if self.active == 0:
                 if self.saved_as is not None:
                     try:
-                        resource.setrlimit(resource.RLIMIT_AS, self.saved_as)
+                        self._lift(self.saved_as)
                     except (OSError, ValueError):
                         pass
                     self.saved_as = None
                 sys.setrecursionlimit(self.saved_recursion)
 
 
+# _RESERVE_NOTE: lifting the cap is a setrlimit, which raises an audit event, which allocates
+# (its arguments' tuple, the hooks' frames). A step that filled the address space to the last page
+# left none for that: the lift failed with MemoryError and execute() raised with the cap, the
+# guard and the alarm still on (seen on 3.14 half the time, the model's code filling memory with
+# 100-byte objects to the end). So a run holds a few MiB of address space in reserve, mapped and
+# never touched (no memory used), counted in what the cap is computed from, and unmapped only
+# when a lift meets MemoryError; the next run maps it again.
+_RESERVE_BYTES = 4 << 20
 PROCESS_CAPS = ProcessCaps()
 _getrlimit, _setrlimit = resource.getrlimit, resource.setrlimit
 _RLIMIT_AS, _INFINITY = resource.RLIMIT_AS, resource.RLIM_INFINITY

@@ -17,6 +17,8 @@ import threading
 import time
 from typing import Protocol
 
+from ..capabilities.guard import GUARD
+
 _set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
 _set_async_exc.argtypes = (ctypes.c_ulong, ctypes.py_object)
 _set_async_exc.restype = ctypes.c_int
@@ -40,16 +42,25 @@ def _drop_pending(thread_id: int) -> None:
     function the loop spins at the next function entry: the host hung (a step that hit its time
     limit under sys.settrace). A marker takes the pending one's place and is delivered here, at
     the loop's first back edge, which lowers the flag."""
-    if thread_id != _get_ident():
-        _clear_async_exc(thread_id, None)
-        return
-    # (our signal handlers raise nothing here: the run is settling or ended by then)
+    # From CPython 3.14 every ctypes call is an audit event (ctypes.call_function), which the
+    # step's guard refuses on its thread: the runtime's own call is the host's, as a tool's is.
+    step = GUARD.current()
+    if step is not None:
+        step.suspended += 1
     try:
-        if _set_async_exc(thread_id, _Dropped) == 1:  # (a C call's return may deliver it)
-            while True:
-                pass
-    except _Dropped:
-        pass
+        if thread_id != _get_ident():
+            _clear_async_exc(thread_id, None)
+            return
+        # (our signal handlers raise nothing here: the run is settling or ended by then)
+        try:
+            if _set_async_exc(thread_id, _Dropped) == 1:  # (a C call's return may deliver it)
+                while True:
+                    pass
+        except _Dropped:
+            pass
+    finally:
+        if step is not None:
+            step.suspended -= 1
 
 
 REFIRE_S = 0.02
