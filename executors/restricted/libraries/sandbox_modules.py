@@ -219,6 +219,11 @@ class SandboxImporter:
         module = self._load(name)
         hidden: dict[str, str] = {}
         members, lazy = self._members(name, module, hidden)
+        if cached is not None:  # (refreshed in place: names bound to it see the new submodule)
+            cached.__dict__.update(members)
+            object.__setattr__(cached, "_lazy", lazy)
+            cached.__dict__["_hidden"].update(hidden)
+            return cached
         proxy = ModuleProxy(name, members, lazy, hidden)
         self.cache[name] = proxy
         return proxy
@@ -238,6 +243,9 @@ class SandboxImporter:
         eager = name in PATCHES  # (a patch works on the members it is given)
         public = getattr(module, "__all__", None)
         names = set(dir(module)) | (set(public) if isinstance(public, (list, tuple)) else set())
+        # (a submodule imported since is an attribute even where the package's __dir__ omits it:
+        # numpy's lists no numpy.matlib)
+        names |= {k for k, v in own.items() if type(v) is types.ModuleType}
         lazy: set[str] = set()
         for attr in names:
             if not isinstance(attr, str) or attr.startswith("_"):
