@@ -303,6 +303,22 @@ def extra_imports(names: Iterable[str] | None) -> list[str]:
     return [n for n in names if isinstance(n, str) and n not in DEFAULT_AUTHORIZED_IMPORTS]
 
 
+STAR_REFUSAL = (
+    "authorized_imports=['*'] is not supported by the restricted policy: it authorizes modules by "
+    "name, and with '*' every installed package would import as a trusted library (its "
+    "import-time code run with files and native code allowed, in process as in the worker). "
+    "Name the packages the code needs instead (e.g. ['numpy', 'pandas']: each brings its public "
+    "modules), or run full Python in a container: DockerExecutor(policy='open')")
+
+
+def refuse_star(authorized_imports: Iterable[str] | None, policy: str = "restricted") -> None:
+    """authorized_imports=['*'] is refused under the restricted policy, before anything starts
+    (see STAR_REFUSAL). The open policy imports anything: '*' says nothing more there."""
+    if policy == "restricted" and isinstance(authorized_imports, (list, tuple, set, frozenset)) \
+            and "*" in authorized_imports:
+        raise ValueError(STAR_REFUSAL)
+
+
 def normalize_imports(extra: Iterable[str] | None, *, defaults: bool = True) -> tuple[str, ...]:
     """The default safe modules plus the user's additions ("pkg" or "pkg.*"), deduplicated."""
     names = list(DEFAULT_AUTHORIZED_IMPORTS) if defaults else []

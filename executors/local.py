@@ -18,7 +18,15 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .access import LIBRARY_LAYER, Access, Isolation, ResolvedAccess
-from .base import STEP_LOOP, ExecutionResult, ExecutorBase, Limits, StepLoop, extra_imports
+from .base import (
+    STEP_LOOP,
+    ExecutionResult,
+    ExecutorBase,
+    Limits,
+    StepLoop,
+    extra_imports,
+    refuse_star,
+)
 from .importable import ensure_importable
 from .restricted import RestrictedRuntime
 from .restricted.capabilities import Grants
@@ -41,6 +49,7 @@ class LocalExecutor(ExecutorBase):
         *,
         access: Access | None = None,
     ) -> None:
+        refuse_star(authorized_imports)
         # Authorizing a module this Python lacks is a setup mistake: say so now, not at the
         # model's first import.
         ensure_importable(extra_imports(authorized_imports))

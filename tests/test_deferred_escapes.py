@@ -114,10 +114,9 @@ def test_attempt_is_accepted_by_the_policy(item: Attempt) -> None:
         tree = ast.parse(harness.render(code, canaries))
         violations = inspect_tree(tree, frozenset(item.tools) | {"final_answer"})
         assert violations == [], [v.message for v in violations]
-        # by the authorization's names and patterns: that `pkg.*` opens only the package's public
-        # API (pandas.core.accessor stays internal) is one of the things that hold the attempt
-        unauthorized = [m for m in _imported_modules(tree) if m not in authorization.exact and
-                        not any(m.startswith(p) for p in authorization.prefixes)]
+        # by the authorization's rule: a package brings its public modules (pandas.core.accessor
+        # too: what holds there is that its registries' members are hidden, rules.hidden_object)
+        unauthorized = [m for m in _imported_modules(tree) if not authorization.allows(m)]
         assert unauthorized == [], f"{item.id} imports {unauthorized} beyond {item.imports}"
 
 

@@ -42,6 +42,7 @@ from .flags.options import (
     executor_options,
     task_after_tools,
 )
+from .hints import flag_hint
 from .render import HumanPrinter, drive, save_run, show_answer, show_saved
 
 __all__ = ["main", "build_parser", "make_executor", "make_model", "load_tools", "UsageError",
@@ -296,20 +297,9 @@ def cmd_exec(args: argparse.Namespace) -> int:
             where = f"saved as {figure['file']}" if figure["file"] else "not saved: pass --out DIR to keep it"
             print(f"{figure['description']} ({where})")
         if result.error:
-            print(f"error: {result.error}{_flag_hint(result.error)}", file=sys.stderr)
+            print(f"error: {result.error}{flag_hint(result.error, args.imports)}", file=sys.stderr)
         print(f"({args.executor} executor, {result.duration_s * 1000:.1f} ms)", file=sys.stderr)
     return 1 if result.error else 0
-
-
-_REFUSED_IMPORT = re.compile(r"import of '([\w.]+)' is not allowed")
-
-
-def _flag_hint(error: Any) -> str:
-    """The refusal is written for a model; on the command line the fix is a flag."""
-    m = _REFUSED_IMPORT.search(error.message or "")
-    if error.type in ("ImportError", "PolicyError") and m:
-        return f"\nhint: to allow it, pass --import {m.group(1).split('.')[0]}"
-    return ""
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

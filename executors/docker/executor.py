@@ -51,9 +51,17 @@ from pathlib import Path
 from typing import Any
 
 from ..access import Access, Isolation, ResolvedAccess
-from ..base import ExecutionError, ExecutionResult, ExecutorError, Limits, extra_imports
+from ..base import (
+    ExecutionError,
+    ExecutionResult,
+    ExecutorError,
+    Limits,
+    extra_imports,
+    refuse_star,
+)
 from ..importable import PROBE_SOURCE, NotInImage, top_level_names
 from ..remote import syscalls
+from ..remote.environment import native_settings
 from ..remote.executor import RemoteExecutor
 from ..remote.isolation import container_isolation
 from ..remote.lease import Lease, sandbox_ids
@@ -217,6 +225,7 @@ class DockerExecutor(RemoteExecutor):
         self.packages = list(packages or ())
         # The image the worker will run and what it can import, known before anything starts.
         self._plan = plan_image(self.packages) if image is None else None
+        refuse_star(authorized_imports, policy)
         self._check_imports(authorized_imports, image, docker_url, python)
         if not (network is None or isinstance(network, bool) or (isinstance(network, str) and network)):
             raise ValueError("network must be False (none), True (default bridge) or a network name")
@@ -353,7 +362,10 @@ class DockerExecutor(RemoteExecutor):
                "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                "POLARS_MAX_THREADS": "1",
                # joblib (scikit-learn's n_jobs) in serial mode: no process pool from a step
-               "JOBLIB_MULTIPROCESSING": "0"}
+               "JOBLIB_MULTIPROCESSING": "0",
+               # the host's kernel choice and its own thread counts, if it sets them: the same
+               # digits as the host's CPython (remote/environment.py)
+               **native_settings()}
         env.update(self.environment)
         return ContainerSpec(
             image=str(self.image),

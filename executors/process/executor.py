@@ -43,9 +43,10 @@ from pathlib import Path
 from typing import Any
 
 from ..access import Access, Isolation, ResolvedAccess
-from ..base import ExecutorError, Limits, extra_imports
+from ..base import ExecutorError, Limits, extra_imports, refuse_star
 from ..importable import ensure_importable
 from ..remote import syscalls
+from ..remote.environment import native_settings
 from ..remote.executor import RemoteExecutor
 from ..remote.isolation import predicted_hardening, subprocess_isolation
 from ..remote.lease import SANDBOX_IDS, Lease
@@ -169,6 +170,7 @@ class SubprocessExecutor(RemoteExecutor):
         for key, value in self._extra_env.items():
             if not isinstance(key, str) or not isinstance(value, str):
                 raise TypeError("env must map str to str")
+        refuse_star(authorized_imports, policy)
         # Authorizing a module the worker's interpreter lacks is a setup mistake: say so now.
         ensure_importable(extra_imports(authorized_imports), python=self.python)
         access = _with_cwd(access, cwd)
@@ -407,7 +409,9 @@ def _arena(size: int) -> Arena | None:
 
 
 def _base_environment() -> dict[str, str]:
-    """The environment every worker starts from (the zygote's own): nothing of the host's."""
+    """The environment every worker starts from (the zygote's own): nothing of the host's but
+    the settings of its native numerical runtimes (remote/environment.py: the worker computes
+    what the host's CPython computes, with as many threads)."""
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": "/",
@@ -416,13 +420,12 @@ def _base_environment() -> dict[str, str]:
         "LC_ALL": "C.UTF-8",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONIOENCODING": "utf-8",
-        # Native thread pools (numpy's BLAS) would start threads at import, before the worker
-        # confines itself (Landlock needs a single thread), and would use CPU past the step's
-        # share: one thread each.
-        "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-        "NUMEXPR_NUM_THREADS": "1", "POLARS_MAX_THREADS": "1",
         # joblib (scikit-learn's n_jobs) runs in serial mode: no process from a step
         "JOBLIB_MULTIPROCESSING": "0",
+        # (native thread pools start as the libraries import, once the worker is confined: a
+        # thread made after Landlock's restrict_self is confined too; their CPU time counts
+        # against the worker's CPU backstop, 4x the step's time limit)
+        **native_settings(),
     }
 
 

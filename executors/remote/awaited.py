@@ -25,7 +25,7 @@ from typing import Any
 from ..base import ExecutionResult, check_code
 from .answers import atool_reply
 from .link import DeadlinePassed, WorkerDied, remaining
-from .protocol import ErrorReply, Ok, ProtocolError, Reset, ToolCall
+from .protocol import ProtocolError, ToolCall
 
 __all__ = ["AwaitedSteps"]
 
@@ -89,27 +89,17 @@ class AwaitedSteps:
         return self._link.handle is not None and self._configure_id is None
 
     async def areset(self) -> None:
-        """`reset()` awaited: the worker's answer waited on by the loop (a worker that breaks
-        is replaced on a thread, which is what a reset wants anyway: its state is gone)."""
+        """`reset()` awaited: like `reset()` it sends nothing now (the next request's frame carries
+        it), so it only waits for its turn on the loop."""
         async with self._turn():
             self._check_open()
-            if self._link.handle is None or not self._dirty:
-                return
-            if self._configure_id is not None or not self._link.waitable() or self._replace_if_unclean():
-                await asyncio.to_thread(self._ready)
-            if self._link.waitable():
-                message = Reset(id=self._new_id())
-                deadline = time.monotonic() + max(10.0, 2 * (self.limits.timeout_s or 5.0))
-                try:
-                    await self._link.asend(message.frame(self.max_frame_bytes), deadline)
-                    reply = await self._link.arecv(deadline)
-                    if not (isinstance(reply, (Ok, ErrorReply)) and reply.id == message.id):
-                        raise ProtocolError(f"the worker answered {reply.op!r} to reset")
-                except (DeadlinePassed, WorkerDied, ProtocolError):
-                    await asyncio.to_thread(self._restart)
-                except BaseException:
-                    self._abandon()
-                    raise
+            self._ask_reset()
+
+    def _ask_reset(self) -> None:
+        """The worker forgets at the start of the next request (that request's frame says so): a
+        reset costs no round trip of its own. A fresh worker has nothing to forget."""
+        if self._link.handle is not None and self._dirty:
+            self._reset_next = True
             self._lost = False  # nothing the caller wanted kept was lost
             self._dirty = False
 

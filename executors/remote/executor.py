@@ -127,6 +127,7 @@ class RemoteExecutor(AwaitedSteps, ExecutorBase):
         self._restarts = 0
         self._lost = False  # a restart happened that no ExecutionResult has reported yet
         self._dirty = False  # the worker holds state a reset() would forget
+        self._reset_next = False  # reset() asked: the next step's frame carries it (one trip)
         self._finalizer = weakref.finalize(self, WorkerLink.kill, self._link)
         self._sources = SourceRefs()
 
@@ -281,7 +282,8 @@ class RemoteExecutor(AwaitedSteps, ExecutorBase):
         """Kill the worker and start a fresh one (not waiting for it to boot)."""
         self._discard()
         self._restarts += 1
-        self._lost = True
+        self._lost = not self._reset_next  # (a reset was asked: nothing wanted was lost)
+        self._reset_next = False
         if not self._closed:
             try:
                 self._spawn()
@@ -306,6 +308,9 @@ class RemoteExecutor(AwaitedSteps, ExecutorBase):
         Breakage kills/restarts the worker and raises ExecutorError."""
         if self._replace_if_unclean():
             self._ready()
+        if self._reset_next:  # (a control message: the reset the caller asked for goes first)
+            self._reset_next = False
+            self._request(Reset(id=self._new_id()), "reset")
         deadline = time.monotonic() + max(10.0, 2 * (self.limits.timeout_s or 5.0))
         try:
             self._link.send(message.frame(self.max_frame_bytes, self.limits.max_payload_bytes), deadline)
@@ -356,14 +361,18 @@ class RemoteExecutor(AwaitedSteps, ExecutorBase):
         self._dirty = True
         rid = self._new_id()
         ref, known = self._sources.ref_of(code)
+        message = {"op": "execute", "id": rid, "ref": ref} if known else \
+            {"op": "execute", "id": rid, "code": code, "ref": ref}
+        if self._reset_next:  # (the reset the caller asked for rides on this frame: one trip)
+            message["reset"] = True
         try:  # (an `Execute` message, framed from its fields: no model to build on the hot path)
-            frame = pack_frame({"op": "execute", "id": rid, "ref": ref} if known else
-                               {"op": "execute", "id": rid, "code": code, "ref": ref}, self.max_frame_bytes)
-        except FrameTooLarge:
+            frame = pack_frame(message, self.max_frame_bytes)
+        except FrameTooLarge:  # (a reset asked stays owed to the next request)
             self._sources.forget(code)
             return ExecutionResult(error=ExecutionError(
                 "CodeTooLarge", f"the code is too large to send to the sandbox ({len(code):,} characters "
                 f"do not fit in max_frame_bytes={self.max_frame_bytes:,}); send shorter code"))
+        self._reset_next = False
         timeout = self.limits.timeout_s
         deadline = None if timeout is None else time.monotonic() + timeout + self.kill_grace_s
         return rid, frame, deadline, lost
@@ -473,15 +482,7 @@ class RemoteExecutor(AwaitedSteps, ExecutorBase):
     def reset(self) -> None:
         with self._lock:
             self._check_open()
-            if self._link.handle is None or not self._dirty:
-                return  # (a fresh worker has nothing to forget: no need to wait for it)
-            self._ready()
-            try:
-                self._request(Reset(id=self._new_id()), "reset")
-            except ExecutorError:
-                pass  # the worker was replaced: its state is gone, which is what reset wants
-            self._lost = False  # nothing the caller wanted kept was lost
-            self._dirty = False
+            self._ask_reset()
 
     def ping(self) -> float:
         """Round-trip a no-op frame; returns the seconds it took (starts the worker if needed)."""

@@ -118,7 +118,9 @@ class Configure(_Msg):
 
 class Execute(_Msg):
     """A step. `ref` names the source for the worker (`SourceRefs`): a source it has been sent
-    before comes as its ref alone, `code` omitted."""
+    before comes as its ref alone, `code` omitted. The host's reset() rides on the next step's
+    frame as `"reset": true` (the worker forgets the variables first; framed on the hot path,
+    not from this model)."""
 
     op: Literal["execute"] = "execute"
     id: int

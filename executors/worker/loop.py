@@ -193,8 +193,11 @@ class Worker:
             grants = served.grants(msg.get("grants"))
         except ValueError as exc:
             return self._error(msg, "ConfigurationError", safe_str(exc))
-        self.runtime = served.build(tools=tools, authorized_imports=list(msg.get("authorized_imports") or []),
-                                    limits=self.limits, grants=grants, workdir=os.getcwd())
+        try:  # (a setting the runtime refuses is the host's mistake: say so, do not die of it)
+            self.runtime = served.build(tools=tools, authorized_imports=list(msg.get("authorized_imports") or []),
+                                        limits=self.limits, grants=grants, workdir=os.getcwd())
+        except (ValueError, TypeError) as exc:
+            return self._error(msg, "ConfigurationError", safe_str(exc))
         self._served = served
         self._confine_and_answer(msg)
 
@@ -384,6 +387,8 @@ class Worker:
             return self._error(msg, "ProtocolError", "execute without code")
         elif type(ref) is int:
             self.sources.keep(ref, code)
+        if msg.get("reset") is True:  # (the host's reset(), sent with the next step)
+            self.runtime.reset()
         start = time.perf_counter()
         self.cpu.arm(self.limits.get("timeout_s"))
         try:

@@ -16,6 +16,7 @@ from .policy import (
     FORBIDDEN_ATTRIBUTES,
     FORBIDDEN_BUILTINS,
     GUARDED_LOADS,
+    INTERCHANGE_DUNDERS,
     READABLE_DUNDERS,
     REFUSED_DUNDERS,
     REFUSED_NODE_ADVICE,
@@ -100,11 +101,8 @@ class PolicyChecker:
             if is_private_name(attr):
                 return  # checked at run time: only on the model's own objects
             if not (type(node.ctx) is ast.Load and attr in READABLE_DUNDERS):
-                self.refuse(
-                    node,
-                    f"the attribute '{attr}' is not allowed: attributes starting with '_' are "
-                    f"private",
-                )
+                why = INTERCHANGE_DUNDERS.get(attr) or "attributes starting with '_' are private"
+                self.refuse(node, f"the attribute '{attr}' is not allowed: {why}")
         elif attr in FORBIDDEN_ATTRIBUTES:
             self.refuse(node, f"the attribute '{attr}' is not allowed: it exposes interpreter internals")
 

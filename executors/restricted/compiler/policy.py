@@ -104,6 +104,29 @@ UNCHECKED_SIZE_DUNDERS: frozenset[str] = frozenset({
     "__pow__", "__rpow__", "__ipow__", "__lshift__", "__rlshift__", "__ilshift__",
 })
 
+# Interchange protocols libraries define on their objects (numpy, pandas, polars, pyarrow): each
+# allowed (None) or refused (why) by what calling it hands over. Data, or a capsule only another
+# library's consumer can open, is what `np.asarray`, `pd.api.interchange.from_dataframe` or
+# `pa.table` would take from the object anyway. Model classes still cannot *define* any of them
+# (DEFINABLE_DUNDERS): a consumer never trusts a description the model made.
+INTERCHANGE_DUNDERS: dict[str, str | None] = {
+    "__array__": None,  # an ndarray of the object's data (np.asarray(x))
+    "__dataframe__": None,  # the dataframe interchange view of the frame's columns
+    "__arrow_c_stream__": None,  # Arrow C data interface: a PyCapsule, opaque to Python code
+    "__arrow_c_array__": None,
+    "__arrow_c_schema__": None,
+    "__arrow_c_device_array__": None,
+    "__arrow_c_device_stream__": None,
+    "__dlpack__": None,  # a DLPack capsule (np.from_dlpack(x))
+    "__dlpack_device__": None,  # (device type, id)
+    "__array_interface__": "it describes the array's memory by raw address, for views made "
+                           "over any address; use np.asarray(x)",
+    "__array_struct__": "a capsule of raw memory addresses; use np.asarray(x)",
+    "__cuda_array_interface__": "it describes device memory by raw address",
+    "__array_namespace__": "it hands out the library's real module, not the sandbox's view of "
+                           "it; import the library instead",
+}
+
 # Dunder attributes model code may read (`super().__init__(...)`, `f.__name__`). Everything else
 # starting with "_" is refused: __class__/__bases__/__subclasses__/__globals__/__self__/... are
 # the classic ways out. (`type(x)` gives what `x.__class__` would, minus `type`'s 3-arg form.)
@@ -114,7 +137,7 @@ READABLE_DUNDERS: frozenset[str] = (
     "__dict__",  # rewritten: only of the model's own objects
     "__name__", "__qualname__", "__doc__", "__module__", "__cause__", "__context__",
     "__suppress_context__", "__notes__",
-}
+} | {name for name, refused in INTERCHANGE_DUNDERS.items() if refused is None}
 
 # Underscore names that are public API (namedtuple): readable on any object.
 PUBLIC_UNDERSCORE_NAMES: frozenset[str] = frozenset({

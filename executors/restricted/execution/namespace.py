@@ -48,58 +48,71 @@ EXCEPTIONS = tuple(
 )
 
 
-def build_namespace(
-    ns: dict[str, Any], state: RunState, buffer_ref: Callable[[], OutputBuffer],
-    authorized_imports: Iterable[str],
-) -> HostGuard:
+class NamespaceParts:
+    """What outlives reset(): the sandbox's print, the host guard (what it learnt of the host's
+    objects), the importer with its module proxies (building sympy's takes ~100 ms), and the
+    builtins and instrumenter names every namespace starts from. reset() forgets the model's
+    variables, not the work of importing its libraries."""
+
+    def __init__(self, state: RunState, buffer_ref: Callable[[], OutputBuffer],
+                 authorized_imports: Iterable[str]) -> None:
+        self.print_fn = print_fn = make_print(buffer_ref)
+        self.host = host = HostGuard(own_functions=state.generators.functions)
+        host.member_checks = MEMBER_CHECKS
+        self.importer = SandboxImporter(authorized_imports, state, print_fn, host)
+        getattr_ = make_getattr(host.attr, host.private_attr)
+        safe: dict[str, Any] = {name: getattr(builtins, name) for name in PLAIN_BUILTINS}
+        safe.update({name: getattr(builtins, name) for name in EXCEPTIONS})
+        safe.update(
+            print=print_fn, getattr=getattr_, hasattr=make_hasattr(getattr_),
+            range=state.guard_range, iter=state.guard_iter_call, vars=host.vars,
+            setattr=host.setattr, delattr=host.delattr, type=SandboxType,
+            __build_class__=host.build_class, pow=guarded_pow, __import__=self.importer,
+            PolicyError=PolicyError, ToolError=ToolError,
+        )
+        safe.update(_metered_reducers(state))
+        # C code finds `open` in the calling frame's builtins (numpy's tofile/fromfile: without
+        # it they fail with SystemError even inside the grants). Model code still cannot name it
+        # (the checker refuses it, FORBIDDEN_BUILTINS) and the capability guard judges every open.
+        safe["open"] = builtins.open
+        self.builtins = safe  # (each namespace gets a copy, with its own `dir`)
+        self.names: dict[str, Any] = {
+            "__name__": "__main__",
+            n.LIVE: False,
+            n.DEAD: state.dead,
+            n.FOR: state.guard_iter,
+            n.FOREVER: itertools.repeat(None),
+            n.TICK: state.tick,
+            n.POW: guarded_pow,
+            n.LSHIFT: guarded_lshift,
+            n.IPOW: guarded_ipow,
+            n.ILSHIFT: guarded_ilshift,
+            n.FMT_ATTR: fmt_attr,
+            n.ATTR: host.attr,
+            n.MATCH_CHECK: match_check,
+            n.KWARGS: check_kwargs,
+            n.GEN: state.generators.wrap,
+            n.WRITABLE: host.writable,
+            n.PRIVATE_ATTR: host.private_attr,
+            n.PRIVATE_WRITABLE: host.private_writable,
+            FINAL_ANSWER_NAME: state.final_answer,
+        }
+        for name in n.DIRECT_REDUCERS:  # (see instrument.py: visit_Call)
+            self.names[n.SANDBOX_REDUCER[name]] = safe[name]
+            self.names[n.C_REDUCER[name]] = getattr(builtins, name)
+
+
+def build_namespace(ns: dict[str, Any], state: RunState, parts: NamespaceParts) -> HostGuard:
     """Fill `ns` with the sandbox's builtins and the instrumenter's names; returns the host
-    guard of this namespace (its snapshots are restored after every step)."""
-    print_fn = make_print(buffer_ref)
-    host = HostGuard(own_functions=state.generators.functions)
-    host.member_checks = MEMBER_CHECKS
-    importer = SandboxImporter(authorized_imports, state, print_fn, host)
-    getattr_ = make_getattr(host.attr, host.private_attr)
-    safe_builtins: dict[str, Any] = {name: getattr(builtins, name) for name in PLAIN_BUILTINS}
-    safe_builtins.update({name: getattr(builtins, name) for name in EXCEPTIONS})
-    safe_builtins.update(
-        print=print_fn, getattr=getattr_, hasattr=make_hasattr(getattr_),
-        range=state.guard_range, iter=state.guard_iter_call, vars=host.vars,
-        setattr=host.setattr, delattr=host.delattr, type=SandboxType,
-        __build_class__=host.build_class, dir=safe_dir(ns), pow=guarded_pow, __import__=importer,
-        PolicyError=PolicyError, ToolError=ToolError,
-    )
-    safe_builtins.update(_metered_reducers(state))
-    for name in n.DIRECT_REDUCERS:  # (see instrument.py: visit_Call)
-        ns[n.SANDBOX_REDUCER[name]] = safe_builtins[name]
-        ns[n.C_REDUCER[name]] = getattr(builtins, name)
-    # C code finds `open` in the calling frame's builtins (numpy's tofile/fromfile: without it
-    # they fail with SystemError even inside the grants). Model code still cannot name it (the
-    # checker refuses it, FORBIDDEN_BUILTINS) and the capability guard judges every open.
-    safe_builtins["open"] = builtins.open
+    guard (its snapshots are restored after every step)."""
+    safe_builtins = parts.builtins.copy()
+    safe_builtins["dir"] = safe_dir(ns)
+    importer = parts.importer
     importer.sandbox_builtins = safe_builtins
-    ns.update({
-        "__builtins__": safe_builtins,
-        "__name__": "__main__",
-        n.LIVE: False,
-        n.DEAD: state.dead,
-        n.FOR: state.guard_iter,
-        n.FOREVER: itertools.repeat(None),
-        n.TICK: state.tick,
-        n.POW: guarded_pow,
-        n.LSHIFT: guarded_lshift,
-        n.IPOW: guarded_ipow,
-        n.ILSHIFT: guarded_ilshift,
-        n.FMT_ATTR: fmt_attr,
-        n.ATTR: host.attr,
-        n.MATCH_CHECK: match_check,
-        n.KWARGS: check_kwargs,
-        n.GEN: state.generators.wrap,
-        n.WRITABLE: host.writable,
-        n.PRIVATE_ATTR: host.private_attr,
-        n.PRIVATE_WRITABLE: host.private_writable,
-        FINAL_ANSWER_NAME: state.final_answer,
-    })
-    return host
+    importer.cache.pop("builtins", None)  # (`import builtins` gives this namespace's)
+    ns.update(parts.names)
+    ns["__builtins__"] = safe_builtins
+    return parts.host
 
 
 def _metered_reducers(state: RunState) -> dict[str, Callable[..., Any]]:

@@ -10,6 +10,8 @@ import sys
 from typing import Any
 
 from ...base import ExecutionError, Limits
+from ...worker.display import display_text
+from ...worker.figures import is_pil_image, pil_description
 from ...worker.wire import cut_middle as truncate_middle
 from ..capabilities import CapabilityError
 from ..compiler.checker import Violation
@@ -161,3 +163,14 @@ def policy_error(violations: list[Violation], lines: list[str]) -> ExecutionErro
         extra = f" (and {len(violations) - 4} more)" if len(violations) > 4 else ""
         message = f"{message}. Also: {more}{extra}"
     return ExecutionError("PolicyError", message, first.lineno, line)
+
+
+def describe_value(value: Any, limit: int) -> str:
+    """output_repr: tables and arrays like a notebook shows them, a PIL image by its size (its
+    pixels come back as an attachment), anything else its repr."""
+    if is_pil_image(value):
+        return pil_description(value)
+    text = display_text(value, limit)
+    if text is None:
+        return safe_repr(value, limit)
+    return text if type(text) is str else str.__str__(text)  # (a model's str subclass: its data)

@@ -30,8 +30,7 @@ from ...base import (
 )
 from ...worker.codec import TAG, Crossing, NotPlain, Repr, decode_value, encode_value, opaque_repr
 from ...worker.codec import safe_repr as codec_repr
-from ...worker.display import display_text
-from ...worker.figures import collect, is_pil_image, max_pixels, pil_description
+from ...worker.figures import collect, max_pixels
 from ...worker.warm import warm_up
 from ..capabilities import GUARD, Grants
 from ..compiler.names import LIVE, RESULT
@@ -48,14 +47,15 @@ from ..libraries.pyplot_state import PyplotState
 from ..libraries.rules import warn_dangerous
 from ..libraries.sandbox_modules import ModuleProxy
 from ..libraries.state import StepSettings
+from ..limits import step_streams
 from ..limits.budget import UNMETERED, RunState
 from ..limits.interrupts import HostInterrupts
 from ..limits.output import OutputBuffer
 from ..limits.process_caps import PROCESS_CAPS, frame_depth
 from ..limits.watchdog import CPU_ALARM, WATCHDOG, Interrupt
 from .compile_step import SOURCES, compile_step
-from .namespace import build_namespace, retire_namespace
-from .report import describe_error, limit_stop_error, locate, safe_repr
+from .namespace import NamespaceParts, build_namespace, retire_namespace
+from .report import describe_error, describe_value, limit_stop_error, locate, safe_repr
 
 __all__ = ["RestrictedRuntime", "PolicyError", "safe_repr"]
 
@@ -128,7 +128,10 @@ class RestrictedRuntime:
         state = getattr(self, "state", None) or RunState(ns)
         state.ns = ns
         self.state = state
-        self.host_guard = build_namespace(ns, state, lambda: self._buffer, self.authorized_imports)
+        parts = getattr(self, "_parts", None)
+        if parts is None:
+            parts = self._parts = NamespaceParts(state, lambda: self._buffer, self.authorized_imports)
+        self.host_guard = build_namespace(ns, state, parts)
         self.ns = ns
         for name, fn in self._tools.items():
             ns[name] = tool_proxy(name, fn, self.state)
@@ -282,7 +285,7 @@ class RestrictedRuntime:
             value = outcome[0]
             if value is not None:
                 limit = self.limits.max_output_chars
-                outcome[1] = _describe(value, limit)
+                outcome[1] = describe_value(value, limit)
                 outcome[5] = encode_value(value, binary=True,
                                           describe=lambda v: codec_repr(v, limit))
             if exc is not None and not self.state.final_called and outcome[2] is None:
@@ -338,8 +341,7 @@ class RestrictedRuntime:
         decimal.setcontext(host_context.copy())
         try:
             alarm = rendered = settled = released = False
-            PROCESS_CAPS.enter(self.limits.max_memory_mb, depth)
-            self._settings.save()
+            self._enter_process_state(depth)
             WORKDIRS.enter(self.workdir)
             self._pyplot.enter()
             guard = GUARD.enter(self.grants, sys._getframe(), state)
@@ -398,9 +400,16 @@ class RestrictedRuntime:
             finally:
                 self._leave_step(guard, released)
         finally:
+            step_streams.leave()
             decimal.setcontext(host_context)
             resume_tracing(state)
         return exc
+
+    def _enter_process_state(self, depth: int) -> None:
+        """The process-wide state a step changes: caps, streams and warnings, library settings."""
+        PROCESS_CAPS.enter(self.limits.max_memory_mb, depth)
+        step_streams.enter(self._buffer, SOURCES)  # (before the settings: they keep its hooks)
+        self._settings.save()
 
     def _nothing_to_render(self, exc: BaseException | None, render: Callable) -> bool:
         """No value, error, figure or generator: the render pauses can be skipped."""
@@ -457,17 +466,6 @@ def _lift_memory_cap() -> None:
     finally:
         if step is not None:
             step.suspended -= 1
-
-
-def _describe(value: Any, limit: int) -> str:
-    """output_repr: tables and arrays like a notebook shows them, a PIL image by its size (its
-    pixels come back as an attachment), anything else its repr."""
-    if is_pil_image(value):
-        return pil_description(value)
-    text = display_text(value, limit)
-    if text is None:
-        return safe_repr(value, limit)
-    return text if type(text) is str else str.__str__(text)  # (a model's str subclass: its data)
 
 
 # _SETTLE_NOTE: the watchdog's interrupt is an asynchronous exception, raised at the next

@@ -18,6 +18,7 @@ from ..compiler.policy import (
     FORBIDDEN_ATTRIBUTES,
     FORMAT_ATTRIBUTES,
     GUARDED_LOADS,
+    INTERCHANGE_DUNDERS,
     READABLE_DUNDERS,
     is_private_name,
 )
@@ -112,7 +113,8 @@ def check_attr_name(name: Any, *, write: bool = False) -> str:
     name = exact_name(name)
     if name.startswith("_"):
         if write or name not in READABLE_DUNDERS:
-            raise PolicyError(f"the attribute '{name}' is not allowed: attributes starting with '_' are private")
+            why = INTERCHANGE_DUNDERS.get(name) or "attributes starting with '_' are private"
+            raise PolicyError(f"the attribute '{name}' is not allowed: {why}")
     elif name in FORBIDDEN_ATTRIBUTES:
         raise PolicyError(f"the attribute '{name}' is not allowed: it exposes interpreter internals")
     return name

@@ -13,6 +13,7 @@ from ..capabilities import GUARD
 from ..compiler.names import LIVE
 from ..guards.errors import LimitExceeded
 from ..limits.budget import RunState
+from ..limits.step_streams import set_aside, take_back
 from ..limits.watchdog import WATCHDOG, Interrupt
 from .tracing import resume as resume_tracing
 from .tracing import suspend as suspend_tracing
@@ -44,6 +45,7 @@ def tool_proxy(name: str, fn: Callable[..., Any], state: RunState) -> Callable[.
         step = current()
         if step is not None:
             step.suspended += 1
+        printing = set_aside()  # (what the tool prints is the host's)
         try:
             resume_tracing(state)  # a breakpoint in a tool stops (host/tracing.py)
             # ... and what it returns is a copy: the host's object is not the model's to change
@@ -58,6 +60,7 @@ def tool_proxy(name: str, fn: Callable[..., Any], state: RunState) -> Callable[.
             state.in_tool = False
             # (what the host's tracing is now: the tool may have started or ended a debugger)
             suspend_tracing(state)
+            take_back(printing)
             if step is not None:
                 step.suspended -= 1
         state.check_clock()

@@ -417,8 +417,48 @@ def _patch_codecs(members: Members, ctx: PatchContext) -> None:
     members["lookup"] = lookup
 
 
+_TEMP_MAKERS = ("mkstemp", "mkdtemp", "TemporaryFile", "NamedTemporaryFile",
+                "SpooledTemporaryFile", "TemporaryDirectory")
+
+
+def _patch_tempfile(members: Members, ctx: PatchContext) -> None:
+    """Temporary files go to the step's working directory (what a worker's TMPDIR is), not the
+    host's temporary directory: the same programs run in every executor, and the step can write
+    there without a grant. (An explicit `dir=` is judged by the guard as any path.)"""
+    import os
+
+    def in_step_dir(make: Callable[..., Any]) -> Callable[..., Any]:
+        # (not __annotations__: reading a class's makes it an empty dict in the class, a change
+        # to the process's tempfile module a step must not leave behind)
+        @_functools.wraps(make, assigned=("__module__", "__name__", "__qualname__", "__doc__"))
+        def maker(*args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("dir") is None and not _passes_dir(make, args):
+                kwargs["dir"] = os.getcwd()
+            return make(*args, **kwargs)
+
+        return maker
+
+    for name in _TEMP_MAKERS:
+        if name in members:
+            members[name] = in_step_dir(members[name])
+    if "gettempdir" in members:
+        members["gettempdir"] = os.getcwd
+
+
+def _passes_dir(make: Callable[..., Any], args: tuple) -> bool:
+    """Did the positional arguments already give `dir`? (mkstemp(suffix, prefix, dir, ...))"""
+    import inspect
+
+    try:
+        names = list(inspect.signature(make).parameters)
+    except (TypeError, ValueError):
+        return False
+    return "dir" in names and names.index("dir") < len(args)
+
+
 PATCHES: dict[str, Callable[[Members, PatchContext], None]] = {
     "re": patch_re,  # held to the time limit on any thread: bounded_re.py
+    "tempfile": _patch_tempfile,
     "weakref": _patch_weakref,
     "codecs": _patch_codecs,
     "time": _patch_time,

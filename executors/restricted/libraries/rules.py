@@ -14,7 +14,10 @@ Three shapes, all `module -> {member: reason}`:
 
 from __future__ import annotations
 
+import sys
+import types
 from collections.abc import Iterable
+from typing import Any
 
 from .registries import REFUSED_MEMBERS
 
@@ -34,6 +37,8 @@ _NATIVE_READER = ("its native reader or writer (.reader, .writer) opens any path
                   "code; use read_table/write_table (their paths are checked)")
 _NATIVE_FILE = ("it opens a path from native code, where the guard cannot see; use pa.memory_map, "
                 "pa.input_stream or pa.output_stream (their paths are checked)")
+_EXEC_FRAME = "it runs a string as code in its caller's namespace"
+_GC = "it turns the process's garbage collector off and on and walks every object"
 _DEFAULTS = "the host's default settings (rcdefaults() and style resets read them); rcParams is the step's own"
 
 DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
@@ -85,10 +90,17 @@ DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
     "builtins": {"*": "model code gets the sandbox's own builtins"},
     # Libraries.
     "numpy": {"ctypeslib": "native code", "f2py": "compiles and loads native code",
-              "distutils": _PROCESS, "testing": _PROCESS},
+              "distutils": _PROCESS},
     "numpy.ctypeslib": {"*": "native code"},
     "numpy.f2py": {"*": "compiles and loads native code"},
-    "numpy.testing": {"*": _PROCESS},
+    # numpy.testing's assertions are data code; these members are not
+    "numpy.testing": {"extbuild": "it compiles and loads native code",
+                      "run_threaded": _THREADS, "test": "it runs numpy's test suite (pytest)",
+                      "rundocs": "it runs a module's doctests, named by a string",
+                      "measure": _EXEC_FRAME, "runstring": _EXEC_FRAME,
+                      "assert_no_gc_cycles": _GC, "break_cycles": _GC,
+                      "check_support_sve": _PROCESS,
+                      "decorate_methods": "it replaces the methods of any class, the host's too"},
     "matplotlib": {"set_loglevel": "it changes the host's logging",
                    "rcParamsDefault": _DEFAULTS, "rcParamsOrig": _DEFAULTS,
                    "color_sequences": _REGISTRY},
@@ -138,6 +150,16 @@ DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
         "register_series_accessor": "it adds a member to every host Series",
         "register_index_accessor": "it adds a member to every host Index",
         "register_extension_dtype": "it changes a process-wide registry"},
+    # (the same objects as pandas.api.extensions': hidden_object() finds them there too)
+    "pandas.core.accessor": {
+        "register_dataframe_accessor": "it adds a member to every host DataFrame",
+        "register_series_accessor": "it adds a member to every host Series",
+        "register_index_accessor": "it adds a member to every host Index"},
+    "pandas.core.dtypes.base": {"register_extension_dtype": "it changes a process-wide registry"},
+    "pandas.core.computation.expressions": {
+        "set_use_numexpr": _GLOBAL, "set_numexpr_threads": _GLOBAL, "set_test_mode": _GLOBAL},
+    "sympy": {"init_printing": "it replaces sys.displayhook, the host's interactive display",
+              "init_session": "it replaces sys.displayhook and starts an interactive session"},
     "pandas.plotting": {"register_matplotlib_converters": _GLOBAL,
                         "deregister_matplotlib_converters": _GLOBAL,
                         "plot_params": _GLOBAL},
@@ -213,6 +235,61 @@ def hidden_reason(module: str, member: str) -> str | None:
     if "*" in rules and member not in ONLY_MEMBERS.get(module, ()):
         return rules["*"]
     return None
+
+
+# -- the same members wherever they are found ------------------------------------------------------
+# Every public module of an authorized package can be imported, so a member the table hides is
+# hidden by what it *is*, not by the path it was found under: `pandas.core.accessor` hands out the
+# very register_dataframe_accessor that pandas.api.extensions does, a library module that did
+# `from subprocess import Popen` hands out subprocess's. Resolved from each table module once it
+# is loaded (the objects are kept: their ids stay theirs).
+_BY_OBJECT: dict[int, tuple[Any, str]] = {}
+_PENDING: set[str] = {name for name in DANGEROUS_MEMBERS if name != "builtins"}
+_SEEN = [0]  # len(sys.modules) when the pending modules were last looked for
+_SCALARS = (int, float, complex, str, bytes, bool, type(None), tuple, frozenset)
+
+
+def hidden_object(value: Any) -> str | None:
+    """Why `value` is kept from model code wherever a module hands it out (it is a member the
+    table hides, under another name or module), or None."""
+    if _PENDING and len(sys.modules) != _SEEN[0]:  # (a table module may have loaded since)
+        _SEEN[0] = len(sys.modules)
+        _resolve_loaded()
+    found = _BY_OBJECT.get(id(value))
+    return found[1] if found is not None and found[0] is value else None
+
+
+def _resolve_loaded() -> None:
+    for name in [name for name in _PENDING if name in sys.modules]:
+        _PENDING.discard(name)
+        module = sys.modules[name]
+        rules = DANGEROUS_MEMBERS[name]
+        own = getattr(module, "__dict__", {})
+        if "*" in rules:  # what the module itself defines (not what it re-exports from others)
+            homes = _homes(name)
+            members = [m for m in own if type(m) is str and not m.startswith("_")
+                       and _home(own[m]) in homes]
+        else:
+            members = [m for m in rules if m in own]
+        for member in members:
+            reason = hidden_reason(name, member)
+            value = own[member]
+            if reason is not None and not isinstance(value, (types.ModuleType, *_SCALARS)):
+                _BY_OBJECT.setdefault(id(value), (value, reason))
+
+
+def _homes(name: str) -> set[str]:
+    """The module and its C twin (os: posix; threading: _thread; pyarrow.fs: pyarrow._fs)."""
+    parent, _, last = name.rpartition(".")
+    twin = f"{parent}._{last}" if parent else f"_{last}"
+    return {name, twin} | ({"posix", "nt"} if name == "os" else set())
+
+
+def _home(value: Any) -> Any:
+    home = getattr(value, "__module__", None) if isinstance(value, (type, types.FunctionType,
+                                                                    types.BuiltinFunctionType)) \
+        else getattr(type(value), "__module__", None)
+    return home if type(home) is str else None
 
 
 def module_refusal(name: str) -> str | None:

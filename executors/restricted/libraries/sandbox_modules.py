@@ -9,19 +9,19 @@ A few members are then replaced by sandbox-aware versions (patches.py).
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import types
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ...base import STAR_REFUSAL
 from ..compiler.policy import FORBIDDEN_BUILTINS, HIDDEN_MODULE_MEMBERS, IO_ALLOWED
 from ..guards.errors import ImportPolicyError
 from ..host.guard import CLASS_SUBSTITUTES, HostGuard
 from ..limits.budget import RunState
 from .patches import PATCHES, PatchContext, patch_members
 from .raw_memory import install_raw_memory_checks
-from .rules import hidden_reason, module_refusal
+from .rules import hidden_object, hidden_reason, module_refusal
 
 # Submodules that are part of what their parent is for (`os.path` is posixpath): authorizing the
 # parent authorizes them.
@@ -52,9 +52,11 @@ class ModuleProxy:
     """A read-only namespace standing in for a module. Has no `__name__` on purpose: CPython's
     `from m import x` falls back to `sys.modules[m.__name__ + '.x']` when `x` is missing."""
 
-    def __init__(self, label: str, members: dict[str, Any], lazy: Any = None) -> None:
+    def __init__(self, label: str, members: dict[str, Any], lazy: Any = None,
+                 hidden: dict[str, str] | None = None) -> None:
         object.__setattr__(self, "_label", label)
         object.__setattr__(self, "_lazy", lazy)  # (resolve, names): members made on first use
+        object.__setattr__(self, "_hidden", {} if hidden is None else hidden)  # name -> why
         self.__dict__.update(members)
 
     def __getattr__(self, name: str) -> Any:
@@ -67,6 +69,9 @@ class ModuleProxy:
             if value is not _ABSENT:
                 self.__dict__[name] = value
                 return value
+        why = self.__dict__["_hidden"].get(name)
+        if why is not None:
+            raise AttributeError(f"'{self._label}.{name}' is not available in the sandbox: {why}")
         raise AttributeError(
             f"module '{self._label}' has no attribute '{name}' in the sandbox "
             "(private, hidden, or a submodule that is not authorized)"
@@ -90,86 +95,38 @@ class ModuleProxy:
 _ABSENT = object()
 
 
-def public_child(parent: str, child: str) -> bool:
-    """Is `parent.child` part of `parent`'s public API? What `pkg.*` authorizes is the package's
-    public API, not every module in it: a package's internals (`pandas.core.accessor`,
-    `concurrent.futures.thread`) are reachable only where the public API hands them out.
-
-    The rule, from what the package itself says: a name with a leading underscore never; a
-    package with an `__all__` that names submodules exports exactly those (pandas, numpy, scipy,
-    scikit-learn, email, xml); one whose `__all__` names none exports none if it is in the
-    standard library (which lists or documents every public submodule: name one exactly to
-    authorize it) and, in a third-party package, every submodule without a leading underscore
-    (matplotlib's, statsmodels' convention); a package without `__all__`, every such submodule."""
-    if child.startswith("_"):
-        return False
-    key = (parent, child)
-    known = _PUBLIC.get(key)
-    if known is None:
-        known = _PUBLIC[key] = _public_child(parent, child)
-    return known
-
-
-_PUBLIC: dict[tuple[str, str], bool] = {}
-
-
-def _public_child(parent: str, child: str) -> bool:
-    import sys
-
-    try:
-        module = sys.modules.get(parent) or importlib.import_module(parent)
-    except Exception:  # noqa: BLE001 - the import will fail the same way and say why
-        return True
-    names = getattr(module, "__all__", None)
-    if not isinstance(names, (list, tuple)):
-        return True
-    names = [n for n in names if type(n) is str]
-    if child in names:
-        return True
-    if any(_is_submodule(module, parent, n) for n in names):
-        return False
-    return parent.split(".")[0] not in sys.stdlib_module_names
-
-
-def _is_submodule(module: types.ModuleType, parent: str, name: str) -> bool:
-    if isinstance(getattr(module, name, None), types.ModuleType):
-        return True
-    if not hasattr(module, "__path__"):
-        return False
-    try:
-        return importlib.util.find_spec(f"{parent}.{name}") is not None
-    except (ImportError, ValueError):
-        return False
+def public_path(name: str) -> bool:
+    """A public module path: no component starts with an underscore."""
+    return not any(part.startswith("_") for part in name.split("."))
 
 
 class Authorization:
-    """Which module names may be imported: exact names and "pkg.*" patterns (the package's
-    public API, see `public_child`)."""
+    """Which modules model code may import. Authorizing a package authorizes its public modules:
+    "pkg" (or "pkg.*", the same) allows `pkg` and every module below it whose dotted path has no
+    component starting with "_" (`sympy.abc`, `sklearn.metrics.pairwise`, `pandas.core.frame`);
+    "pkg.sub" allows `pkg.sub` and its public modules. What stays guarded is what code *does*
+    with them (rules.py hides the members that would change the host or run code by name, the
+    capability guard judges files, processes, native code), not a module's name."""
 
     def __init__(self, names: Iterable[str]) -> None:
         self.exact: set[str] = set()
-        self.prefixes: list[str] = []
         for name in names:
             if name == "*":
-                raise ValueError("authorizing every module ('*') is not supported by the restricted policy")
-            if name.endswith(".*"):
-                base = name[:-2]
-                self.exact.add(base)
-                self.prefixes.append(base + ".")
-            else:
-                self.exact.add(name)
+                raise ValueError(STAR_REFUSAL)
+            self.exact.add(name[:-2] if name.endswith(".*") else name)
 
     def allows(self, name: str) -> bool:
         if name in self.exact:
             return True
-        for prefix in self.prefixes:
-            if name.startswith(prefix):
-                parent, *children = [prefix[:-1], *name[len(prefix):].split(".")]
-                for child in children:
-                    if not public_child(parent, child):
-                        return False
-                    parent = f"{parent}.{child}"
+        if not public_path(name):
+            return False
+        exact = self.exact
+        dot = name.rfind(".")
+        while dot > 0:
+            name = name[:dot]
+            if name in exact:
                 return True
+            dot = name.rfind(".")
         return False
 
     def on_path(self, name: str) -> bool:
@@ -200,8 +157,12 @@ class SandboxImporter:
             return importlib.import_module(name)
         if level:
             raise ImportPolicyError("relative imports are not allowed")
-        if not isinstance(name, str) or not name or any(p.startswith("_") for p in name.split(".")):
+        if not isinstance(name, str) or not name:
             raise ImportPolicyError(f"importing {name!r} is not allowed")
+        if not public_path(name):
+            raise ImportPolicyError(
+                f"importing '{name}' is not allowed: a module whose path has a part starting with "
+                "'_' is private to its package; import the public module that offers it")
         if not self.auth.allows(name) and not (fromlist and self.auth.on_path(name)):
             raise ImportPolicyError(self._refusal(name))
         refused = module_refusal(name)
@@ -216,6 +177,11 @@ class SandboxImporter:
                     raise ImportPolicyError(f"importing {item!r} from {name} is not allowed")
                 if item not in proxy.__dict__ and not hasattr(proxy, item):
                     full = f"{name}.{item}"
+                    why = proxy.__dict__["_hidden"].get(item) or module_refusal(full)
+                    if why is not None:
+                        raise ImportPolicyError(
+                            f"cannot import '{item}' from '{name}': it is not available in the "
+                            f"sandbox even though {name} is authorized: {why}")
                     if self.auth.allows(full):
                         self._load(full)
                         proxy = self.proxy(name, refresh=True)
@@ -235,10 +201,6 @@ class SandboxImporter:
         return proxy
 
     def _refusal(self, name: str) -> str:
-        internal = next((p for p in self.auth.prefixes if name.startswith(p)), None)
-        if internal is not None:
-            return (f"'{name}' is internal to {internal[:-1]}: only its public modules can be "
-                    f"imported; use what {internal[:-1]} itself offers (its documented names)")
         allowed = ", ".join(sorted(self.auth.exact))
         return (
             f"import of '{name}' is not allowed. Authorized modules: {allowed}. "
@@ -258,12 +220,19 @@ class SandboxImporter:
         if cached is not None and not refresh:
             return cached
         module = self._load(name)
-        members, lazy = self._members(name, module)
-        proxy = ModuleProxy(name, members, lazy)
+        hidden: dict[str, str] = {}
+        members, lazy = self._members(name, module, hidden)
+        if cached is not None:  # (refreshed in place: names bound to it see the new submodule)
+            cached.__dict__.update(members)
+            object.__setattr__(cached, "_lazy", lazy)
+            cached.__dict__["_hidden"].update(hidden)
+            return cached
+        proxy = ModuleProxy(name, members, lazy, hidden)
         self.cache[name] = proxy
         return proxy
 
-    def _members(self, name: str, module: types.ModuleType) -> tuple[dict[str, Any], Any]:
+    def _members(self, name: str, module: types.ModuleType,
+                 hidden: dict[str, str]) -> tuple[dict[str, Any], Any]:
         """The proxy's members now, and the resolver of those it gets on first use: submodules
         (their proxies, and the import of a lazy package's submodule: scipy.stats) and names a
         module provides through its `__getattr__`, so that importing a package does not import
@@ -277,6 +246,9 @@ class SandboxImporter:
         eager = name in PATCHES  # (a patch works on the members it is given)
         public = getattr(module, "__all__", None)
         names = set(dir(module)) | (set(public) if isinstance(public, (list, tuple)) else set())
+        # (a submodule imported since is an attribute even where the package's __dir__ omits it:
+        # numpy's lists no numpy.matlib)
+        names |= {k for k, v in own.items() if type(v) is types.ModuleType}
         lazy: set[str] = set()
         for attr in names:
             if not isinstance(attr, str) or attr.startswith("_"):
@@ -284,7 +256,7 @@ class SandboxImporter:
             if attr in own and type(own[attr]) is types.ModuleType or not eager and attr not in own:
                 lazy.add(attr)  # (modules always: two modules may name each other)
                 continue
-            value = self._member(name, module, attr)
+            value = self._member(name, module, attr, hidden)
             if value is not _ABSENT:
                 members[attr] = value
         patch_members(name, members, self.patch_ctx)
@@ -292,19 +264,20 @@ class SandboxImporter:
         def resolve(attr: str) -> Any:
             if attr not in lazy:
                 return _ABSENT
-            return self._member(name, module, attr)
+            return self._member(name, module, attr, hidden)
 
         return members, (resolve, frozenset(lazy)) if lazy else None
 
     def _importable(self, name: str) -> bool:
         """Could model code import `name` itself (authorized, public, not refused)?"""
-        return not any(p.startswith("_") for p in name.split(".")) and self.auth.allows(name) \
-            and module_refusal(name) is None
+        return public_path(name) and self.auth.allows(name) and module_refusal(name) is None
 
-    def _member(self, name: str, module: types.ModuleType, attr: str) -> Any:
-        """What the proxy of `name` hands out as `attr`, or _ABSENT."""
-        if attr in HIDDEN_MODULE_MEMBERS.get(name, {}) or hidden_reason(name, attr) is not None:
-            return _ABSENT  # dangerous even when authorized
+    def _member(self, name: str, module: types.ModuleType, attr: str, hidden: dict[str, str]) -> Any:
+        """What the proxy of `name` hands out as `attr`, or _ABSENT (and why, into `hidden`)."""
+        why = HIDDEN_MODULE_MEMBERS.get(name, {}).get(attr) or hidden_reason(name, attr)
+        if why is not None:
+            hidden[attr] = why  # dangerous even when authorized
+            return _ABSENT
         if name == "io" and attr not in IO_ALLOWED:
             return _ABSENT
         try:
@@ -312,6 +285,10 @@ class SandboxImporter:
                 warnings.simplefilter("ignore")
                 value = getattr(module, attr)
         except AttributeError:
+            return _ABSENT
+        why = hidden_object(value)
+        if why is not None:  # the same member the table hides elsewhere (rules.hidden_object)
+            hidden[attr] = why
             return _ABSENT
         if isinstance(value, types.ModuleType):
             full = f"{name}.{attr}"
