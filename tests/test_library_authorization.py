@@ -101,7 +101,7 @@ HIDDEN = [  # what stays refused under the wider rule, and why (the model is tol
     ("import numpy.testing as t\nt.measure('1 + 1')", "runs a string as code"),
     ("import numpy.f2py", "compiles and loads native code"),
     ("import numpy._core", "private"),
-    ("import sympy\nsympy.init_printing()", "sys.displayhook"),
+    ("import sympy\nsympy.init_session()", "interactive session"),
 ]
 
 
@@ -168,8 +168,8 @@ def test_temporary_files_go_to_the_steps_directory(kind: str) -> None:
     working directory now."""
     code = ("import numpy as np\nfrom tempfile import TemporaryFile, NamedTemporaryFile\n"
             "f = TemporaryFile()\nnp.arange(3).tofile(f)\nf.seek(0)\nprint(np.fromfile(f, dtype=int))\n"
-            "m = np.memmap(NamedTemporaryFile().name, dtype='float32', mode='w+', shape=(2,))\n"
-            "print(m)\n")
+            "g = NamedTemporaryFile(suffix='.npy')\nnp.save(g.name, np.zeros(2, dtype='float32'))\n"
+            "print(np.load(g.name))\n")  # (not np.memmap: files are never mapped in a step, issue 42)
     with KINDS[kind](authorized_imports=["numpy", "tempfile"], limits=LIMITS) as ex:
         r = ex.execute(code)
     assert r.error is None, r.error

@@ -54,14 +54,7 @@ from ..base import (
 from ..worker.wire import SourceRefs, truncate_text
 from .answers import encoded_variables, step_result, tool_reply
 from .awaited import AwaitedSteps
-from .link import (
-    Channel,
-    DeadlinePassed,
-    WorkerDied,
-    WorkerHandle,
-    WorkerLink,
-    describe_failure,
-)
+from .link import Channel, DeadlinePassed, WorkerDied, WorkerHandle, WorkerLink, describe_failure
 from .pool import ExecutorPool
 from .protocol import (
     MAX_FRAME_BYTES,

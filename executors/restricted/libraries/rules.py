@@ -158,8 +158,9 @@ DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
     "pandas.core.dtypes.base": {"register_extension_dtype": "it changes a process-wide registry"},
     "pandas.core.computation.expressions": {
         "set_use_numexpr": _GLOBAL, "set_numexpr_threads": _GLOBAL, "set_test_mode": _GLOBAL},
-    "sympy": {"init_printing": "it replaces sys.displayhook, the host's interactive display",
-              "init_session": "it replaces sys.displayhook and starts an interactive session"},
+    # (sympy.init_printing runs: what it sets, sys.displayhook included, is put back after every
+    # step by registries.py)
+    "sympy": {"init_session": "it replaces sys.displayhook and starts an interactive session"},
     "pandas.plotting": {"register_matplotlib_converters": _GLOBAL,
                         "deregister_matplotlib_converters": _GLOBAL,
                         "plot_params": _GLOBAL},
