@@ -135,9 +135,47 @@ def decode_strings(data, pd, pa_library, bytes_of):
     kind = data.get("dtype")
     if kind not in ("str", "string"):
         raise ValueError("an Arrow strings column is 'str' or 'string'")
-    pa = pa_library()
+    try:
+        pa = pa_library()
+    except Exception as exc:  # (LibraryMissing) a side without pyarrow reads the buffers itself
+        if type(exc).__name__ != "LibraryMissing":
+            raise
+        values = _strings_without_pyarrow(data["v"], bytes_of)
+        return pd.array(values, dtype="str" if kind == "str" else "string")
     arr = decode_array(data["v"], pa, bytes_of)
     if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
         raise ValueError("an Arrow strings column holds strings")
     dtype = pd.StringDtype("pyarrow", na_value=float("nan") if kind == "str" else pd.NA)
     return pd.arrays.ArrowStringArray(pa.chunked_array([arr]), dtype=dtype)
+
+
+def _strings_without_pyarrow(data, bytes_of) -> list:
+    """An Arrow (large) string array's values from its three buffers, checked as pyarrow's full
+    validation would: offsets rising within the data, valid UTF-8 (ValueError otherwise)."""
+    import numpy as np
+
+    if type(data) is not dict or data.get(TAG) != "arrow_array" or data.get("type") not in ("string", "large_string"):
+        raise ValueError("expected an Arrow string array payload")
+    length, offset, buffers = data["length"], data["offset"], data["buffers"]
+    if type(length) is not int or type(offset) is not int or not 0 <= length < 2**62 \
+            or not 0 <= offset < 2**62 or type(buffers) is not list or len(buffers) != 3 or buffers[1] is None:
+        raise ValueError("an Arrow string array needs its length, offset and three buffers")
+    width = np.dtype("<i4" if data["type"] == "string" else "<i8")
+    raw = bytes_of(buffers[1])
+    if len(raw) < (offset + length + 1) * width.itemsize:
+        raise ValueError("an Arrow string array's offsets are shorter than its length")
+    offsets = np.frombuffer(raw, dtype=width, count=offset + length + 1)[offset:].astype(np.int64)
+    text = bytes_of(buffers[2]) if buffers[2] is not None else b""
+    if (offsets[0] < 0 or offsets[-1] > len(text) or np.any(np.diff(offsets) < 0)) if length else False:
+        raise ValueError("an Arrow string array's offsets leave its data")
+    valid = None
+    if buffers[0] is not None:
+        bits = np.frombuffer(bytes_of(buffers[0]), dtype=np.uint8)
+        if len(bits) * 8 < offset + length:
+            raise ValueError("an Arrow string array's validity is shorter than its length")
+        valid = np.unpackbits(bits, bitorder="little")[offset:offset + length].astype(bool)
+    text = bytes(text)
+    out = [text[offsets[i]:offsets[i + 1]].decode("utf-8") for i in range(length)]  # (UnicodeDecodeError is a ValueError)
+    if valid is not None:
+        out = [v if ok else None for v, ok in zip(out, valid.tolist(), strict=True)]
+    return out

@@ -15,19 +15,17 @@ an unclear error, a value over the bounds table in its hands, unusable afterward
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 import tracemalloc
 from typing import Any
 
 from ...base import ExecutionResult, ExecutorError, Limits
-from ...remote.executor import RemoteExecutor
-from ...remote.link import Channel, WorkerHandle
-from ...remote.protocol import FrameBuffer, ProtocolError, pack_frame, unpack_message
 from ...worker.bounds import BOUNDS
 from ...worker.bounds.numbers import decimal_over, int_over
 from .host_touches import touch_like_a_host
 
-__all__ = ["LyingWorker", "ScriptedChannel", "WireVerdict", "judge_lie", "memory_bound"]
+__all__ = ["LyingWorker", "ScriptedChannel", "WireVerdict", "judge_lie", "memory_bound"]  # noqa: F822 - (made at first use: __getattr__)
 
 #: what touching the values a host took may cost it: a copy or two of its text (repr, json), a few MB
 TOUCH_BYTES = 2 * BOUNDS.text_bytes + 16 * 2**20
@@ -43,86 +41,109 @@ def memory_bound(max_frame_bytes: int) -> int:
     return 3 * max_frame_bytes + BOUNDS.containers * 240 + BOUNDS.values * 40 + 32 * 2**20
 
 
-class ScriptedChannel(Channel):
-    """A worker in this process: `lie` (bytes, pre-rendered) answers the `trigger` request;
-    None makes an honest worker."""
+@functools.cache
+def _classes():
+    """ScriptedChannel, _Handle and LyingWorker, made at first use: importing the fuzzing package
+    loads no place where code runs (tests/test_fuzz.py), and these subclass the host's side."""
+    from ...remote.executor import RemoteExecutor
+    from ...remote.link import Channel, WorkerHandle
+    from ...remote.protocol import FrameBuffer, pack_frame, unpack_message
 
-    def __init__(self, lie: bytes | None, trigger: str, end: str) -> None:
-        self.lie, self.trigger, self.end = lie, trigger, end
-        self.incoming = FrameBuffer(BOUNDS.frame_bytes)
-        self.queue = memoryview(b"")
-        self.pending: list[bytes] = []
-        self.closed = self.done = False
+    class ScriptedChannel(Channel):
+        """A worker in this process: `lie` (bytes, pre-rendered) answers the `trigger` request;
+        None makes an honest worker."""
 
-    def write(self, data: bytes, timeout: float | None) -> None:
-        if self.closed or (self.done and self.end == "eof" and self.lie is not None):
-            raise BrokenPipeError("the worker is gone")
-        self.incoming.feed(data)
-        while (body := self.incoming.next_frame()) is not None:
-            self._answer(unpack_message(body))
+        def __init__(self, lie: bytes | None, trigger: str, end: str) -> None:
+            self.lie, self.trigger, self.end = lie, trigger, end
+            self.incoming = FrameBuffer(BOUNDS.frame_bytes)
+            self.queue = memoryview(b"")
+            self.pending: list[bytes] = []
+            self.closed = self.done = False
 
-    def _answer(self, msg: dict) -> None:
-        op, rid = msg["op"], msg.get("id")
-        if self.lie is not None and op == self.trigger and not self.done:
-            self.done = True
-            self._send_raw(self.lie)
-            self.lie = b""  # (its bytes are in the queue: hold them once)
-            return
-        answers = {"configure": {"op": "ok", "id": rid}, "ping": {"op": "pong", "id": rid, "pid": 1},
-                   "reset": {"op": "ok", "id": rid}, "register_tools": {"op": "ok", "id": rid},
-                   "set_variables": {"op": "ok", "id": rid},
-                   "get_variables": {"op": "variables", "id": rid, "values": {}},
-                   "execute": {"op": "result", "id": rid, "output": 2}}
-        if op in answers and not (self.done and self.lie is not None):
-            self._send_raw(pack_frame(answers[op]))
+        def write(self, data: bytes, timeout: float | None) -> None:
+            if self.closed or (self.done and self.end == "eof" and self.lie is not None):
+                raise BrokenPipeError("the worker is gone")
+            self.incoming.feed(data)
+            while (body := self.incoming.next_frame()) is not None:
+                self._answer(unpack_message(body))
 
-    def _send_raw(self, data: bytes) -> None:
-        self.pending.append(data)
+        def _answer(self, msg: dict) -> None:
+            op, rid = msg["op"], msg.get("id")
+            if self.lie is not None and op == self.trigger and not self.done:
+                self.done = True
+                self._send_raw(self.lie)
+                self.lie = b""  # (its bytes are in the queue: hold them once)
+                return
+            answers = {"configure": {"op": "ok", "id": rid}, "ping": {"op": "pong", "id": rid, "pid": 1},
+                       "reset": {"op": "ok", "id": rid}, "register_tools": {"op": "ok", "id": rid},
+                       "set_variables": {"op": "ok", "id": rid},
+                       "get_variables": {"op": "variables", "id": rid, "values": {}},
+                       "execute": {"op": "result", "id": rid, "output": 2}}
+            if op in answers and not (self.done and self.lie is not None):
+                self._send_raw(pack_frame(answers[op]))
 
-    def read(self, max_bytes: int, timeout: float | None) -> bytes:
-        if not self.queue and self.pending:
-            self.queue = memoryview(self.pending.pop(0))
-        if self.queue:
-            chunk = bytes(self.queue[:max_bytes])
-            self.queue = self.queue[max_bytes:]
-            return chunk
-        if self.closed or (self.done and self.end == "eof" and self.lie is not None):
-            return b""
-        raise TimeoutError  # (silence: as a real read once its timeout had passed)
+        def _send_raw(self, data: bytes) -> None:
+            self.pending.append(data)
 
-    def close(self) -> None:
-        self.closed = True
+        def read(self, max_bytes: int, timeout: float | None) -> bytes:
+            if not self.queue and self.pending:
+                self.queue = memoryview(self.pending.pop(0))
+            if self.queue:
+                chunk = bytes(self.queue[:max_bytes])
+                self.queue = self.queue[max_bytes:]
+                return chunk
+            if self.closed or (self.done and self.end == "eof" and self.lie is not None):
+                return b""
+            raise TimeoutError  # (silence: as a real read once its timeout had passed)
 
-
-class _Handle(WorkerHandle):
-    def __init__(self, channel: ScriptedChannel) -> None:
-        self.channel = channel
-        self.killed = False
-
-    def alive(self) -> bool:
-        return not self.killed
-
-    def kill(self) -> None:
-        self.killed = True
-
-    def exit_description(self) -> str:
-        return "was killed" if self.killed else ""
+        def close(self) -> None:
+            self.closed = True
 
 
-class LyingWorker(RemoteExecutor):
-    """A RemoteExecutor whose first worker tells `lie` (bytes for the request `trigger`)."""
+    class _Handle(WorkerHandle):
+        def __init__(self, channel: ScriptedChannel) -> None:
+            self.channel = channel
+            self.killed = False
 
-    def __init__(self, lie: bytes, trigger: str, end: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._lie = (lie, trigger, end)
-        self.handles: list[_Handle] = []
+        def alive(self) -> bool:
+            return not self.killed
 
-    def _start_worker(self) -> WorkerHandle:
-        lie, trigger, end = self._lie if not self.handles else (None, "", "eof")
-        self._lie = None  # type: ignore[assignment]  (the bytes live in the channel now)
-        handle = _Handle(ScriptedChannel(lie, trigger, end))
-        self.handles.append(handle)
-        return handle
+        def kill(self) -> None:
+            self.killed = True
+
+        def exit_description(self) -> str:
+            return "was killed" if self.killed else ""
+
+
+    class LyingWorker(RemoteExecutor):
+        """A RemoteExecutor whose first worker tells `lie` (bytes for the request `trigger`)."""
+
+        def __init__(self, lie: bytes, trigger: str, end: str, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self._lie = (lie, trigger, end)
+            self.handles: list[_Handle] = []
+
+        def _start_worker(self) -> WorkerHandle:
+            lie, trigger, end = self._lie if not self.handles else (None, "", "eof")
+            self._lie = None  # type: ignore[assignment]  (the bytes live in the channel now)
+            handle = _Handle(ScriptedChannel(lie, trigger, end))
+            self.handles.append(handle)
+            return handle
+
+    return ScriptedChannel, _Handle, LyingWorker
+
+
+def _protocol_error() -> type:
+    from ...remote.protocol import ProtocolError
+
+    return ProtocolError
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("ScriptedChannel", "LyingWorker"):
+        channel, _, worker = _classes()
+        return channel if name == "ScriptedChannel" else worker
+    raise AttributeError(name)
 
 
 @dataclasses.dataclass
@@ -165,7 +186,7 @@ def judge_lie(lie: Any, *, max_frame_bytes: int = BOUNDS.frame_bytes, time_limit
 
     data = lie.render(2, max_frame_bytes)  # (configure is request 1, the lie's request is 2)
     trigger = "execute" if lie.scenario == "execute" else "get_variables"
-    ex = LyingWorker(data, trigger, lie.end, tools={"probe": probe}, limits=Limits(timeout_s=1.0),
+    ex = _classes()[2](data, trigger, lie.end, tools={"probe": probe}, limits=Limits(timeout_s=1.0),
                      max_frame_bytes=max_frame_bytes)
     del data
     tracing = tracemalloc.is_tracing()
@@ -210,7 +231,7 @@ def judge_lie(lie: Any, *, max_frame_bytes: int = BOUNDS.frame_bytes, time_limit
     return verdict
 
 
-def _play(ex: LyingWorker, lie: Any, verdict: WireVerdict, taken: list[Any]) -> None:
+def _play(ex: Any, lie: Any, verdict: WireVerdict, taken: list[Any]) -> None:
     """Make the request the lie answers; note what came back (and touch it like a host would)."""
     if lie.scenario == "execute":
         result = ex.execute("the step the worker lies about")
@@ -231,7 +252,7 @@ def _play(ex: LyingWorker, lie: Any, verdict: WireVerdict, taken: list[Any]) -> 
             if isinstance(exc, ExecutorError) and "worker" not in str(exc):
                 verdict.problems.append(f"an unclear error: {exc}")
             return
-        except ProtocolError as exc:
+        except _protocol_error() as exc:
             verdict.problems.append(f"a ProtocolError reached the caller: {exc}")
             return
         verdict.outcome = "accepted"
