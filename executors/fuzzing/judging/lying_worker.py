@@ -41,79 +41,89 @@ def memory_bound(max_frame_bytes: int) -> int:
     return 3 * max_frame_bytes + BOUNDS.containers * 240 + BOUNDS.values * 40 + 32 * 2**20
 
 
+def _protocol():
+    from ...remote import protocol
+
+    return protocol
+
+
+class _ScriptedChannel:  # (+ remote.link.Channel, at first use: _classes)
+    """A worker in this process: `lie` (bytes, pre-rendered) answers the `trigger` request;
+    None makes an honest worker."""
+
+    def __init__(self, lie: bytes | None, trigger: str, end: str) -> None:
+        self.lie, self.trigger, self.end = lie, trigger, end
+        from ...remote.protocol import FrameBuffer
+
+        self.incoming = FrameBuffer(BOUNDS.frame_bytes)
+        self.queue = memoryview(b"")
+        self.pending: list[bytes] = []
+        self.closed = self.done = False
+
+    def write(self, data: bytes, timeout: float | None) -> None:
+        if self.closed or (self.done and self.end == "eof" and self.lie is not None):
+            raise BrokenPipeError("the worker is gone")
+        self.incoming.feed(data)
+        while (body := self.incoming.next_frame()) is not None:
+            self._answer(_protocol().unpack_message(body))
+
+    def _answer(self, msg: dict) -> None:
+        op, rid = msg["op"], msg.get("id")
+        if self.lie is not None and op == self.trigger and not self.done:
+            self.done = True
+            self._send_raw(self.lie)
+            self.lie = b""  # (its bytes are in the queue: hold them once)
+            return
+        answers = {"configure": {"op": "ok", "id": rid}, "ping": {"op": "pong", "id": rid, "pid": 1},
+                   "reset": {"op": "ok", "id": rid}, "register_tools": {"op": "ok", "id": rid},
+                   "set_variables": {"op": "ok", "id": rid},
+                   "get_variables": {"op": "variables", "id": rid, "values": {}},
+                   "execute": {"op": "result", "id": rid, "output": 2}}
+        if op in answers and not (self.done and self.lie is not None):
+            self._send_raw(_protocol().pack_frame(answers[op]))
+
+    def _send_raw(self, data: bytes) -> None:
+        self.pending.append(data)
+
+    def read(self, max_bytes: int, timeout: float | None) -> bytes:
+        if not self.queue and self.pending:
+            self.queue = memoryview(self.pending.pop(0))
+        if self.queue:
+            chunk = bytes(self.queue[:max_bytes])
+            self.queue = self.queue[max_bytes:]
+            return chunk
+        if self.closed or (self.done and self.end == "eof" and self.lie is not None):
+            return b""
+        raise TimeoutError  # (silence: as a real read once its timeout had passed)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class _HandleBody:  # (+ remote.link.WorkerHandle, at first use)
+    def __init__(self, channel: Any) -> None:
+        self.channel = channel
+        self.killed = False
+
+    def alive(self) -> bool:
+        return not self.killed
+
+    def kill(self) -> None:
+        self.killed = True
+
+    def exit_description(self) -> str:
+        return "was killed" if self.killed else ""
+
+
 @functools.cache
 def _classes():
     """ScriptedChannel, _Handle and LyingWorker, made at first use: importing the fuzzing package
     loads no place where code runs (tests/test_fuzz.py), and these subclass the host's side."""
     from ...remote.executor import RemoteExecutor
     from ...remote.link import Channel, WorkerHandle
-    from ...remote.protocol import FrameBuffer, pack_frame, unpack_message
 
-    class ScriptedChannel(Channel):
-        """A worker in this process: `lie` (bytes, pre-rendered) answers the `trigger` request;
-        None makes an honest worker."""
-
-        def __init__(self, lie: bytes | None, trigger: str, end: str) -> None:
-            self.lie, self.trigger, self.end = lie, trigger, end
-            self.incoming = FrameBuffer(BOUNDS.frame_bytes)
-            self.queue = memoryview(b"")
-            self.pending: list[bytes] = []
-            self.closed = self.done = False
-
-        def write(self, data: bytes, timeout: float | None) -> None:
-            if self.closed or (self.done and self.end == "eof" and self.lie is not None):
-                raise BrokenPipeError("the worker is gone")
-            self.incoming.feed(data)
-            while (body := self.incoming.next_frame()) is not None:
-                self._answer(unpack_message(body))
-
-        def _answer(self, msg: dict) -> None:
-            op, rid = msg["op"], msg.get("id")
-            if self.lie is not None and op == self.trigger and not self.done:
-                self.done = True
-                self._send_raw(self.lie)
-                self.lie = b""  # (its bytes are in the queue: hold them once)
-                return
-            answers = {"configure": {"op": "ok", "id": rid}, "ping": {"op": "pong", "id": rid, "pid": 1},
-                       "reset": {"op": "ok", "id": rid}, "register_tools": {"op": "ok", "id": rid},
-                       "set_variables": {"op": "ok", "id": rid},
-                       "get_variables": {"op": "variables", "id": rid, "values": {}},
-                       "execute": {"op": "result", "id": rid, "output": 2}}
-            if op in answers and not (self.done and self.lie is not None):
-                self._send_raw(pack_frame(answers[op]))
-
-        def _send_raw(self, data: bytes) -> None:
-            self.pending.append(data)
-
-        def read(self, max_bytes: int, timeout: float | None) -> bytes:
-            if not self.queue and self.pending:
-                self.queue = memoryview(self.pending.pop(0))
-            if self.queue:
-                chunk = bytes(self.queue[:max_bytes])
-                self.queue = self.queue[max_bytes:]
-                return chunk
-            if self.closed or (self.done and self.end == "eof" and self.lie is not None):
-                return b""
-            raise TimeoutError  # (silence: as a real read once its timeout had passed)
-
-        def close(self) -> None:
-            self.closed = True
-
-
-    class _Handle(WorkerHandle):
-        def __init__(self, channel: ScriptedChannel) -> None:
-            self.channel = channel
-            self.killed = False
-
-        def alive(self) -> bool:
-            return not self.killed
-
-        def kill(self) -> None:
-            self.killed = True
-
-        def exit_description(self) -> str:
-            return "was killed" if self.killed else ""
-
+    channel_class = type("ScriptedChannel", (_ScriptedChannel, Channel), {"__doc__": _ScriptedChannel.__doc__})
+    handle_class = type("_Handle", (_HandleBody, WorkerHandle), {})
 
     class LyingWorker(RemoteExecutor):
         """A RemoteExecutor whose first worker tells `lie` (bytes for the request `trigger`)."""
@@ -121,22 +131,20 @@ def _classes():
         def __init__(self, lie: bytes, trigger: str, end: str, **kwargs: Any) -> None:
             super().__init__(**kwargs)
             self._lie = (lie, trigger, end)
-            self.handles: list[_Handle] = []
+            self.handles: list[Any] = []
 
         def _start_worker(self) -> WorkerHandle:
             lie, trigger, end = self._lie if not self.handles else (None, "", "eof")
             self._lie = None  # type: ignore[assignment]  (the bytes live in the channel now)
-            handle = _Handle(ScriptedChannel(lie, trigger, end))
+            handle = handle_class(channel_class(lie, trigger, end))
             self.handles.append(handle)
             return handle
 
-    return ScriptedChannel, _Handle, LyingWorker
+    return channel_class, handle_class, LyingWorker
 
 
 def _protocol_error() -> type:
-    from ...remote.protocol import ProtocolError
-
-    return ProtocolError
+    return _protocol().ProtocolError
 
 
 def __getattr__(name: str) -> Any:
