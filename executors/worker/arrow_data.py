@@ -152,8 +152,7 @@ def decode_strings(data, pd, pa_library, bytes_of):
 def _strings_without_pyarrow(data, bytes_of) -> list:
     """An Arrow (large) string array's values from its three buffers, checked as pyarrow's full
     validation would: offsets rising within the data, valid UTF-8 (ValueError otherwise)."""
-    import numpy as np
-
+    np = sys.modules["numpy"]  # (loaded: pandas is, to hold the column; the package stays stdlib-only)
     if type(data) is not dict or data.get(TAG) != "arrow_array" or data.get("type") not in ("string", "large_string"):
         raise ValueError("expected an Arrow string array payload")
     length, offset, buffers = data["length"], data["offset"], data["buffers"]
