@@ -7,11 +7,13 @@ Values made by model code (final answers, outputs) are never rendered on the hos
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import PydanticSerializationError
 
 from .models.replies import Usage
 
@@ -31,6 +33,17 @@ __all__ = [
 ]
 
 NOT_JSON = object()
+
+
+def model_json(model: BaseModel, indent: int | None = None) -> str:
+    """`model.model_dump_json(indent=...)`, or where pydantic-core refuses the text (a lone
+    surrogate, which model code can print or a tool return, has no UTF-8) the json module's,
+    which writes it as an escape: an event, a record or a run's file is never lost to one."""
+    try:
+        return model.model_dump_json(indent=indent)
+    except PydanticSerializationError:
+        separators = (",", ":") if indent is None else None
+        return json.dumps(model.model_dump(mode="json"), indent=indent, separators=separators)
 
 
 def _int_bits() -> int:
@@ -86,7 +99,7 @@ class Event(BaseModel):
 
     def to_json(self) -> str:
         """One NDJSON line (no trailing newline)."""
-        return self.model_dump_json()
+        return model_json(self)
 
 
 class RunStart(Event):

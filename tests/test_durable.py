@@ -247,3 +247,47 @@ def test_a_batch_killed_mid_run_resumes_the_run_from_its_last_step(tmp_path, mon
     run = json.loads((tmp_path / "batch" / "runs" / "t1.json").read_text())
     assert run["output"][:3] == [1, 2, 4]
     assert not list((tmp_path / "batch" / "partial").glob("*"))  # committed: the partial record is gone
+
+
+def test_a_call_logged_inside_a_step_reads_back_as_it_was_made(tmp_path):
+    """The log's lines (record_file.py: pydantic-core's JSON, the json module's for a lone
+    surrogate) and the journal's short trees (codec/small.py) read back as the calls were made."""
+    made = [("surrogate", ("x\ud800y", 2.0, True)), ("text", {"k": ["é\u2028", None, -0.0, 10**30]}),
+            ("tag-like key", {"$t": "not a tag"})]
+    seen: list[RunResult] = []
+
+    @tool
+    def echo(i: int) -> object:
+        """Return made[i]."""
+        return made[i][1]
+
+    @tool
+    def peek() -> int:
+        """Read the run's record (and its log) as it is now."""
+        [path] = tmp_path.glob("*.json")
+        seen.append(load_record(path))
+        return 0
+
+    code = "\n".join(f"r{i} = echo({i})" for i in range(len(made))) + "\npeek()\nfinal_answer(1)"
+    with CodeAgent(ScriptedModel([f"<code>\n{code}\n</code>"]), tools=[echo, peek], executor=LocalExecutor(),
+                   record_dir=tmp_path) as agent:
+        assert agent.run("echo").output == 1
+    from executors.worker.codec import decode_value, encode_value
+    calls = seen[0].steps[0].tool_calls
+    assert [c.name for c in calls] == ["echo"] * len(made)
+    for call, (_, value) in zip(calls, made, strict=True):
+        assert call.done and call.result == encode_value(value) and decode_value(call.result) == value
+
+
+def test_a_lone_surrogate_in_a_steps_output_loses_no_event_and_no_record(tmp_path):
+    """print("\\ud800") is valid Python: pydantic-core has no UTF-8 for it, and the NDJSON event,
+    the record and the run's file take the json module's escape instead of failing the run."""
+    replies = ['<code>\nprint("a\\ud800b")\nfinal_answer("c\\udfffd")\n</code>']
+    with CodeAgent(ScriptedModel(replies), executor=LocalExecutor(), record_dir=tmp_path) as agent:
+        events = list(agent.stream("print it"))
+    lines = [json.loads(event.to_json()) for event in events]
+    assert any("a\ud800b" in json.dumps(line, ensure_ascii=False) for line in lines)
+    [path] = tmp_path.glob("*.json")
+    result = load_record(path)
+    assert result.output == "c\udfffd" and "a\ud800b" in result.steps[0].logs
+    assert RunResult.from_json(result.to_json()).output == "c\udfffd"

@@ -33,6 +33,7 @@ from executors.remote.protocol import (
     parse_worker_message,
     unpack_message,
 )
+from executors.worker.codec.small import NotSmall, small_tree
 from executors.worker.wire import OutputBuffer, full_length, omitted_note, safe_repr, truncate_text
 
 
@@ -114,6 +115,42 @@ values = st.recursive(
 @given(values)
 def test_roundtrip_property(value):
     assert same(roundtrip(value), value)
+
+
+@settings(max_examples=150, deadline=None)
+@given(values)
+def test_the_small_tree_is_the_encoders_tree_or_declined(value):
+    """A durable run's journal writes small_tree's tree for each tool call: it must be encode_value's
+    exactly (types included: True is not 1, 1.0 is not 1), or NotSmall (then the journal encodes)."""
+    try:
+        tree = small_tree(value)
+    except NotSmall:
+        return
+    assert json.dumps(tree) == json.dumps(encode_value(value))
+
+
+class _Text(str):
+    pass
+
+
+@pytest.mark.parametrize("value", [
+    {"$t": 1}, {1: 2}, (1, [2.0, None]), [math.inf], [math.nan], 2**12_000, _Text("x"), b"x",
+    "x" * 70_000, [[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]], list(range(3_000)),
+])
+def test_the_small_tree_declines_what_the_encoder_tags_or_bounds(value):
+    try:
+        tree = small_tree(value)
+    except NotSmall:
+        return
+    assert json.dumps(tree) == json.dumps(encode_value(value))
+    assert type(value) in (tuple, list)  # (only these of the cases above are small builtin data)
+
+
+def test_the_small_tree_ends_at_a_cycle():
+    cycle: list = []
+    cycle.append(cycle)
+    with pytest.raises(NotSmall):
+        small_tree(cycle)
 
 
 class Opaque:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_serializer
 
-from ..events import NOT_JSON, plain_json
+from ..events import NOT_JSON, model_json, plain_json
 from ..models.replies import ModelReply, Usage
 from ..tools.attachments import AttachmentRecord
 from .atomic import write_atomic
@@ -225,7 +225,7 @@ class RunResult(BaseModel):
         return [ModelReply(text=s.model_output, reasoning=s.reasoning, usage=s.usage) for s in self.steps]
 
     def to_json(self, indent: int | None = 2) -> str:
-        return self.model_dump_json(indent=indent)
+        return model_json(self, indent)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> RunResult:
