@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from executors.base import ToolError
+from executors.base import ToolError, after_tool_reply
 from executors.worker.codec import decode_value, encode_value
 from executors.worker.codec.small import NotSmall, small_tree
 
@@ -81,6 +81,9 @@ class Journal:
         return self.index >= len(self.recorded)
 
     def call(self, tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any], invoke: Callable[..., Any]) -> Any:
+        index = self._live_index()
+        if index is not None:
+            return self._live_call(tool.name, args, kwargs, index, invoke)
         answered, entry, index = self._enter(tool, args, kwargs)
         if answered:
             return self._answer(entry)
@@ -93,6 +96,9 @@ class Journal:
         return value
 
     async def acall(self, tool: Any, args: tuple[Any, ...], kwargs: dict[str, Any], ainvoke: Callable[..., Any]) -> Any:
+        index = self._live_index()
+        if index is not None:
+            return await self._alive_call(tool.name, args, kwargs, index, ainvoke)
         answered, entry, index = self._enter(tool, args, kwargs)
         if answered:
             return self._answer(entry)
@@ -103,6 +109,61 @@ class Journal:
             raise
         self._done(entry, index, value=value)
         return value
+
+    # -- a live call: nothing to answer from the record, nothing to approve ------------------
+
+    def _live_index(self) -> int | None:
+        """The next call's index when it is simply made and saved (no recorded call to answer it,
+        no approval to ask), else None: then `_enter` decides."""
+        with self._lock:
+            if self.needs_approval is not None or self.strict or self.stopped or self.index < len(self.recorded):
+                return None
+            index = self.index
+            self.index += 1
+            return index
+
+    def _live_call(self, name: str, args: Any, kwargs: Any, index: int, invoke: Callable[..., Any]) -> Any:
+        trees = _tree(args), _tree(kwargs) if kwargs else {}  # (before the tool runs: it may change them)
+        try:
+            value = invoke(*args, **kwargs)
+        except ToolError as exc:
+            self._save_after(name, trees, index, error=str(exc))
+            raise
+        except BaseException:
+            self._save_after(name, trees, index, done=False)
+            raise
+        self._save_after(name, trees, index, value=value)
+        return value
+
+    async def _alive_call(self, name: str, args: Any, kwargs: Any, index: int, ainvoke: Callable[..., Any]) -> Any:
+        trees = _tree(args), _tree(kwargs) if kwargs else {}
+        try:
+            value = await ainvoke(*args, **kwargs)
+        except ToolError as exc:
+            self._save_after(name, trees, index, error=str(exc))
+            raise
+        except BaseException:
+            self._save_after(name, trees, index, done=False)
+            raise
+        self._save_after(name, trees, index, value=value)
+        return value
+
+    def _save_after(self, name: str, trees: tuple[Any, Any], index: int, *, value: Any = None,
+                    error: str | None = None, done: bool = True) -> None:
+        """The call's record and log line, made once its result is on its way back to the step
+        where the executor offers it (the worker's: the worker goes on while the host writes;
+        before the step's next message is read, so before its next call), else now. A kill in
+        between leaves the call unsaved: made again on resume, as one cut off inside the tool."""
+        def save() -> None:
+            entry = ToolCallRecord(name=name, args=trees[0], kwargs=trees[1], done=done,
+                                   result=_tree(value) if done and error is None else None, error=error)
+            with self._lock:
+                self.step.tool_calls.append(entry)
+            if done:
+                self._log("call", index, entry)
+
+        if not after_tool_reply(save):
+            save()
 
     # -- the journal's moves -----------------------------------------------------------------
 

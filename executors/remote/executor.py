@@ -49,6 +49,7 @@ from ..base import (
     check_variable_names,
     normalize_imports,
     normalize_tools,
+    replying,
     variable_names_asked,
 )
 from ..worker.wire import SourceRefs, truncate_text
@@ -376,7 +377,12 @@ class RemoteExecutor(AwaitedSteps, ExecutorBase):
         while True:
             msg = self._link.recv(deadline)
             if isinstance(msg, ToolCall) and msg.id == rid:
-                self._link.send(tool_reply(self._tools, msg, self.max_frame_bytes), deadline)
+                with replying() as after:
+                    reply = tool_reply(self._tools, msg, self.max_frame_bytes)
+                try:
+                    self._link.send(reply, deadline)
+                finally:
+                    after.run()  # (the host's own work for the call, while the worker goes on)
                 if deadline is not None and time.monotonic() > deadline:
                     raise DeadlinePassed
                 continue
