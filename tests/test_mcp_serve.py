@@ -247,3 +247,28 @@ def test_with_a_token_only_clients_that_send_it_get_in():
         proc.terminate()
         proc.wait(20)
         proc.stderr.close()
+
+
+def test_the_server_keeps_an_idle_connection_longer_than_clients_do():
+    """A client that sends on a pooled connection the server is closing at that moment gets a
+    ReadError (a lost answer in the serving soak): the server must outwait the clients' pools."""
+    import httpx2
+
+    from codeagent.mcp.http import KEEP_ALIVE_S
+
+    assert KEEP_ALIVE_S > httpx2.Limits().keepalive_expiry + 30
+
+
+def test_the_server_keeps_its_heaps_few_and_trimmed():
+    """The serving soak's resident size grew with the traffic through glibc's per-thread arenas;
+    the server caps them and trims after reaping sessions (a no-op, False, off glibc)."""
+    import platform
+
+    from codeagent.mcp.http import fewer_heaps, trim_heap
+
+    on_glibc = platform.libc_ver()[0] == "glibc"
+    assert trim_heap() is on_glibc
+    code = "from codeagent.mcp.http import fewer_heaps; print(fewer_heaps())"  # (a process of its own)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.strip() == str(on_glibc), out.stderr

@@ -12,6 +12,7 @@ Sessions the client just abandons are closed after the SDK's idle timeout, by a 
 
 from __future__ import annotations
 
+import functools
 import hmac
 import ipaddress
 import json
@@ -23,6 +24,7 @@ from .serve import SESSION_KEY_HEADER, Sessions
 __all__ = ["SessionGate", "check_binding", "serve_http", "SESSION_IDLE_S"]
 
 SESSION_IDLE_S = 30 * 60.0
+KEEP_ALIVE_S = 75
 LOOPBACK_NAMES = ("localhost",)
 
 
@@ -41,6 +43,39 @@ def check_binding(host: str, token: str | None) -> None:
         raise ValueError(f"--host {host} makes the sandbox reachable from other machines: pass --token T "
                          "(or set CODEAGENT_MCP_TOKEN) so that only clients sending "
                          "'Authorization: Bearer T' may run code")
+
+
+def fewer_heaps() -> bool:
+    """glibc gives each thread that allocates a heap (an arena) of its own, up to 8 per core; a
+    server whose sessions run on a pool of threads frees memory into many arenas that are rarely
+    given back, and its resident size grows with the traffic, not with what it holds. Two
+    arenas, as servers do with MALLOC_ARENA_MAX=2. False where it cannot be done (not glibc)."""
+    libc = _libc()
+    return libc is not None and libc.mallopt(-8, 2) == 1  # M_ARENA_MAX
+
+
+def trim_heap() -> bool:
+    """Give the heaps' free pages back to the system (glibc's malloc_trim): after sessions end.
+    False where it cannot be done."""
+    libc = _libc()
+    if libc is None:
+        return False
+    libc.malloc_trim(0)
+    return True
+
+
+@functools.cache
+def _libc() -> Any:
+    import ctypes
+    import ctypes.util
+    import platform
+
+    if platform.libc_ver()[0] != "glibc":
+        return None
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
+        return None
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str | None:
@@ -102,14 +137,20 @@ def serve_http(server: Any, sessions: Sessions, *, host: str, port: int, token: 
 
     check_binding(host, token)
     app = server.streamable_http_app(json_response=True, host=host, session_idle_timeout=idle_s)
+    # keep-alive: longer than clients keep an idle connection (httpx, the SDK's client: 5 s, as
+    # uvicorn's default): then the client always drops it first, and never sends a request on a
+    # connection the server is closing at that moment (a ReadError for the client, a lost answer)
     config = uvicorn.Config(SessionGate(app, sessions, token), host=host, port=port, log_level="warning",
-                            lifespan="on")
+                            lifespan="on", timeout_keep_alive=KEEP_ALIVE_S)
     web = uvicorn.Server(config)
     stop = threading.Event()
+
+    fewer_heaps()
 
     def reap() -> None:
         while not stop.wait(min(60.0, idle_s / 2)):
             sessions.close_idle(idle_s)
+            trim_heap()
 
     threading.Thread(target=reap, name="mcp-session-reaper", daemon=True).start()
 
