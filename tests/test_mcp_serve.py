@@ -264,7 +264,7 @@ def test_the_server_keeps_its_heaps_few_and_trimmed():
     the server caps them and trims after reaping sessions (a no-op, False, off glibc)."""
     import platform
 
-    from codeagent.mcp.http import fewer_heaps, trim_heap
+    from codeagent.mcp.http import trim_heap
 
     on_glibc = platform.libc_ver()[0] == "glibc"
     assert trim_heap() is on_glibc
