@@ -272,3 +272,29 @@ def test_the_server_keeps_its_heaps_few_and_trimmed():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          cwd=Path(__file__).resolve().parents[1])
     assert out.stdout.strip() == str(on_glibc), out.stderr
+
+
+def test_a_session_in_use_or_just_used_is_never_reaped_as_idle():
+    """The serving soak lost answers to "SubprocessExecutor is closed": the reaper picked a session
+    idle for long, a call took it at that moment, and the reaper closed it under the call. Idleness
+    is decided again under the lock `get` takes, and a call in progress keeps its session."""
+    from codeagent.mcp.serve import Sessions
+
+    class Fake:
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    sessions = Sessions(Fake)
+    s = sessions.get("a")
+    sessions.begin(s)
+    s.last_used -= 100  # (a step that has run for 100 s)
+    assert sessions.close_idle(10) == 0 and not s.executor.closed
+    sessions.done(s)
+    s.last_used -= 100
+    stale_then = s.last_used
+    assert sessions.get("a") is s and s.last_used > stale_then  # a call arrives: fresh again
+    assert sessions.close("a", idle_s=10) is False and not s.executor.closed
+    s.last_used -= 100
+    assert sessions.close_idle(10) == 1 and s.executor.closed and len(sessions) == 0

@@ -75,6 +75,7 @@ class _Session:
     executor: Any
     lock: threading.Lock = field(default_factory=threading.Lock)
     last_used: float = field(default_factory=time.monotonic)
+    busy: int = 0  # calls taken (get) and not yet done: such a session is never idle
 
 
 class Sessions:
@@ -95,6 +96,18 @@ class Sessions:
                 session = self._open[key] = _Session(self._new_executor())
             session.last_used = time.monotonic()
             return session
+
+    def begin(self, session: _Session) -> None:
+        """A call starts in `session` (just after `get`, whose fresh last_used keeps the reaper off
+        it meanwhile): not idle until `done`."""
+        with self._lock:
+            session.busy += 1
+
+    def done(self, session: _Session) -> None:
+        """The end of a call that `begin` began: idle from now."""
+        with self._lock:
+            session.busy -= 1
+            session.last_used = time.monotonic()
 
     def _new_executor(self) -> Any:
         if self._pool is not None:
@@ -118,11 +131,14 @@ class Sessions:
         else:
             executor.close()
 
-    def close(self, key: str) -> bool:
+    def close(self, key: str, *, idle_s: float | None = None) -> bool:
+        """End the session `key`; with idle_s, only if it is still idle that long: decided under
+        the lock `get` takes, so a call arriving at the same moment keeps its session."""
         with self._lock:
-            session = self._open.pop(key, None)
-        if session is None:
-            return False
+            session = self._open.get(key)
+            if session is None or (idle_s is not None and (session.busy or time.monotonic() - session.last_used <= idle_s)):
+                return False
+            del self._open[key]
         with session.lock:  # a call still running in it finishes first
             self._end(session.executor)
         return True
@@ -140,8 +156,8 @@ class Sessions:
     def close_idle(self, idle_s: float) -> int:
         now = time.monotonic()
         with self._lock:
-            stale = [k for k, s in self._open.items() if now - s.last_used > idle_s and not s.lock.locked()]
-        return sum(self.close(k) for k in stale)
+            stale = [k for k, s in self._open.items() if not s.busy and now - s.last_used > idle_s]
+        return sum(self.close(k, idle_s=idle_s) for k in stale)
 
     def close_all(self) -> None:
         for key in list(self._open):
@@ -244,26 +260,38 @@ def build_server(sessions: Sessions, description: str, session_key: Callable[[An
     async def run_python(code: str, ctx: Context) -> CallToolResult:
         # awaited on the server's loop (`aexecute`): many sessions' steps at once, no thread each
         session = await asyncio.to_thread(session_of, ctx)  # (a new session starts its executor)
-        async with _held(session.lock):  # one step at a time per session; other sessions run meanwhile
-            try:
-                result = await session.executor.aexecute(code)
-            except ExecutorError as exc:  # the sandbox itself broke (a grant it cannot use, ...)
-                sessions.drop(session)  # the next call gets a fresh one
-                raise ToolError(f"the sandbox failed, not your code: {exc}") from None
+        sessions.begin(session)  # (no await between: a cancelled call cannot leave it begun)
+        try:
+            async with _held(session.lock):  # one step at a time per session; other sessions run meanwhile
+                try:
+                    result = await session.executor.aexecute(code)
+                except ExecutorError as exc:  # the sandbox itself broke (a grant it cannot use, ...)
+                    sessions.drop(session)  # the next call gets a fresh one
+                    raise ToolError(f"the sandbox failed, not your code: {exc}") from None
+        finally:
+            sessions.done(session)
         return run_python_result(result)
 
     def reset(ctx: Context) -> str:
         """Forget every variable, function and import of this session's sandbox."""
         session = session_of(ctx)
-        with session.lock:
-            session.executor.reset()
+        sessions.begin(session)
+        try:
+            with session.lock:
+                session.executor.reset()
+        finally:
+            sessions.done(session)
         return "The sandbox's variables are gone; the next run_python starts fresh."
 
     def list_variables(ctx: Context) -> CallToolResult:
         """The variables of this session's sandbox: values that are plain data as themselves, others as their repr."""
         session = session_of(ctx)
-        with session.lock:
-            variables = session.executor.get_variables()
+        sessions.begin(session)
+        try:
+            with session.lock:
+                variables = session.executor.get_variables()
+        finally:
+            sessions.done(session)
         # a set or a date decoded from the wire is not JSON: its repr (host-made builtins: safe)
         plain = {k: short_repr(v, OBSERVATION_CHARS) if (j := plain_json(v)) is NOT_JSON else j
                  for k, v in variables.items()}
