@@ -98,9 +98,10 @@ def run_serve(args: argparse.Namespace, make_executor: Callable[[], Any]) -> int
     require_mcp()
     token = args.token or os.environ.get(TOKEN_ENV) or None
     if args.transport == "http":
-        from .http import check_binding
+        from .http import check_binding, fewer_heaps
 
         check_binding(args.host, token)  # before anything starts
+        fewer_heaps()  # (before any thread: glibc fixes its arena limit at the first contention)
     probe = make_executor()  # the flags are checked now; the description is the sandbox's own
     try:
         description = tool_description(probe, args.executor)

@@ -50,7 +50,9 @@ def fewer_heaps() -> bool:
     """glibc gives each thread that allocates a heap (an arena) of its own, up to 8 per core; a
     server whose sessions run on a pool of threads frees memory into many arenas that are rarely
     given back, and its resident size grows with the traffic, not with what it holds. Two
-    arenas, as servers do with MALLOC_ARENA_MAX=2. False where it cannot be done (not glibc)."""
+    arenas, as servers do with MALLOC_ARENA_MAX=2. Call it before the process starts a thread:
+    glibc fixes the limit when threads first contend for an arena (measured: a call from the
+    serving loop left six arenas). False where it cannot be done (not glibc)."""
     libc = _libc()
     return libc is not None and libc.mallopt(-8, 2) == 1  # M_ARENA_MAX
 
@@ -148,8 +150,6 @@ def serve_http(server: Any, sessions: Sessions, *, host: str, port: int, token: 
                             lifespan="on", timeout_keep_alive=KEEP_ALIVE_S)
     web = uvicorn.Server(config)
     stop = threading.Event()
-
-    fewer_heaps()
 
     def reap() -> None:
         while not stop.wait(min(60.0, idle_s / 2)):
