@@ -201,6 +201,10 @@ class Arena:
             except (OSError, ValueError):
                 self._map = False
                 return None
+            try:  # (a process this one forks has no business with the arena)
+                self._map.madvise(mmap.MADV_DONTFORK)
+            except (AttributeError, OSError):
+                pass
             self._kept = memoryview(self._map)
         return self._kept
 
