@@ -345,3 +345,42 @@ def test_in_process_arrow_data_is_copied_not_shared():
     host = decode_value(encode_value(arr, binary=True))
     memory[0] = ord("Z")
     assert host.to_pylist() == ["abcdefgh"] and arr.to_pylist() == ["Zbcdefgh"]
+
+
+# -- Arrow strings: the ASCII fast path takes only what full validation passes --------------------
+
+
+@pytest.mark.parametrize("offsets, data, offset, length", [
+    ([0, 3, 6], b"abcdef", 0, 2),  # fine
+    ([0, 3, 6, 9], b"abcdefghi", 1, 2),  # fine, sliced
+    ([0, 5, 3], b"abcdef", 0, 2),  # falling offsets, all within the data
+    ([-1, 3, 6], b"abcdef", 0, 2),  # a negative first offset
+    ([0, 3, 7], b"abcdef", 0, 2),  # past the data
+    ([0, 3], b"abcdef", 0, 2),  # offsets shorter than the length
+    ([0, 3, 6], b"ab\\xffdef", 0, 2),  # not UTF-8
+    ([0, 2, 4], "aé€".encode()[:4], 0, 2),  # UTF-8 split inside a character
+    ([0, 2, 5], "aé€".encode()[:5], 0, 2),  # UTF-8, not ASCII
+])
+@pytest.mark.parametrize("large", [False, True])
+def test_arrow_strings_pass_the_host_exactly_when_full_validation_does(offsets, data, offset, length, large):
+    pa = pytest.importorskip("pyarrow")
+    from executors.worker.arrow_data import decode_array
+
+    width = "<q" if large else "<i"
+    offsets_blob = struct.pack(width[0] + width[1] * len(offsets), *offsets)
+    data = data.decode("unicode_escape").encode("latin-1") if b"\\" in data else data
+    typ = pa.large_string() if large else pa.string()
+    try:
+        pa.Array.from_buffers(typ, length, [None, pa.py_buffer(offsets_blob), pa.py_buffer(data)],
+                              offset=offset).validate(full=True)
+        verdict = None
+    except (ValueError, pa.ArrowInvalid) as exc:
+        verdict = exc
+    payload = {"$t": "arrow_array", "type": "large_string" if large else "string", "length": length,
+               "offset": offset, "buffers": [None, offsets_blob, data]}
+    if verdict is None:
+        assert decode_array(payload, pa, bytes).to_pylist() == \
+            [data[offsets[i]:offsets[i + 1]].decode() for i in range(offset, offset + length)]
+    else:
+        with pytest.raises(ValueError):
+            decode_array(payload, pa, bytes)

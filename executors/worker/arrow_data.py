@@ -111,8 +111,34 @@ def decode_array(data, pa, bytes_of):
     arr = pa.Array.from_buffers(typ, length, bufs, offset=offset)
     # checked whole, in process too: an array the model built from buffers may lie about its
     # offsets, and reading it would read past them (pyarrow's ArrowInvalid is a ValueError)
-    arr.validate(full=True)
+    if not _valid_ascii_strings(arr, pa):
+        arr.validate(full=True)
     return arr
+
+
+def _valid_ascii_strings(arr, pa) -> bool:
+    """True only when `arr` is a string array that full validation would pass, found in two
+    numpy passes: its buffers sized for its length (the light validation), its offsets rising
+    from >= 0 to within the data, and those bytes all ASCII (so every value is UTF-8). Full
+    validation checks UTF-8 value by value, at as much as a copy of the frame costs; anything
+    this does not show (other types, any non-ASCII byte, any doubt) is left to it."""
+    np = sys.modules.get("numpy")
+    typ = arr.type
+    if np is None or not len(arr) or not (pa.types.is_string(typ) or pa.types.is_large_string(typ)):
+        return False
+    try:
+        arr.validate()
+        _, offsets, data = arr.buffers()
+        if offsets is None or data is None:
+            return False
+        width = np.int32 if pa.types.is_string(typ) else np.int64
+        off = np.frombuffer(offsets, dtype=width, count=arr.offset + len(arr) + 1)[arr.offset:]
+        first, last = int(off[0]), int(off[-1])
+        if not (0 <= first <= last <= data.size) or not bool((off[1:] >= off[:-1]).all()):
+            return False
+        return first == last or int(np.frombuffer(data, dtype=np.uint8)[first:last].max()) < 0x80
+    except Exception:  # noqa: BLE001 - any doubt: the full validation decides, and says why
+        return False
 
 
 def decode_arrow(tag: str, data: dict, may_import: bool, bytes_of, library):

@@ -83,7 +83,8 @@ def _preload(paths: list) -> None:
         pass
     # What building the runtime and confining the worker import later (and sysconfig's paths,
     # computed once): each child would import them again.
-    for name in ("logging", "traceback", "textwrap", "atexit", "sysconfig", f"{__package__}.hardening"):
+    for name in ("logging", "traceback", "textwrap", "atexit", "sysconfig", "fcntl",
+                 f"{__package__}.hardening", f"{__package__}.hardening.holds"):
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - a child imports it (or fails) as a worker would
