@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import os
 import time
 import weakref
@@ -33,7 +34,8 @@ from .endpoint import (
     silence_text,
     tries_text,
 )
-from .openai_stream import async_stream, sync_stream, thread_stream
+from .light_http import SDK_ONLY, LightClient, LightResponse, light_url, loads
+from .openai_stream import async_stream, light_stream, sync_stream, thread_stream
 from .replies import ModelReply, ToolCall, Usage
 from .streaming import AsyncReplyStream, ReplyStream, tool_calls_from, usage_from
 
@@ -197,6 +199,8 @@ class OpenAIModel(EndpointAnswers):
         self._key: str | None = None  # (None: the client was given; async needs async_client=)
         self._given_async = async_client
         self._async_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._light_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self.light_http = True  # async requests to a plain http:// endpoint skip the SDK (light_http.py)
         if client is None:
             import openai
 
@@ -341,6 +345,8 @@ class OpenAIModel(EndpointAnswers):
         if self._async_client() is None:
             return thread_stream(await asyncio.to_thread(self.stream, messages, stop, tools, constraint))
         response = await self._call(self._asend, messages, stop, tools, constraint, stream=True)
+        if isinstance(response, LightResponse):
+            return await light_stream(self, response, messages, stop, lambda c: self._whole(c, stop))
         return await async_stream(self, response, messages, stop, lambda c: self._whole(c, stop))
 
     async def _call(self, send: Any, messages: Sequence[Message], stop: Sequence[str] | None,
@@ -387,17 +393,51 @@ class OpenAIModel(EndpointAnswers):
         return client.chat.completions.create(**_lean(client, request))
 
     async def _asend(self, request: dict[str, Any], first: bool) -> Any:
-        """`_send` on the running loop."""
-        client = self._async_client()
-        retries = client.max_retries
-        try:
-            return await client.with_options(max_retries=0).chat.completions.create(**_lean(client, request))
-        except Exception as exc:
-            if first or retries <= 0 or not retried_after(exc):
-                raise
+        """`_send` on the running loop: the light HTTP path when it serves this request
+        (`codeagent.models.light_http`), else the SDK's async client; retries go through the SDK."""
+        light = self._light_client()
+        body = _light_body(request) if light is not None else None
+        client = None
+        if body is not None:
+            try:
+                response = await light.post(body)
+                if request.get("stream"):
+                    return response
+                return _light_json(response, await response.read(), self.base_url)
+            except Exception as exc:
+                if first or self.max_retries <= 0 or not retried_after(exc):
+                    raise
+        else:
+            client = self._async_client()
+            try:
+                return await client.with_options(max_retries=0).chat.completions.create(**_lean(client, request))
+            except Exception as exc:
+                if first or client.max_retries <= 0 or not retried_after(exc):
+                    raise
         await asyncio.sleep(0.5)
-        client = client.with_options(max_retries=retries - 1)
+        client = client or self._async_client()
+        client = client.with_options(max_retries=client.max_retries - 1)
         return await client.chat.completions.create(**_lean(client, request))
+
+    def _light_client(self) -> LightClient | None:
+        """The light HTTP client for the running loop, None when this model's requests cannot take
+        it (https, a proxy, a client of its own, a timeout object, `light_http=False`)."""
+        if not (self.light_http and self._key is not None and self._given_async is None
+                and isinstance(self.timeout, (int, float))):
+            return None
+        loop = asyncio.get_running_loop()
+        client = self._light_clients.get(loop)
+        settings = (self.base_url, self._key, self.timeout)  # (changed since: a new client)
+        if client is None or client.settings != settings:
+            where = light_url(self.base_url)  # (the proxy settings are read here, once)
+            if where is None:
+                self._light_clients[loop] = client = _NoLight()
+            else:
+                client = self._light_clients[loop] = LightClient(
+                    *where, self._key, float(self.timeout), min(float(self.timeout), CONNECT_TIMEOUT_S),
+                    self._async_client)
+            client.settings = settings
+        return None if isinstance(client, _NoLight) else client
 
     def _async_client(self) -> Any:
         """The SDK's async client for the running loop (its connections belong to one loop);
@@ -459,6 +499,35 @@ def _probe(model: OpenAIModel) -> Any:
             return ProbeResult(None, (("probe", f"the probe request failed: {_short(exc, 160)}"),))
         _PROBED[key] = result
     return _PROBED[key]
+
+
+class _NoLight:
+    """A model whose endpoint takes the SDK's path (remembered per loop, as a light client is)."""
+
+    settings: Any = None
+
+
+def _light_body(request: dict[str, Any]) -> bytes | None:
+    """The JSON body of `request` for the light path (its `extra_body` merged in, as the SDK
+    does); None when the request needs the SDK (an SDK option, a value JSON cannot carry)."""
+    if not SDK_ONLY.isdisjoint(request):
+        return None
+    body = {k: v for k, v in request.items() if k != "extra_body"}
+    body.update(request.get("extra_body") or {})
+    try:
+        return json.dumps(body, separators=(",", ":")).encode()
+    except (TypeError, ValueError):
+        return None
+
+
+def _light_json(response: LightResponse, content: bytes, base_url: str | None) -> Any:
+    """A whole completion read on the light path (attribute access, as the SDK's)."""
+    try:
+        return loads(content)
+    except ValueError:
+        where = base_url or "api.openai.com"
+        raise ModelError(f"model endpoint {where} answered with a body that is not JSON "
+                         f"({response.content_type or 'no content type'}): {_short(content[:200])}") from None
 
 
 def _lean(client: Any, request: dict[str, Any]) -> dict[str, Any]:

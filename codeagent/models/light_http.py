@@ -1,0 +1,273 @@
+"""A light HTTP/1.1 path for chat completions on the event loop (`OpenAIModel.acomplete`/`astream`).
+
+The `openai` SDK spends ~1.5 ms of CPU per request (its client, httpx's connection pool, the
+pydantic models of the reply): with 100 runs on one loop, that is the queue they wait in. For a
+plain `http://` endpoint (a local server: vLLM, Ollama, llama.cpp) reached without a proxy, with the
+model's own key and a timeout in seconds, async requests go here instead: asyncio streams,
+keep-alive connections kept per loop, the reply read with `json.loads` into dicts whose fields read
+as attributes too (as the SDK's models). https, proxies, SDK options in `request_options` and the
+retries after a first failure stay with the SDK.
+
+Failures are raised as the SDK's exceptions (a status error made by the SDK client from the answer,
+`APITimeoutError` after `timeout` seconds without a byte, `APIConnectionError`), so the model's
+adaptations, retries and messages are the same on both paths.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.request
+from collections.abc import AsyncIterator, Callable
+from typing import Any, NoReturn
+from urllib.parse import urlsplit
+
+__all__ = ["Obj", "loads", "light_url", "LightClient", "LightResponse", "SDK_ONLY"]
+
+IDLE_MAX = 100  # keep-alive connections kept per loop (the SDK keeps as many)
+_PIECE = 1 << 16
+SDK_ONLY = frozenset({"extra_headers", "extra_query", "timeout"})  # request options only the SDK reads
+
+
+class Obj(dict):
+    """A JSON object whose fields also read as attributes (`chunk.choices[0].delta.content`)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def loads(data: bytes | str) -> Any:
+    return json.loads(data, object_hook=Obj)
+
+
+def light_url(base_url: str | None) -> tuple[str, int, str] | None:
+    """(host, port, path of chat completions) when requests to `base_url` may take the light
+    path: plain http, no credentials or query in the URL, no proxy the SDK would have used."""
+    if not base_url:
+        return None
+    try:
+        parts = urlsplit(base_url)
+        port = parts.port or 80
+    except ValueError:
+        return None
+    host = parts.hostname
+    if parts.scheme != "http" or not host or parts.query or parts.fragment or parts.username or parts.password:
+        return None
+    proxies = urllib.request.getproxies_environment()
+    if (proxies.get("http") or proxies.get("all")) and not urllib.request.proxy_bypass_environment(host):
+        return None
+    return host, port, parts.path.rstrip("/") + "/chat/completions"
+
+
+def _httpx() -> Any:
+    try:
+        import httpx2 as httpx  # (the openai SDK's HTTP library, renamed in its newer releases)
+    except ImportError:
+        import httpx
+    return httpx
+
+
+class LightClient:
+    """Requests to one endpoint from one event loop, over keep-alive connections."""
+
+    def __init__(self, host: str, port: int, path: str, api_key: str, timeout: float, connect_timeout: float,
+                 sdk: Callable[[], Any]) -> None:
+        self.host, self.port, self.timeout, self.connect_timeout = host, port, timeout, connect_timeout
+        self._sdk = sdk  # the SDK's async client (made at first need): it makes the status errors
+        where = f"[{host}]" if ":" in host else host
+        where += "" if port == 80 else f":{port}"
+        self.url = f"http://{where}{path}"
+        self._head = (f"POST {path} HTTP/1.1\r\nHost: {where}\r\nAccept: application/json\r\n"
+                      f"Content-Type: application/json\r\nUser-Agent: codeagent\r\n"
+                      f"Authorization: Bearer {api_key}\r\nContent-Length: ").encode("latin-1")
+        self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self.settings: Any = None  # what the model made it with
+        self._keeper: AsyncIterator[None] | None = None
+
+    async def _until_the_loop_ends(self) -> AsyncIterator[None]:
+        """Closes the kept connections when the loop shuts down: `asyncio.run` closes the async
+        generators still open on its loop, this one among them."""
+        try:
+            yield
+        finally:
+            self.close()
+
+    async def post(self, body: bytes) -> LightResponse:
+        """Send `body` (JSON); the response once its head has come (an error status raised as the
+        SDK's status error, its body read). A kept connection the server had closed is replaced."""
+        if self._keeper is None:
+            self._keeper = self._until_the_loop_ends()
+            await self._keeper.__anext__()
+        message = self._head + str(len(body)).encode() + b"\r\n\r\n" + body
+        while True:
+            reused = bool(self._idle)
+            reader, writer = await self._connection()
+            try:
+                writer.write(message)
+                async with asyncio.timeout(self.timeout):
+                    await writer.drain()
+                    head = await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, ConnectionError) as exc:
+                writer.close()
+                if reused and not getattr(exc, "partial", b""):
+                    continue  # closed while it was kept: the request was not read, send it afresh
+                raise self.broken(exc) from ConnectionError("the server closed the connection before answering")
+            except BaseException as exc:
+                writer.close()
+                self.reraise(exc)
+            break
+        response = LightResponse(self, reader, writer, head)
+        if not 200 <= response.status < 300:
+            content = await response.read()
+            raise self.status_error(response, content)
+        return response
+
+    async def _connection(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        while self._idle:
+            reader, writer = self._idle.pop()
+            if not (reader.at_eof() or writer.is_closing()):
+                return reader, writer
+            writer.close()
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                return await asyncio.open_connection(self.host, self.port)
+        except BaseException as exc:
+            self.reraise(exc)
+
+    def release(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._idle) < IDLE_MAX and not writer.is_closing():
+            self._idle.append((reader, writer))
+        else:
+            writer.close()
+
+    def close(self) -> None:
+        while self._idle:
+            self._idle.pop()[1].close()
+
+    # -- failures, as the SDK raises them ------------------------------------------------------
+
+    def _request(self) -> Any:
+        return _httpx().Request("POST", self.url)
+
+    def reraise(self, exc: BaseException) -> NoReturn:
+        """Raise a transport failure as the SDK's exception (a cancellation stays one)."""
+        import openai
+
+        if isinstance(exc, TimeoutError):
+            raise openai.APITimeoutError(request=self._request()) from exc
+        if isinstance(exc, (OSError, EOFError, ValueError, asyncio.LimitOverrunError)):
+            raise self.broken(exc) from exc
+        raise exc
+
+    def broken(self, exc: BaseException) -> BaseException:
+        import openai
+
+        return openai.APIConnectionError(request=self._request())
+
+    def status_error(self, response: LightResponse, content: bytes) -> Exception:
+        httpx = _httpx()
+        answer = httpx.Response(response.status, headers=list(response.headers.items()), content=content,
+                                request=self._request())
+        return self._sdk()._make_status_error_from_response(answer)
+
+
+class LightResponse:
+    """A response whose head has come; its body read whole (`read`) or as it comes (`pieces`,
+    `events`). `close()` before the end closes the connection: the server sees it go."""
+
+    def __init__(self, client: LightClient, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 head: bytes) -> None:
+        self.client, self._reader, self._writer = client, reader, writer
+        lines = head.decode("latin-1").split("\r\n")
+        version, _, rest = lines[0].partition(" ")
+        try:
+            self.status = int(rest[:3])
+        except ValueError:
+            writer.close()
+            raise client.broken(ValueError(f"not an HTTP answer: {lines[0][:80]!r}")) from None
+        self.headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            if name:
+                self.headers[name.strip().lower()] = value.strip()
+        self.content_type = self.headers.get("content-type", "")
+        self._chunked = "chunked" in self.headers.get("transfer-encoding", "").lower()
+        length = self.headers.get("content-length")
+        self._left = int(length) if length and length.isdigit() and not self._chunked else None
+        self._keep = (version == "HTTP/1.1" and self.headers.get("connection", "").lower() != "close"
+                      and (self._chunked or self._left is not None))
+        self._open = True
+
+    async def _read(self, how: Callable[..., Any], *args: Any) -> bytes:
+        try:
+            async with asyncio.timeout(self.client.timeout):
+                return await how(*args)
+        except asyncio.IncompleteReadError as exc:
+            self.close()
+            raise self.client.broken(exc) from ConnectionError("the server closed the connection before the reply's end")
+        except BaseException as exc:
+            self.close()
+            self.client.reraise(exc)
+
+    async def pieces(self) -> AsyncIterator[bytes]:
+        """The body as it comes (each read waits at most the timeout); at its end the connection is
+        kept for the next request."""
+        reader = self._reader
+        if self._chunked:
+            while True:
+                line = await self._read(reader.readuntil, b"\n")
+                try:
+                    size = int(line.split(b";", 1)[0].strip(), 16)
+                except ValueError:
+                    self.close()
+                    raise self.client.broken(ValueError("a malformed chunk")) from None
+                if size == 0:
+                    while (await self._read(reader.readuntil, b"\n")).strip():
+                        pass  # (trailers)
+                    break
+                yield (await self._read(reader.readexactly, size + 2))[:-2]
+        elif self._left is not None:
+            if self._left:
+                left, self._left = self._left, 0
+                yield await self._read(reader.readexactly, left)
+        else:  # to the connection's end
+            while piece := await self._read(reader.read, _PIECE):
+                yield piece
+        self.finish()
+
+    async def read(self) -> bytes:
+        return b"".join([piece async for piece in self.pieces()])
+
+    async def events(self) -> AsyncIterator[str]:
+        """The `data` of each server-sent event, as the body comes."""
+        buffer, data = b"", []
+        async for piece in self.pieces():
+            buffer += piece
+            while (end := buffer.find(b"\n")) != -1:
+                line, buffer = buffer[:end].rstrip(b"\r"), buffer[end + 1:]
+                if not line:
+                    if data:
+                        yield b"\n".join(data).decode()
+                        data = []
+                elif line.startswith(b"data:"):
+                    data.append(line[6:] if line[5:6] == b" " else line[5:])
+        if data:
+            yield b"\n".join(data).decode()
+
+    def finish(self) -> None:
+        if self._open:
+            self._open = False
+            if self._keep:
+                self.client.release(self._reader, self._writer)
+            else:
+                self._writer.close()
+
+    def close(self) -> None:
+        if self._open:
+            self._open = False
+            self._writer.close()
