@@ -95,6 +95,10 @@ class Peak:
         while not self._stop.wait(0.002):
             self.threads = max(self.threads, threading.active_count() - 1)  # (not this sampler)
 
+    def cpu(self) -> float:
+        """This sampler's own CPU so far (not to be counted as the runs')."""
+        return time.clock_gettime(time.pthread_getcpuclockid(self._thread.ident))
+
     def __enter__(self) -> Peak:
         self._thread.start()
         return self
@@ -131,6 +135,15 @@ def _agent(model: Any, lookup: Any, executor: Any) -> Any:
     return CodeAgent(model, tools=[lookup], executor=executor, max_steps=5)
 
 
+def _refilled(pool: Any, n: int) -> None:
+    """Wait until the warm-up run's worker has been replaced (fresh workers: the used one is
+    destroyed and a new one started in the background), so no phase times that start."""
+    end = time.monotonic() + 30
+    while pool.ready < n and time.monotonic() < end:
+        time.sleep(0.01)
+    time.sleep(0.2)  # (the used worker's removal follows its replacement's start)
+
+
 def phase(kind: str, base_url: str, n: int) -> dict[str, Any]:
     model, lookup, pool = _setup(base_url, n, kind)
     try:
@@ -141,9 +154,10 @@ def phase(kind: str, base_url: str, n: int) -> dict[str, Any]:
 
             with Peak() as peak, ThreadPoolExecutor(max_workers=n) as threads:
                 one(-1)  # warm: the client's connection
-                t0, c0 = time.perf_counter(), time.process_time()
+                _refilled(pool, n)
+                t0, c0 = time.perf_counter(), time.process_time() - peak.cpu()
                 results = list(threads.map(one, range(n)))
-                wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+                wall, cpu = time.perf_counter() - t0, time.process_time() - peak.cpu() - c0
         else:
             async def one_async(i: int) -> Any:
                 async with pool.aacquire() as ex:
@@ -151,9 +165,13 @@ def phase(kind: str, base_url: str, n: int) -> dict[str, Any]:
 
             async def main() -> list[Any]:
                 await one_async(-1)  # warm: the loop's async client and connection
-                t0, c0 = time.perf_counter(), time.process_time()
+                end = time.monotonic() + 30  # (as _refilled, without a thread)
+                while pool.ready < n and time.monotonic() < end:
+                    await asyncio.sleep(0.01)
+                await asyncio.sleep(0.2)
+                t0, c0 = time.perf_counter(), time.process_time() - peak.cpu()
                 out = await asyncio.gather(*(one_async(i) for i in range(n)))
-                return [time.perf_counter() - t0, time.process_time() - c0, *out]
+                return [time.perf_counter() - t0, time.process_time() - peak.cpu() - c0, *out]
 
             with Peak() as peak:
                 wall, cpu, *results = asyncio.run(main())

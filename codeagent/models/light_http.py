@@ -22,7 +22,9 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
-__all__ = ["Obj", "loads", "light_url", "LightClient", "LightResponse", "SDK_ONLY"]
+from .endpoint import CONNECT_TIMEOUT_S, ModelError, _short
+
+__all__ = ["Obj", "loads", "light_url", "light_client", "request_body", "LightClient", "LightResponse"]
 
 IDLE_MAX = 100  # keep-alive connections kept per loop (the SDK keeps as many)
 _PIECE = 1 << 16
@@ -64,6 +66,48 @@ def light_url(base_url: str | None) -> tuple[str, int, str] | None:
     return host, port, parts.path.rstrip("/") + "/chat/completions"
 
 
+def light_client(model: Any) -> LightClient | None:
+    """`model`'s light client for the running loop (an `OpenAIModel`: its connections belong to
+    one loop), None when its requests cannot take the light path (https, a proxy, a client of
+    its own, a timeout object, `light_http=False`)."""
+    if not (model.light_http and model._key is not None and model._given_async is None
+            and isinstance(model.timeout, (int, float))):
+        return None
+    loop = asyncio.get_running_loop()
+    client = model._light_clients.get(loop)
+    settings = (model.base_url, model._key, model.timeout)  # (changed since: a new client)
+    if client is None or client.settings != settings:
+        where = light_url(model.base_url)  # (the proxy settings are read here, once)
+        if where is None:
+            client = _NoLight()
+        else:
+            timeout = float(model.timeout)
+            client = LightClient(*where, model._key, timeout, min(timeout, CONNECT_TIMEOUT_S), model._async_client)
+        model._light_clients[loop] = client
+        client.settings = settings
+    return None if isinstance(client, _NoLight) else client
+
+
+class _NoLight:
+    """A model whose endpoint takes the SDK's path (remembered per loop, as a light client is)."""
+
+    settings: Any = None
+
+
+def request_body(request: dict[str, Any]) -> bytes | None:
+    """The JSON body of `request` (`chat.completions.create`'s arguments) for the light path,
+    its `extra_body` merged in as the SDK does; None when the request needs the SDK (an SDK
+    option, a value JSON cannot carry)."""
+    if not SDK_ONLY.isdisjoint(request):
+        return None
+    body = {k: v for k, v in request.items() if k != "extra_body"}
+    body.update(request.get("extra_body") or {})
+    try:
+        return json.dumps(body, separators=(",", ":")).encode()
+    except (TypeError, ValueError):
+        return None
+
+
 def _httpx() -> Any:
     try:
         import httpx2 as httpx  # (the openai SDK's HTTP library, renamed in its newer releases)
@@ -96,6 +140,19 @@ class LightClient:
             yield
         finally:
             self.close()
+
+    async def send(self, body: bytes, *, stream: bool, where: str | None) -> Any:
+        """A streamed request's response (read by `openai_stream.light_stream`), or a whole
+        completion, read and parsed (fields read as attributes too, as the SDK's)."""
+        response = await self.post(body)
+        if stream:
+            return response
+        content = await response.read()
+        try:
+            return loads(content)
+        except ValueError:
+            raise ModelError(f"model endpoint {where or self.url} answered with a body that is not JSON "
+                             f"({response.content_type or 'no content type'}): {_short(content[:200])}") from None
 
     async def post(self, body: bytes) -> LightResponse:
         """Send `body` (JSON); the response once its head has come (an error status raised as the

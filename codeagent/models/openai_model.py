@@ -11,8 +11,6 @@ The reply types live in `codeagent.models.replies`, the `<think>` stripper in `c
 from __future__ import annotations
 
 import asyncio
-import inspect
-import json
 import os
 import time
 import weakref
@@ -29,12 +27,13 @@ from .endpoint import (
     EndpointAnswers,
     ModelError,
     _short,
+    create_parameters,
     retried_after,
     sdk_timeout,
     silence_text,
     tries_text,
 )
-from .light_http import SDK_ONLY, LightClient, LightResponse, light_url, loads
+from .light_http import LightResponse, light_client, request_body
 from .openai_stream import async_stream, light_stream, sync_stream, thread_stream
 from .replies import ModelReply, ToolCall, Usage
 from .streaming import AsyncReplyStream, ReplyStream, tool_calls_from, usage_from
@@ -131,6 +130,8 @@ class OpenAIModel(EndpointAnswers):
         backoff), not after a silent server.
     async_client: an `openai.AsyncOpenAI` for `acomplete`/`astream` when you pass `client=`
         (otherwise one is made per event loop; without either, async requests run on a thread).
+        Async requests to a plain http:// endpoint (no proxy) skip the SDK for a light HTTP client
+        (`codeagent.models.light_http`: a tenth of the CPU); `model.light_http = False` keeps the SDK.
     supports_stream=False: never stream (`stream()` asks for whole replies); a server that rejects
         `stream` (or `stream_options`, which asks a stream for its usage) is switched so with `adapt`.
     adapt: when the server answers HTTP 400 about `stop`, the system role or images, switch that
@@ -200,7 +201,7 @@ class OpenAIModel(EndpointAnswers):
         self._given_async = async_client
         self._async_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self._light_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-        self.light_http = True  # async requests to a plain http:// endpoint skip the SDK (light_http.py)
+        self.light_http = True  # (see async_client above)
         if client is None:
             import openai
 
@@ -225,7 +226,7 @@ class OpenAIModel(EndpointAnswers):
         msgs = merge_system_into_user(messages) if not self.system_role else [dict(m) for m in messages]
         if not self.vision and has_images(msgs):
             msgs = strip_images(msgs)  # their text describes each image
-        known = _create_parameters(self.client)
+        known = create_parameters(self.client)
         request: dict[str, Any] = {"model": self.model_id, "messages": msgs}
         extra: dict[str, Any] = {}
         for key, value in {**self.request_options, **(fields or {})}.items():
@@ -395,49 +396,21 @@ class OpenAIModel(EndpointAnswers):
     async def _asend(self, request: dict[str, Any], first: bool) -> Any:
         """`_send` on the running loop: the light HTTP path when it serves this request
         (`codeagent.models.light_http`), else the SDK's async client; retries go through the SDK."""
-        light = self._light_client()
-        body = _light_body(request) if light is not None else None
-        client = None
-        if body is not None:
-            try:
-                response = await light.post(body)
-                if request.get("stream"):
-                    return response
-                return _light_json(response, await response.read(), self.base_url)
-            except Exception as exc:
-                if first or self.max_retries <= 0 or not retried_after(exc):
-                    raise
-        else:
-            client = self._async_client()
-            try:
-                return await client.with_options(max_retries=0).chat.completions.create(**_lean(client, request))
-            except Exception as exc:
-                if first or client.max_retries <= 0 or not retried_after(exc):
-                    raise
+        light = light_client(self)
+        body = request_body(request) if light is not None else None
+        client = self._async_client() if body is None else None
+        try:
+            if body is not None:
+                return await light.send(body, stream=bool(request.get("stream")), where=self.base_url)
+            return await client.with_options(max_retries=0).chat.completions.create(**_lean(client, request))
+        except Exception as exc:
+            retries = self.max_retries if client is None else client.max_retries
+            if first or retries <= 0 or not retried_after(exc):
+                raise
         await asyncio.sleep(0.5)
         client = client or self._async_client()
         client = client.with_options(max_retries=client.max_retries - 1)
         return await client.chat.completions.create(**_lean(client, request))
-
-    def _light_client(self) -> LightClient | None:
-        """The light HTTP client for the running loop, None when this model's requests cannot take
-        it (https, a proxy, a client of its own, a timeout object, `light_http=False`)."""
-        if not (self.light_http and self._key is not None and self._given_async is None
-                and isinstance(self.timeout, (int, float))):
-            return None
-        loop = asyncio.get_running_loop()
-        client = self._light_clients.get(loop)
-        settings = (self.base_url, self._key, self.timeout)  # (changed since: a new client)
-        if client is None or client.settings != settings:
-            where = light_url(self.base_url)  # (the proxy settings are read here, once)
-            if where is None:
-                self._light_clients[loop] = client = _NoLight()
-            else:
-                client = self._light_clients[loop] = LightClient(
-                    *where, self._key, float(self.timeout), min(float(self.timeout), CONNECT_TIMEOUT_S),
-                    self._async_client)
-            client.settings = settings
-        return None if isinstance(client, _NoLight) else client
 
     def _async_client(self) -> Any:
         """The SDK's async client for the running loop (its connections belong to one loop);
@@ -501,35 +474,6 @@ def _probe(model: OpenAIModel) -> Any:
     return _PROBED[key]
 
 
-class _NoLight:
-    """A model whose endpoint takes the SDK's path (remembered per loop, as a light client is)."""
-
-    settings: Any = None
-
-
-def _light_body(request: dict[str, Any]) -> bytes | None:
-    """The JSON body of `request` for the light path (its `extra_body` merged in, as the SDK
-    does); None when the request needs the SDK (an SDK option, a value JSON cannot carry)."""
-    if not SDK_ONLY.isdisjoint(request):
-        return None
-    body = {k: v for k, v in request.items() if k != "extra_body"}
-    body.update(request.get("extra_body") or {})
-    try:
-        return json.dumps(body, separators=(",", ":")).encode()
-    except (TypeError, ValueError):
-        return None
-
-
-def _light_json(response: LightResponse, content: bytes, base_url: str | None) -> Any:
-    """A whole completion read on the light path (attribute access, as the SDK's)."""
-    try:
-        return loads(content)
-    except ValueError:
-        where = base_url or "api.openai.com"
-        raise ModelError(f"model endpoint {where} answered with a body that is not JSON "
-                         f"({response.content_type or 'no content type'}): {_short(content[:200])}") from None
-
-
 def _lean(client: Any, request: dict[str, Any]) -> dict[str, Any]:
     """The request with its messages and tools in `extra_body`, for the SDK's own clients: they are
     plain JSON already, and the SDK's walk of them against its type annotations is most of a
@@ -542,18 +486,3 @@ def _lean(client: Any, request: dict[str, Any]) -> dict[str, Any]:
     moved = {k: request[k] for k in ("messages", "tools") if k in request}
     return {**request, "messages": [], "tools": openai.omit,
             "extra_body": {**request.get("extra_body", {}), **moved}}
-
-
-_CREATE_PARAMS: dict[type, frozenset[str]] = {}
-
-
-def _create_parameters(client: Any) -> frozenset[str]:
-    """Keyword names `chat.completions.create` accepts natively (the rest go in extra_body)."""
-    completions = client.chat.completions
-    key = type(completions)
-    if key not in _CREATE_PARAMS:
-        try:
-            _CREATE_PARAMS[key] = frozenset(inspect.signature(completions.create).parameters)
-        except (TypeError, ValueError):
-            _CREATE_PARAMS[key] = frozenset({"temperature", "max_tokens", "top_p", "seed"})
-    return _CREATE_PARAMS[key]
