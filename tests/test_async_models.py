@@ -6,9 +6,11 @@ replies, deltas, usage, finish reasons, adaptations, retries and errors."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 import threading
 import time
+import weakref
 
 import pytest
 from openai_stub import OpenAIStub
@@ -235,3 +237,19 @@ def test_the_light_path_keeps_its_connection_and_replaces_one_the_server_closed(
             return [(await model.acomplete(MESSAGES)).text for _ in range(5)]
 
     assert asyncio.run(main()) == ["r1", "r1", "r2", "r2", "r3"] and connections == 3
+
+
+def test_a_model_used_from_many_loops_keeps_none_of_them():
+    """`asyncio.run` after `asyncio.run` with one model (a script, a test suite): each loop's
+    client and connections go with their loop. (The SDK's async client keeps its loop.)"""
+    loops = []
+    with OpenAIStub(["a", "b", "c"]) as stub:
+        model = model_for(stub.base_url, "light")
+
+        async def main() -> str:
+            loops.append(weakref.ref(asyncio.get_running_loop()))
+            return (await model.acomplete(MESSAGES)).text
+
+        assert [asyncio.run(main()) for _ in range(3)] == ["a", "b", "c"]
+    gc.collect()
+    assert [ref() for ref in loops] == [None, None, None]

@@ -139,6 +139,7 @@ class LightClient:
         try:
             yield
         finally:
+            self._keeper = None  # (a closed generator still holds its loop: let the loop go)
             self.close()
 
     async def send(self, body: bytes, *, stream: bool, where: str | None) -> Any:
