@@ -177,6 +177,7 @@ class SilentServer:
     def __init__(self) -> None:
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.requests = 0
+        self.closed = 0  # connections the client closed
         self.conns: list[socket.socket] = []
         threading.Thread(target=self._serve, daemon=True).start()
 
@@ -187,8 +188,17 @@ class SilentServer:
             except OSError:
                 return
             self.conns.append(conn)
+            threading.Thread(target=self._read, args=(conn,), daemon=True).start()
+
+    def _read(self, conn: socket.socket) -> None:
+        try:
             if conn.recv(65536):
                 self.requests += 1
+            while conn.recv(65536):
+                pass
+            self.closed += 1
+        except OSError:
+            pass
 
     def close(self) -> None:
         self.sock.close()
@@ -205,6 +215,27 @@ def test_a_silent_server_ends_the_request_at_the_timeout_and_is_not_asked_again(
         with pytest.raises(ModelError, match=r"sent nothing for 0.5 s .*not tried again"):
             asyncio.run(model.acomplete(MESSAGES))
         assert time.monotonic() - t0 < 10 and wait_for(lambda: server.requests == 1) and len(server.conns) == 1
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_cancelled_request_closes_its_connection(path: str):
+    """Cancelling the task that awaits a model reply (a cancelled run) hangs up on the server."""
+    server = SilentServer()
+    try:
+        model = model_for(f"http://127.0.0.1:{server.sock.getsockname()[1]}/v1", path, timeout=60, max_retries=0)
+
+        async def main() -> None:
+            task = asyncio.ensure_future(model.acomplete(MESSAGES))
+            while not server.requests:
+                await asyncio.sleep(0.01)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+        asyncio.run(asyncio.wait_for(main(), 30))
+        assert wait_for(lambda: server.closed == 1)
     finally:
         server.close()
 
