@@ -18,6 +18,7 @@ from openai_stub import OpenAIStub
 from codeagent import CodeAgent, ModelReply, OpenAIModel
 from codeagent.agent.tool_calling import ToolCallingAgent
 from codeagent.events import ModelReplyEvent, Notice, TextDelta
+from codeagent.models.light_http import light_url
 from codeagent.models.openai_model import ModelError, Usage
 from executors import LocalExecutor
 
@@ -284,3 +285,16 @@ def test_a_model_used_from_many_loops_keeps_none_of_them():
         assert [asyncio.run(main()) for _ in range(3)] == ["a", "b", "c"]
     gc.collect()
     assert [ref() for ref in loops] == [None, None, None]
+
+
+def test_the_light_path_serves_plain_http_without_a_proxy_only(monkeypatch):
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    assert light_url("http://127.0.0.1:8000/v1") == ("127.0.0.1", 8000, "/v1/chat/completions")
+    assert light_url("http://localhost/v1/") == ("localhost", 80, "/v1/chat/completions")
+    assert light_url("https://api.openai.com/v1") is None  # (certificates: the SDK's)
+    assert light_url("http://u:p@box/v1") is None and light_url("http://box/v1?api-version=1") is None
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy:3128")
+    assert light_url("http://gpu-box:8000/v1") is None  # the SDK honours the proxy
+    monkeypatch.setenv("NO_PROXY", "gpu-box")
+    assert light_url("http://gpu-box:8000/v1") == ("gpu-box", 8000, "/v1/chat/completions")

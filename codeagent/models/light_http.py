@@ -78,8 +78,8 @@ def light_client(model: Any) -> LightClient | None:
     settings = (model.base_url, model._key, model.timeout)  # (changed since: a new client)
     if client is None or client.settings != settings:
         where = light_url(model.base_url)  # (the proxy settings are read here, once)
-        if where is None:
-            client = _NoLight()
+        if where is None or not (model._key.isascii() and model._key.isprintable()):
+            client = _NoLight()  # (a key that is no header value: the SDK says so)
         else:
             timeout = float(model.timeout)
             client = LightClient(*where, model._key, timeout, min(timeout, CONNECT_TIMEOUT_S), model._async_client)
