@@ -209,7 +209,8 @@ class LightClient:
 
     # -- failures, as the SDK raises them ------------------------------------------------------
 
-    def _request(self) -> Any:
+    def request(self) -> Any:
+        """The request as the SDK's exceptions carry it (made only for a failure)."""
         return _httpx().Request("POST", self.url)
 
     def reraise(self, exc: BaseException) -> NoReturn:
@@ -217,7 +218,7 @@ class LightClient:
         import openai
 
         if isinstance(exc, TimeoutError):
-            raise openai.APITimeoutError(request=self._request()) from exc
+            raise openai.APITimeoutError(request=self.request()) from exc
         if isinstance(exc, (OSError, EOFError, ValueError, asyncio.LimitOverrunError)):
             raise self.broken(exc) from exc
         raise exc
@@ -225,12 +226,12 @@ class LightClient:
     def broken(self, exc: BaseException) -> BaseException:
         import openai
 
-        return openai.APIConnectionError(request=self._request())
+        return openai.APIConnectionError(request=self.request())
 
     def status_error(self, response: LightResponse, content: bytes) -> Exception:
         httpx = _httpx()
         answer = httpx.Response(response.status, headers=list(response.headers.items()), content=content,
-                                request=self._request())
+                                request=self.request())
         return self._sdk()._make_status_error_from_response(answer)
 
 

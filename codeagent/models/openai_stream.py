@@ -108,14 +108,14 @@ async def light_stream(model: Any, response: Any, messages: Sequence[Any], stop:
                 try:
                     chunk = loads(data)
                 except ValueError:
-                    raise openai.APIError(f"an event that is not JSON: {data[:200]!r}", response.client._request(),
+                    raise openai.APIError(f"an event that is not JSON: {data[:200]!r}", response.client.request(),
                                           body=None) from None
                 if isinstance(chunk, dict) and chunk.get("error"):
                     error = chunk["error"]
                     message = error.get("message") if isinstance(error, dict) else None
                     raise openai.APIError(message if isinstance(message, str) and message
                                           else "An error occurred during streaming",
-                                          response.client._request(), body=error)
+                                          response.client.request(), body=error)
                 for delta in assembler.feed_chunk(chunk):
                     yield delta
                 if assembler.stopped:
