@@ -3,14 +3,16 @@ the same 100 runs through the sync API on a thread pool (`run`), against a fake 
 
 The server (a subprocess: an asyncio HTTP/1.1 server speaking the chat-completions protocol) answers
 every request after 50 ms, as a fast model would, with the step's action: each run takes 3 steps
-(a tool call, a computation, the final answer). The runs use the model through the `openai` SDK
-(`OpenAIModel`) and execute on a pool of warm `SubprocessExecutor` workers (the default executor:
-restricted, kernel-confined), one per run for its whole run. Each phase runs in a process of its own,
-so its peak threads and RSS (the host's: the workers are processes of their own) are its own:
+(a tool call, a computation, the final answer). The runs use `OpenAIModel` and execute on a pool
+of warm `SubprocessExecutor` workers (the default executor: restricted, kernel-confined), one per
+run for its whole run. Each phase runs in a process of its own, so its peak threads and RSS (the
+host's: the workers are processes of their own) are its own:
 
   one run      a single run alone in the loop: the floor (3 x 50 ms of model latency + the rest)
-  async        N runs at once in one event loop (`asyncio.gather(*(agent.arun(...)))`)
-  threads      the same N runs through the sync API, each on a thread of a pool of N
+  async        N runs at once in one event loop (`asyncio.gather(*(agent.arun(...)))`); the model's
+               async requests take its light HTTP path (a plain http:// endpoint)
+  one-sdk, async-sdk   the same through the `openai` SDK's async client (`model.light_http = False`)
+  threads      the same N runs through the sync API (the SDK's client), each on a thread of a pool of N
 
     .venv/bin/python benchmarks/async_runs.py [--runs 100] [--latency-ms 50] [--reps 3] [--json]
 
@@ -93,6 +95,10 @@ class Peak:
         while not self._stop.wait(0.002):
             self.threads = max(self.threads, threading.active_count() - 1)  # (not this sampler)
 
+    def cpu(self) -> float:
+        """This sampler's own CPU so far (not to be counted as the runs')."""
+        return time.clock_gettime(time.pthread_getcpuclockid(self._thread.ident))
+
     def __enter__(self) -> Peak:
         self._thread.start()
         return self
@@ -118,6 +124,7 @@ def _setup(base_url: str, n: int, kind: str) -> tuple[Any, Any, Any]:
             return len(key)
 
     model = OpenAIModel("bench", base_url=base_url, api_key="k", max_retries=0)
+    model.light_http = not kind.endswith("sdk")
     pool = SubprocessExecutor.pool(n, tools={"lookup": lookup}).start()
     return model, tool(lookup), pool
 
@@ -126,6 +133,15 @@ def _agent(model: Any, lookup: Any, executor: Any) -> Any:
     from codeagent import CodeAgent
 
     return CodeAgent(model, tools=[lookup], executor=executor, max_steps=5)
+
+
+def _refilled(pool: Any, n: int) -> None:
+    """Wait until the warm-up run's worker has been replaced (fresh workers: the used one is
+    destroyed and a new one started in the background), so no phase times that start."""
+    end = time.monotonic() + 30
+    while pool.ready < n and time.monotonic() < end:
+        time.sleep(0.01)
+    time.sleep(0.2)  # (the used worker's removal follows its replacement's start)
 
 
 def phase(kind: str, base_url: str, n: int) -> dict[str, Any]:
@@ -138,9 +154,10 @@ def phase(kind: str, base_url: str, n: int) -> dict[str, Any]:
 
             with Peak() as peak, ThreadPoolExecutor(max_workers=n) as threads:
                 one(-1)  # warm: the client's connection
-                t0, c0 = time.perf_counter(), time.process_time()
+                _refilled(pool, n)
+                t0, c0 = time.perf_counter(), time.process_time() - peak.cpu()
                 results = list(threads.map(one, range(n)))
-                wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+                wall, cpu = time.perf_counter() - t0, time.process_time() - peak.cpu() - c0
         else:
             async def one_async(i: int) -> Any:
                 async with pool.aacquire() as ex:
@@ -148,9 +165,13 @@ def phase(kind: str, base_url: str, n: int) -> dict[str, Any]:
 
             async def main() -> list[Any]:
                 await one_async(-1)  # warm: the loop's async client and connection
-                t0, c0 = time.perf_counter(), time.process_time()
+                end = time.monotonic() + 30  # (as _refilled, without a thread)
+                while pool.ready < n and time.monotonic() < end:
+                    await asyncio.sleep(0.01)
+                await asyncio.sleep(0.2)
+                t0, c0 = time.perf_counter(), time.process_time() - peak.cpu()
                 out = await asyncio.gather(*(one_async(i) for i in range(n)))
-                return [time.perf_counter() - t0, time.process_time() - c0, *out]
+                return [time.perf_counter() - t0, time.process_time() - peak.cpu() - c0, *out]
 
             with Peak() as peak:
                 wall, cpu, *results = asyncio.run(main())
@@ -183,8 +204,8 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(_serve(args.serve, args.latency_ms / 1000))
         return 0
     if args.phase:
-        n = 1 if args.phase == "one" else args.runs
-        print(json.dumps(phase("async" if args.phase == "one" else args.phase, args.base_url, n)))
+        n = 1 if args.phase.startswith("one") else args.runs
+        print(json.dumps(phase(args.phase.replace("one", "async"), args.base_url, n)))
         return 0
     port_file = Path(f"/tmp/codeagent-async-bench-{os.getpid()}.port")
     server = subprocess.Popen([sys.executable, __file__, "--serve", str(port_file), "--latency-ms", str(args.latency_ms)])
@@ -192,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         while not port_file.exists() or not port_file.read_text():
             time.sleep(0.05)
         base_url = f"http://127.0.0.1:{port_file.read_text()}/v1"
-        rows: dict[str, list[dict[str, Any]]] = {"one": [], "async": [], "threads": []}
+        rows: dict[str, list[dict[str, Any]]] = {kind: [] for kind in ("one", "async", "one-sdk", "async-sdk", "threads")}
         for _ in range(args.reps):
             for kind in rows:
                 rows[kind].append(_run_phase(kind, base_url, args.runs))
@@ -204,20 +225,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps({"median": med, "reps": rows}))
         return 0
-    one = med["one"]["wall_s"]
     print(f"{args.runs} runs x 3 steps, model latency {args.latency_ms:g} ms, SubprocessExecutor pool; "
           f"medians of {args.reps} (interleaved)")
-    print(f"{'phase':<28}{'wall':>9}{'vs one run':>12}{'CPU/run':>10}{'answered':>10}{'peak threads':>14}"
+    print(f"{'phase':<32}{'wall':>9}{'vs one run':>12}{'CPU/run':>10}{'answered':>10}{'peak threads':>14}"
           f"{'peak RSS':>11}")
     for kind, label in (("one", "one run alone (arun)"), ("async", f"{args.runs} x arun, one loop"),
+                        ("one-sdk", "one run alone, SDK"), ("async-sdk", f"{args.runs} x arun, one loop, SDK"),
                         ("threads", f"{args.runs} x run, {args.runs} threads")):
         m = med[kind]
-        print(f"{label:<28}{m['wall_s'] * 1000:>7.0f}ms{m['wall_s'] / one:>11.2f}x{m['cpu_ms_per_run']:>8.1f}ms"
+        floor = med["one-sdk" if kind == "async-sdk" else "one"]["wall_s"]
+        print(f"{label:<32}{m['wall_s'] * 1000:>7.0f}ms{m['wall_s'] / floor:>11.2f}x{m['cpu_ms_per_run']:>8.1f}ms"
               f"{int(m['ok']):>6}/{int(m['runs']):<3}"
               f"{int(m['peak_threads']):>14}{m['peak_rss_mb']:>8.0f} MB")
     print(f"async vs threads: wall {med['async']['wall_s'] / med['threads']['wall_s']:.2f}x, "
-          f"threads {med['async']['peak_threads']:.0f} vs {med['threads']['peak_threads']:.0f}. "
-          "Target: async wall <= 3x one run's.")
+          f"threads {med['async']['peak_threads']:.0f} vs {med['threads']['peak_threads']:.0f}; "
+          f"light HTTP vs SDK (async): wall {med['async']['wall_s'] / med['async-sdk']['wall_s']:.2f}x, "
+          f"CPU {med['async']['cpu_ms_per_run'] / med['async-sdk']['cpu_ms_per_run']:.2f}x. "
+          "Target: async wall <= 3x one run's (vs one run: the one-run row of the same client).")
     return 0
 
 

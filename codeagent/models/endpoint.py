@@ -5,6 +5,7 @@ images, no streaming) that switch an option off and retry instead of failing the
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 from ..tools.attachments import has_images
 
 __all__ = ["ModelError", "EndpointAnswers", "tries_text", "silence_text", "sdk_timeout", "retried_after",
-           "CONNECT_TIMEOUT_S"]
+           "CONNECT_TIMEOUT_S", "create_parameters"]
 
 
 class ModelError(RuntimeError):
@@ -41,6 +42,21 @@ def _short(text: Any, limit: int = 300) -> str:
 # A server that does not even accept the connection is known at once; the read timeout is the
 # user's (OpenAIModel(timeout=...)): the longest the server may stay silent.
 CONNECT_TIMEOUT_S = 10.0
+
+
+_CREATE_PARAMS: dict[type, frozenset[str]] = {}
+
+
+def create_parameters(client: Any) -> frozenset[str]:
+    """Keyword names `chat.completions.create` accepts natively (the rest go in extra_body)."""
+    completions = client.chat.completions
+    key = type(completions)
+    if key not in _CREATE_PARAMS:
+        try:
+            _CREATE_PARAMS[key] = frozenset(inspect.signature(completions.create).parameters)
+        except (TypeError, ValueError):
+            _CREATE_PARAMS[key] = frozenset({"temperature", "max_tokens", "top_p", "seed"})
+    return _CREATE_PARAMS[key]
 
 
 def tries_text(timeout: float, retries: int) -> str:

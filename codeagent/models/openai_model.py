@@ -11,7 +11,6 @@ The reply types live in `codeagent.models.replies`, the `<think>` stripper in `c
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 import time
 import weakref
@@ -28,12 +27,14 @@ from .endpoint import (
     EndpointAnswers,
     ModelError,
     _short,
+    create_parameters,
     retried_after,
     sdk_timeout,
     silence_text,
     tries_text,
 )
-from .openai_stream import async_stream, sync_stream, thread_stream
+from .light_http import LightResponse, light_client, request_body
+from .openai_stream import async_stream, light_stream, sync_stream, thread_stream
 from .replies import ModelReply, ToolCall, Usage
 from .streaming import AsyncReplyStream, ReplyStream, tool_calls_from, usage_from
 
@@ -129,6 +130,8 @@ class OpenAIModel(EndpointAnswers):
         backoff), not after a silent server.
     async_client: an `openai.AsyncOpenAI` for `acomplete`/`astream` when you pass `client=`
         (otherwise one is made per event loop; without either, async requests run on a thread).
+        Async requests to a plain http:// endpoint (no proxy) skip the SDK for a light HTTP client
+        (`codeagent.models.light_http`: a tenth of the CPU); `model.light_http = False` keeps the SDK.
     supports_stream=False: never stream (`stream()` asks for whole replies); a server that rejects
         `stream` (or `stream_options`, which asks a stream for its usage) is switched so with `adapt`.
     adapt: when the server answers HTTP 400 about `stop`, the system role or images, switch that
@@ -197,6 +200,8 @@ class OpenAIModel(EndpointAnswers):
         self._key: str | None = None  # (None: the client was given; async needs async_client=)
         self._given_async = async_client
         self._async_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._light_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self.light_http = True  # (see async_client above)
         if client is None:
             import openai
 
@@ -221,7 +226,7 @@ class OpenAIModel(EndpointAnswers):
         msgs = merge_system_into_user(messages) if not self.system_role else [dict(m) for m in messages]
         if not self.vision and has_images(msgs):
             msgs = strip_images(msgs)  # their text describes each image
-        known = _create_parameters(self.client)
+        known = create_parameters(self.client)
         request: dict[str, Any] = {"model": self.model_id, "messages": msgs}
         extra: dict[str, Any] = {}
         for key, value in {**self.request_options, **(fields or {})}.items():
@@ -341,6 +346,8 @@ class OpenAIModel(EndpointAnswers):
         if self._async_client() is None:
             return thread_stream(await asyncio.to_thread(self.stream, messages, stop, tools, constraint))
         response = await self._call(self._asend, messages, stop, tools, constraint, stream=True)
+        if isinstance(response, LightResponse):
+            return await light_stream(self, response, messages, stop, lambda c: self._whole(c, stop))
         return await async_stream(self, response, messages, stop, lambda c: self._whole(c, stop))
 
     async def _call(self, send: Any, messages: Sequence[Message], stop: Sequence[str] | None,
@@ -387,16 +394,22 @@ class OpenAIModel(EndpointAnswers):
         return client.chat.completions.create(**_lean(client, request))
 
     async def _asend(self, request: dict[str, Any], first: bool) -> Any:
-        """`_send` on the running loop."""
-        client = self._async_client()
-        retries = client.max_retries
+        """`_send` on the running loop: the light HTTP path when it serves this request
+        (`codeagent.models.light_http`), else the SDK's async client; retries go through the SDK."""
+        light = light_client(self)
+        body = request_body(request) if light is not None else None
+        client = self._async_client() if body is None else None
         try:
+            if body is not None:
+                return await light.send(body, stream=bool(request.get("stream")), where=self.base_url)
             return await client.with_options(max_retries=0).chat.completions.create(**_lean(client, request))
         except Exception as exc:
+            retries = self.max_retries if client is None else client.max_retries
             if first or retries <= 0 or not retried_after(exc):
                 raise
         await asyncio.sleep(0.5)
-        client = client.with_options(max_retries=retries - 1)
+        client = client or self._async_client()
+        client = client.with_options(max_retries=client.max_retries - 1)
         return await client.chat.completions.create(**_lean(client, request))
 
     def _async_client(self) -> Any:
@@ -473,18 +486,3 @@ def _lean(client: Any, request: dict[str, Any]) -> dict[str, Any]:
     moved = {k: request[k] for k in ("messages", "tools") if k in request}
     return {**request, "messages": [], "tools": openai.omit,
             "extra_body": {**request.get("extra_body", {}), **moved}}
-
-
-_CREATE_PARAMS: dict[type, frozenset[str]] = {}
-
-
-def _create_parameters(client: Any) -> frozenset[str]:
-    """Keyword names `chat.completions.create` accepts natively (the rest go in extra_body)."""
-    completions = client.chat.completions
-    key = type(completions)
-    if key not in _CREATE_PARAMS:
-        try:
-            _CREATE_PARAMS[key] = frozenset(inspect.signature(completions.create).parameters)
-        except (TypeError, ValueError):
-            _CREATE_PARAMS[key] = frozenset({"temperature", "max_tokens", "top_p", "seed"})
-    return _CREATE_PARAMS[key]

@@ -14,7 +14,7 @@ from typing import Any
 
 from .streaming import AsyncReplyStream, Delta, ReplyAssembler, ReplyStream
 
-__all__ = ["sync_stream", "async_stream", "thread_stream"]
+__all__ = ["sync_stream", "async_stream", "light_stream", "thread_stream"]
 
 
 def sync_stream(model: Any, response: Any, messages: Sequence[Any], stop: Sequence[str] | None,
@@ -77,6 +77,66 @@ def async_stream(model: Any, response: Any, messages: Sequence[Any], stop: Seque
         return AsyncReplyStream(assembler, deltas(), _aclose(response))
 
     return make()
+
+
+async def light_stream(model: Any, response: Any, messages: Sequence[Any], stop: Sequence[str] | None,
+                       whole: Any) -> AsyncReplyStream:
+    """`async_stream` for a response of the light HTTP path (`light_http.LightResponse`): the
+    server-sent events read as they come, each chunk through `json.loads`."""
+    import openai
+
+    from .light_http import loads
+
+    if "json" in response.content_type:  # the server ignored `stream`: one whole completion
+        body = await response.read()
+        try:
+            completion = loads(body)
+        except ValueError:
+            completion = None
+        assembler = ReplyAssembler.of(whole(completion), messages)
+        return AsyncReplyStream(assembler, _aiter(assembler.whole()), _aclose_light(response))
+    assembler = ReplyAssembler(messages, stop, cut_stop=not model.supports_stop)
+
+    async def deltas() -> AsyncIterator[Delta]:
+        events = response.events()
+        try:
+            async for data in events:
+                if data.startswith("[DONE]"):
+                    async for _ in events:
+                        pass  # the body's end: the connection is kept for the next request
+                    break
+                try:
+                    chunk = loads(data)
+                except ValueError:
+                    raise openai.APIError(f"an event that is not JSON: {data[:200]!r}", response.client.request(),
+                                          body=None) from None
+                if isinstance(chunk, dict) and chunk.get("error"):
+                    error = chunk["error"]
+                    message = error.get("message") if isinstance(error, dict) else None
+                    raise openai.APIError(message if isinstance(message, str) and message
+                                          else "An error occurred during streaming",
+                                          response.client.request(), body=error)
+                for delta in assembler.feed_chunk(chunk):
+                    yield delta
+                if assembler.stopped:
+                    break
+        except openai.APIError as exc:
+            raise model.stream_failure(exc, assembler.text) from exc
+        finally:
+            await events.aclose()
+            response.close()  # (before the end: the server sees the connection go)
+        last = assembler.flush()
+        if last is not None:
+            yield last
+
+    return AsyncReplyStream(assembler, deltas(), _aclose_light(response))
+
+
+def _aclose_light(response: Any) -> Any:
+    async def close() -> None:
+        response.close()
+
+    return close
 
 
 def thread_stream(stream: ReplyStream) -> AsyncReplyStream:
