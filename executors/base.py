@@ -15,9 +15,6 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-# A tool call's work left for after its reply (tool_replies.py): part of the contract, named here.
-from .tool_replies import after_tool_reply, replying
-
 # Text is cut one way everywhere (the note's count is true, cuts of cuts included): the worker's.
 from .worker.display import cut_middle, full_length
 
@@ -42,8 +39,6 @@ __all__ = [
     "timeout_seconds",
     "StepLoop",
     "acall_tool",
-    "after_tool_reply",
-    "replying",
     "run_coroutine",
     "cut_middle",
     "full_length",

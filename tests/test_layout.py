@@ -27,7 +27,7 @@ MAX_FOLDER_MODULES = 12  # modules at the top of any other folder (besides __ini
 # it loads the restricted runtime by name (executors.restricted.execution.served), never by an import.
 FLOORS = (
     ("executors.worker",),                                              # stdlib only
-    ("executors.base", "executors.access", "executors.importable", "executors.tool_replies"),  # the contract, the grants
+    ("executors.base", "executors.access", "executors.importable"),     # the contract, the grants
     ("executors.restricted",),                                          # the in-process runtime
     ("executors.local", "executors.remote"),                            # in process; any worker's host side
     ("executors.process", "executors.docker", "executors.container"),   # the places that start workers

@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from executors.base import ToolError, after_tool_reply
+from executors.base import ToolError
 from executors.worker.codec import decode_value, encode_value
 from executors.worker.codec.small import NotSmall, small_tree
 
@@ -127,12 +127,12 @@ class Journal:
         try:
             value = invoke(*args, **kwargs)
         except ToolError as exc:
-            self._save_after(name, trees, index, error=str(exc))
+            self._save_made(name, trees, index, error=str(exc))
             raise
         except BaseException:
-            self._save_after(name, trees, index, done=False)
+            self._save_made(name, trees, index, done=False)
             raise
-        self._save_after(name, trees, index, value=value)
+        self._save_made(name, trees, index, value=value)
         return value
 
     async def _alive_call(self, name: str, args: Any, kwargs: Any, index: int, ainvoke: Callable[..., Any]) -> Any:
@@ -140,30 +140,24 @@ class Journal:
         try:
             value = await ainvoke(*args, **kwargs)
         except ToolError as exc:
-            self._save_after(name, trees, index, error=str(exc))
+            self._save_made(name, trees, index, error=str(exc))
             raise
         except BaseException:
-            self._save_after(name, trees, index, done=False)
+            self._save_made(name, trees, index, done=False)
             raise
-        self._save_after(name, trees, index, value=value)
+        self._save_made(name, trees, index, value=value)
         return value
 
-    def _save_after(self, name: str, trees: tuple[Any, Any], index: int, *, value: Any = None,
+    def _save_made(self, name: str, trees: tuple[Any, Any], index: int, *, value: Any = None,
                     error: str | None = None, done: bool = True) -> None:
-        """The call's record and log line, made once its result is on its way back to the step
-        where the executor offers it (the worker's: the worker goes on while the host writes;
-        before the step's next message is read, so before its next call), else now. A kill in
-        between leaves the call unsaved: made again on resume, as one cut off inside the tool."""
-        def save() -> None:
-            entry = ToolCallRecord(name=name, args=trees[0], kwargs=trees[1], done=done,
-                                   result=_tree(value) if done and error is None else None, error=error)
-            with self._lock:
-                self.step.tool_calls.append(entry)
-            if done:
-                self._log("call", index, entry)
-
-        if not after_tool_reply(save):
-            save()
+        """The call's record, made in one go once the tool has returned (a record made before it
+        and filled after costs three of pydantic's setattrs), and its log line."""
+        entry = ToolCallRecord(name=name, args=trees[0], kwargs=trees[1], done=done,
+                               result=_tree(value) if done and error is None else None, error=error)
+        with self._lock:
+            self.step.tool_calls.append(entry)
+        if done:
+            self._log("call", index, entry)
 
     # -- the journal's moves -----------------------------------------------------------------
 

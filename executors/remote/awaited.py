@@ -22,7 +22,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..base import ExecutionResult, check_code, replying
+from ..base import ExecutionResult, check_code
 from .answers import atool_reply
 from .link import DeadlinePassed, WorkerDied, remaining
 from .protocol import ProtocolError, ToolCall
@@ -74,17 +74,12 @@ class AwaitedSteps:
         while True:
             msg = await link.arecv(deadline)
             if isinstance(msg, ToolCall) and msg.id == rid:
-                with replying() as after:
-                    try:  # the step's deadline bounds its tools too
-                        async with asyncio.timeout(remaining(deadline)):
-                            reply = await atool_reply(self._tools, msg, self.max_frame_bytes)
-                    except TimeoutError:
-                        after.run()
-                        raise DeadlinePassed from None
-                try:
-                    await link.asend(reply, deadline)
-                finally:
-                    after.run()
+                try:  # the step's deadline bounds its tools too
+                    async with asyncio.timeout(remaining(deadline)):
+                        reply = await atool_reply(self._tools, msg, self.max_frame_bytes)
+                except TimeoutError:
+                    raise DeadlinePassed from None
+                await link.asend(reply, deadline)
                 continue
             return self._step_result(msg, rid, started)
 

@@ -49,7 +49,6 @@ from ..base import (
     check_variable_names,
     normalize_imports,
     normalize_tools,
-    replying,
     variable_names_asked,
 )
 from ..worker.wire import SourceRefs, truncate_text
@@ -377,12 +376,7 @@ class RemoteExecutor(AwaitedSteps, ExecutorBase):
         while True:
             msg = self._link.recv(deadline)
             if isinstance(msg, ToolCall) and msg.id == rid:
-                with replying() as after:
-                    reply = tool_reply(self._tools, msg, self.max_frame_bytes)
-                try:
-                    self._link.send(reply, deadline)
-                finally:
-                    after.run()  # (the host's own work for the call, while the worker goes on)
+                self._link.send(tool_reply(self._tools, msg, self.max_frame_bytes), deadline)
                 if deadline is not None and time.monotonic() > deadline:
                     raise DeadlinePassed
                 continue
