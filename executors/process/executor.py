@@ -422,6 +422,10 @@ def _base_environment() -> dict[str, str]:
         "PYTHONIOENCODING": "utf-8",
         # joblib (scikit-learn's n_jobs) runs in serial mode: no process from a step
         "JOBLIB_MULTIPROCESSING": "0",
+        # pyarrow's allocator (mimalloc) reserves 1 GiB of writable address space at its first
+        # allocation: under the memory cap (RLIMIT_DATA) that reservation, not the data, ate
+        # the model's budget (pandas' string index + two BLAS buffers: OpenBLAS then exit(1)s)
+        "MIMALLOC_ARENA_RESERVE": "64MiB",
         # (native thread pools start as the libraries import, once the worker is confined: a
         # thread made after Landlock's restrict_self is confined too; their CPU time counts
         # against the worker's CPU backstop, 4x the step's time limit)
