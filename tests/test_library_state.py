@@ -178,6 +178,7 @@ def test_numpy_polynomial_print_style_is_restored():
     host's polynomials print as before afterwards."""
     pytest.importorskip("numpy")
     import numpy.polynomial as poly
+
     from executors import LocalExecutor
 
     before = str(poly.Polynomial([1, 2]))

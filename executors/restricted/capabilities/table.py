@@ -28,8 +28,8 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from .generators import builds_its_own, rebinds_annotations
-from .primitives import step_settable
 from .grants import CODE_SUFFIXES, SYSTEM_WRITE_ROOTS, StepContext, text_of, under
+from .primitives import step_settable
 
 Rule = Callable[[StepContext, str, tuple], None]
 
