@@ -373,7 +373,12 @@ def _same(a: Any, b: Any) -> bool:
     if t in _PLAIN:
         return a == b
     if t is dict:
-        return len(a) == len(b) and all(type(k) in _PLAIN for k in a) and \
+        if len(a) != len(b):
+            return False
+        if _PLAIN.issuperset(map(type, a)) and _PLAIN.issuperset(map(type, b)) and \
+                _PLAIN.issuperset(map(type, a.values())) and _PLAIN.issuperset(map(type, b.values())):
+            return a == b  # (plain data on both sides: the usual case, compared in C)
+        return all(type(k) in _PLAIN for k in a) and \
             all(k in b and _same(v, b[k]) for k, v in a.items())
     if t is list or t is tuple:
         return len(a) == len(b) and all(map(_same, a, b))
