@@ -149,3 +149,42 @@ def test_a_library_the_host_loads_later_is_hooked_before_the_next_step():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "True"]  # wrapped; its classes left as they are
+
+
+def test_polars_display_variables_are_set_in_the_step_and_put_back():
+    """Issue 44: pl.Config keeps its display settings in POLARS_FMT_* environment variables. A
+    step may set them (its own reprs follow), no other variable, and the host keeps its own."""
+    import os
+
+    pytest.importorskip("polars")
+    from executors import LocalExecutor
+
+    assert "POLARS_FMT_STR_LEN" not in os.environ
+    with LocalExecutor(authorized_imports=["polars", "os"]) as ex:
+        r = ex.execute("import polars as pl\npl.Config.set_fmt_str_lengths(100)\n"
+                       "print(pl.Config.state(if_set=True).get('POLARS_FMT_STR_LEN'))")
+        assert r.error is None and r.logs == "100\n"
+        assert "POLARS_FMT_STR_LEN" not in os.environ  # put back after the step
+        r = ex.execute("import polars as pl\nwith pl.Config(fmt_str_lengths=70):\n"
+                       "    print(pl.Config.state(if_set=True).get('POLARS_FMT_STR_LEN'))")
+        assert r.error is None and r.logs == "70\n"
+        r = ex.execute("import os\nos.environ['POLARS_TEMP_DIR'] = '/tmp/x'")
+        assert r.error is not None and "environment" in r.error.message
+        assert "POLARS_TEMP_DIR" not in os.environ
+
+
+def test_numpy_polynomial_print_style_is_restored():
+    """Issue 44: np.polynomial.set_default_printstyle runs in a step (its docs call it) and the
+    host's polynomials print as before afterwards."""
+    pytest.importorskip("numpy")
+    import numpy.polynomial as poly
+
+    from executors import LocalExecutor
+
+    before = str(poly.Polynomial([1, 2]))
+    style = "ascii" if "·" in before else "unicode"
+    with LocalExecutor(authorized_imports=["numpy"]) as ex:
+        r = ex.execute(f"import numpy as np\nnp.polynomial.set_default_printstyle({style!r})\n"
+                       "print(np.polynomial.Polynomial([1, 2]))")
+        assert r.error is None and r.logs.strip() != before
+    assert str(poly.Polynomial([1, 2])) == before

@@ -124,3 +124,19 @@ def test_only_native_runtime_settings_reach_the_worker() -> None:
             "OPENBLAS_VERBOSE": "z" * 1000}
     assert native_settings(host) == {"OPENBLAS_CORETYPE": "Haswell", "OMP_NUM_THREADS": "3",
                                      "NPY_DISABLE_CPU_FEATURES": "AVX512F", "MKL_CBWR": "AUTO"}
+
+
+def test_the_workers_native_allocators_leave_the_memory_cap_to_the_data() -> None:
+    """Issue 44: pyarrow's default allocator reserved address space by the GiB, which the
+    worker's memory cap (RLIMIT_DATA) counts: after pandas' first string index the model's
+    256 MB budget was gone and OpenBLAS killed the worker (exit 1) mapping its buffer. The
+    worker runs pyarrow on the system allocator, which reserves nothing ahead."""
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("pandas")
+    with SubprocessExecutor(authorized_imports=["pyarrow", "pandas", "numpy"],
+                            limits=Limits(timeout_s=120)) as ex:
+        r = ex.execute("import pyarrow as pa\nimport pandas as pd\nimport numpy as np\n"
+                       "i = pd.Index(['y.L1'])\na = np.ones((512, 512))\nb = a @ a\n"
+                       "x = bytearray(160 * 2**20)\npa.default_memory_pool().backend_name")
+        assert r.error is None, r.error
+        assert r.output == "system"

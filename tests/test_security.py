@@ -690,6 +690,8 @@ ATTEMPTS = open_here(ATTEMPTS)  # (the routes this CPython closed itself: cpytho
 
 # Harmless neighbours of the attacks: must keep working (code, expected output value).
 ALLOWED: list[tuple[str, str, Any]] = [
+    # the model's own variable named like a missing builtin (scipy's docs: `input = np.zeros(..)`)
+    ("own_variable_input", "input = [1, 2]\ndef f(input):\n    return input\nf(input)", [1, 2]),
     ("class_name", "(3).__class__.__name__", "int"),
     ("type_name", "type([]).__name__", "list"),
     ("getattr_public", "getattr(3, 'real')", 3),
@@ -1175,3 +1177,20 @@ def test_secret_not_in_repr_of_tools(local_executor):
     r = local_executor.execute("print(repr(search), repr(lookup), repr(scale), repr(shout), str(add))\n[search, lookup, scale]")
     assert CANARY not in r.logs and CANARY not in (r.output_repr or "")
     assert not _leak_signs(r.logs)
+
+
+def test_a_missing_builtin_is_never_reached_through_a_name_the_code_binds(local_executor):
+    """Issue 44: `input`, `memoryview`... may name the model's own variables; bound only in a class
+    body or on a branch never taken, the name is a NameError, never the builtin; `open` (in
+    the sandbox's builtins for C code) stays refused even when the code binds it."""
+    from executors.restricted.compiler.policy import SHADOWABLE_BUILTINS
+
+    assert not SHADOWABLE_BUILTINS & set(local_executor._runtime.ns["__builtins__"])
+    r = local_executor.execute("class A:\n    memoryview = 1\nmemoryview(b'x')")
+    assert r.error is not None and r.error.type == "NameError"
+    r = local_executor.execute("if False:\n    breakpoint = 1\nbreakpoint()")
+    assert r.error is not None and r.error.type == "NameError"
+    r = local_executor.execute("open = 1\nopen")
+    assert r.error is not None and r.error.type == "PolicyError"
+    r = local_executor.execute("input")
+    assert r.error is not None and r.error.type == "PolicyError"

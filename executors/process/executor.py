@@ -422,6 +422,12 @@ def _base_environment() -> dict[str, str]:
         "PYTHONIOENCODING": "utf-8",
         # joblib (scikit-learn's n_jobs) runs in serial mode: no process from a step
         "JOBLIB_MULTIPROCESSING": "0",
+        # pyarrow's default allocator (mimalloc) reserves address space by the GiB (64 MiB
+        # arenas when told to): under the memory cap (RLIMIT_DATA counts reservations) that, not
+        # the data, used up the model's budget (statsmodels after pandas' string index: OpenBLAS
+        # could not map its buffer and exit(1)ed the worker). The system allocator reserves
+        # nothing ahead; results are the same (an allocator is no setting of the computation).
+        "ARROW_DEFAULT_MEMORY_POOL": "system",
         # (native thread pools start as the libraries import, once the worker is confined: a
         # thread made after Landlock's restrict_self is confined too; their CPU time counts
         # against the worker's CPU backstop, 4x the step's time limit)

@@ -22,12 +22,17 @@ from typing import Any
 
 from .grants import CapabilityError
 
-__all__ = ["VISIBLE", "install_primitives"]
+__all__ = ["STEP_SETTABLE", "STEP_SETTABLE_PREFIXES", "VISIBLE", "install_primitives", "step_settable"]
 
 # What a step sees of the environment: the locale, the time zone, the home and temp directories
 # (tempfile, expanduser and locale-aware libraries read them at call time).
 VISIBLE = frozenset({"HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP"})
-_VISIBLE_PREFIXES = ("LC_",)
+# Display settings that a library keeps in environment variables (polars' `pl.Config` sets
+# POLARS_FMT_* and its core reads them back at each repr): a step may set and read these, and
+# they are put back after it (libraries/state.py). Nothing else of the environment is writable.
+STEP_SETTABLE = frozenset({"POLARS_TABLE_WIDTH"})
+STEP_SETTABLE_PREFIXES = ("POLARS_FMT_",)
+_VISIBLE_PREFIXES = ("LC_", *STEP_SETTABLE_PREFIXES)
 
 _THREADS = ("starting a thread is not allowed in the sandbox (threads): a thread would run "
             "outside the step's limits and guard, after it ended; compute in this thread "
@@ -36,7 +41,15 @@ _THREADS = ("starting a thread is not allowed in the sandbox (threads): a thread
 
 def _visible(key: Any) -> bool:
     name = key.decode("utf-8", "replace") if type(key) is bytes else key
-    return type(name) is str and (name in VISIBLE or name.startswith(_VISIBLE_PREFIXES))
+    return type(name) is str and (name in VISIBLE or name in STEP_SETTABLE
+                                  or name.startswith(_VISIBLE_PREFIXES))
+
+
+def step_settable(key: Any) -> bool:
+    """May a step set or unset this environment variable (a library's display setting)?"""
+    name = key.decode("utf-8", "replace") if type(key) is bytes else key
+    return type(name) is str and name.isascii() and \
+        (name in STEP_SETTABLE or name.startswith(STEP_SETTABLE_PREFIXES))
 
 
 def install_primitives(in_step: Callable[[], bool]) -> None:

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 from .generators import builds_its_own, rebinds_annotations
 from .grants import CODE_SUFFIXES, SYSTEM_WRITE_ROOTS, StepContext, text_of, under
+from .primitives import step_settable
 
 Rule = Callable[[StepContext, str, tuple], None]
 
@@ -63,6 +64,16 @@ def refuse(capability: str, what: str) -> Rule:
         step.refuse(capability, event, message)
 
     return judge
+
+
+_ENVIRONMENT = _refuse_message("environment", "changing environment variables")
+
+
+def judge_environment(step: StepContext, event: str, args: tuple) -> None:
+    """os.putenv / os.unsetenv: only a library's display variables (primitives.step_settable),
+    which libraries/state.py puts back after the step."""
+    if not (args and step_settable(args[0])):
+        step.refuse("environment", event, _ENVIRONMENT)
 
 
 def network(what: str) -> Rule:
@@ -339,10 +350,10 @@ ROWS: list[Row] = [
       "native code"),
     Row("os.chdir", "environment", refuse("environment", "changing the working directory"),
       "process-wide: would move every host thread"),
-    Row("os.putenv", "environment", refuse("environment", "changing environment variables"),
-      "process-wide, inherited by the host's children"),
-    Row("os.unsetenv", "environment", refuse("environment", "changing environment variables"),
-      "process-wide"),
+    Row("os.putenv", "environment", judge_environment, "process-wide, inherited by the host's "
+      "children; a library's display variables (pl.Config's POLARS_FMT_*) are put back after "
+      "the step"),
+    Row("os.unsetenv", "environment", judge_environment, "process-wide (the same exception)"),
     # processes and signals
     Row("os.system", _P, refuse(_P, "running a shell command"), "runs anything as the host"),
     Row("os.exec", _P, refuse(_P, "replacing the process"), "replaces the host"),

@@ -20,6 +20,7 @@ from .policy import (
     READABLE_DUNDERS,
     REFUSED_DUNDERS,
     REFUSED_NODE_ADVICE,
+    SHADOWABLE_BUILTINS,
     is_private_name,
 )
 
@@ -41,6 +42,9 @@ class PolicyChecker:
         self.methods: set[int] = set()  # ids of FunctionDefs directly in a class body
         self.class_stmts: set[int] = set()  # ids of statements directly in a class body
         self.slots_ok: set[int] = set()  # ids of checked `__slots__` Name targets
+        self.bound: set[str] = set()  # names the code binds (assigns, defines, imports, ...)
+        # loads of SHADOWABLE_BUILTINS: refused unless the code binds that name itself
+        self.shadow_loads: list[tuple[str, Violation]] = []
 
     def refuse(self, node: ast.AST, message: str) -> None:
         self.violations.append(
@@ -58,10 +62,23 @@ class PolicyChecker:
             handler(self, node)
 
     def sorted_violations(self) -> list[Violation]:
-        return sorted(self.violations, key=lambda v: (v.lineno or 0, v.col or 0))
+        """Every violation, by position (call once the walk is done)."""
+        found = self.violations + [v for name, v in self.shadow_loads if name not in self.bound]
+        return sorted(found, key=lambda v: (v.lineno or 0, v.col or 0))
 
-    def check_name(self, node: ast.AST, name: str | None, *, store: bool = False) -> None:
+    def check_name(self, node: ast.AST, name: str | None, *, store: bool = False,
+                   variable: bool = False) -> None:
         if name is None:
+            return
+        if store:
+            self.bound.add(name)
+        elif variable and name in SHADOWABLE_BUILTINS:
+            # the model's own variable named `input` (scipy's docs: `input = np.zeros(...)`):
+            # allowed when the code binds the name; the sandbox's builtins have none of these
+            # names, so a load before the assignment is a NameError, never the builtin
+            self.shadow_loads.append((name, Violation(
+                f"'{name}' is not available: {FORBIDDEN_BUILTINS[name]}",
+                getattr(node, "lineno", None), getattr(node, "col_offset", None))))
             return
         if name.startswith("_") and name != "_":
             if name == "__name__" and not store:
@@ -93,7 +110,7 @@ class PolicyChecker:
             return  # (most names: nothing to check)
         if id(node) in self.slots_ok:
             return
-        self.check_name(node, name, store=not load)
+        self.check_name(node, name, store=not load, variable=True)
 
     def on_Attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
@@ -147,6 +164,8 @@ class PolicyChecker:
     def on_arg(self, node: ast.arg) -> None:
         if node.arg.startswith("_") and node.arg != "_":
             self.check_name(node, node.arg, store=True)
+        elif node.arg in SHADOWABLE_BUILTINS:
+            self.bound.add(node.arg)
     # String annotations (forward references) are allowed: what would eval() them
     # (typing.get_type_hints, ForwardRef) is hidden, and singledispatch.register checks them.
 

@@ -203,6 +203,11 @@ FORBIDDEN_BUILTINS: dict[str, str] = {
     "__build_class__": "use a class statement",
 }
 
+# Forbidden builtins that the model's code may still use as its own variable names (`input` is a
+# common one in data code): none is in the sandbox's builtins (a test holds it so), so a name the
+# code binds means its own value, and a load before the binding is a NameError.
+SHADOWABLE_BUILTINS = frozenset({"input", "help", "exit", "quit", "breakpoint", "memoryview"})
+
 # Members of authorized modules that are hidden from model code, with the reason. Module-valued
 # attributes and underscore names are hidden generically (see sandbox_modules.py).
 HIDDEN_MODULE_MEMBERS: dict[str, dict[str, str]] = {

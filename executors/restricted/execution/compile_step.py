@@ -76,8 +76,9 @@ def _compile(code: str, filename: str, lines: list[str], reserved_names: frozens
     except RecursionError:
         return None, ExecutionError("RecursionError", "the code is nested too deeply to check; "
                                     "split long expressions into several statements")
-    if checker.violations:
-        return None, policy_error(checker.sorted_violations(), lines)
+    violations = checker.sorted_violations()
+    if violations:
+        return None, policy_error(violations, lines)
     try:
         return compile(tree, filename, "exec", dont_inherit=True), None
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:

@@ -134,11 +134,16 @@ class Pattern:
     groups = property(lambda self: self._p.groups)
     groupindex = property(lambda self: self._p.groupindex)
 
+    # A library's `isinstance(p, re.Pattern)` (pandas' is_re, str.replace(regex=...), re's own
+    # _compile) takes it for the compiled pattern it stands for, and then calls its methods:
+    # the step's time limit holds there too. type() and the codec still see this class.
+    __class__ = property(lambda self: _re.Pattern)  # type: ignore[assignment]
+
     def __repr__(self) -> str:
         return repr(self._p)
 
     def __eq__(self, other: Any) -> bool:
-        return isinstance(other, Pattern) and self._p == other._p
+        return type(other) is Pattern and self._p == other._p
 
     def __hash__(self) -> int:
         return hash(self._p)

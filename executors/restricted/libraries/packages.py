@@ -28,6 +28,12 @@ _NOT_FOR_USE = re.compile(r"test|doc|dev|bench|lint|typ|build|example|check|styl
                           r"release|mypy|cover|install|ci\b", re.IGNORECASE)
 
 
+# Packages a library imports in its own code when they are installed, that its distribution does
+# not declare (not even as an extra): pyarrow's metadata names no requirement, yet its scalars
+# and tables convert through pandas (`pa.scalar(date(...), type=pa.date32())` imports pandas).
+_USES_WHEN_INSTALLED: dict[str, tuple[str, ...]] = {"pyarrow": ("numpy", "pandas")}
+
+
 class LibraryPackages:
     """`top in packages`: do the modules of top-level package `top` import as the library? The
     authorized packages at once; the packages they require, read from the metadata on first
@@ -85,7 +91,13 @@ def _closure(tops: frozenset[str]) -> frozenset[str]:
         if name in seen:
             continue
         seen.add(name)
-        found |= _modules_of(dist)
+        provided = _modules_of(dist)
+        found |= provided
+        for top in sorted(provided & _USES_WHEN_INSTALLED.keys()):
+            for used in _USES_WHEN_INSTALLED[top]:
+                used_dist = _distribution_of(used, metadata)
+                if used_dist is not None:
+                    queue.append(used_dist)
         for requirement in dist.requires or []:
             marker = requirement.partition(";")[2]
             extra = _EXTRA.search(marker)

@@ -125,7 +125,6 @@ DANGEROUS_MEMBERS: dict[str, dict[str, str]] = {
     "matplotlib.dates": {"set_epoch": _GLOBAL + " (every host date plot would shift)"},
     "matplotlib.backends": {"backend_registry": _REGISTRY},
     "matplotlib.backends.registry": {"backend_registry": _REGISTRY},
-    "numpy.polynomial": {"set_default_printstyle": _GLOBAL},
     "pandas": {"read_clipboard": _PROCESS},
     # joblib's Parallel runs sequentially in a step (hooks.py); loky's executors are
     # process pools by nature.

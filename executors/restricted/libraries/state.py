@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+import os
 import sys
 import threading
 import warnings
@@ -185,6 +186,37 @@ def _pl_set_core_settings(pl: Any, saved: dict) -> None:
             getattr(pl.Config, key)(value)
 
 
+def _np_poly_style(np: Any) -> Any:
+    polybase = sys.modules.get("numpy.polynomial._polybase")
+    return None if polybase is None else polybase.ABCPolyBase._use_unicode
+
+
+def _np_set_poly_style(np: Any, saved: Any) -> None:
+    polybase = sys.modules.get("numpy.polynomial._polybase")
+    if polybase is not None and saved is not None:
+        polybase.ABCPolyBase._use_unicode = saved
+
+
+def _display_environment(_module: Any) -> dict:
+    """The environment variables a step may set (a library's display settings, pl.Config's
+    POLARS_FMT_*: capabilities/primitives.py), read from the store itself (no step's view)."""
+    from ..capabilities.primitives import step_settable
+
+    data = getattr(os.environ, "_data", None)
+    if not isinstance(data, dict):
+        return {}
+    return {key: value for key, value in dict.items(data) if step_settable(key)}
+
+
+def _set_display_environment(_module: Any, saved: dict) -> None:
+    now = _display_environment(_module)
+    for key in now.keys() - saved.keys():
+        os.environ.pop(os.fsdecode(key), None)
+    for key, value in saved.items():
+        if now.get(key) != value:
+            os.environ[os.fsdecode(key)] = os.fsdecode(value)
+
+
 SETTINGS: tuple[Setting, ...] = (
     Setting("numpy", "print options (np.set_printoptions)", _np_printoptions, _np_set_printoptions),
     Setting("numpy", "floating-point error handling (np.seterr)",
@@ -195,6 +227,8 @@ SETTINGS: tuple[Setting, ...] = (
             lambda np: np.getbufsize(), lambda np, saved: np.setbufsize(saved)),
     Setting("numpy", "how masked values print (np.ma.masked_print_option)",
             _np_ma_print, _np_ma_set_print),
+    Setting("numpy", "how polynomials print (np.polynomial.set_default_printstyle)",
+            _np_poly_style, _np_set_poly_style),
     Setting("pandas", "options (pd.set_option, pd.options.*)", _pd_options, _pd_set_options,
             lazy=True),
     Setting("matplotlib", "rcParams", _mpl_rcparams, _mpl_set_rcparams, lazy=True),
@@ -213,6 +247,8 @@ SETTINGS: tuple[Setting, ...] = (
             lambda pa, saved: (pa.set_cpu_count(saved[0]), pa.set_io_thread_count(saved[1]))),
     Setting("polars", "display settings of its core (pl.Config.set_fmt_float, ...)",
             _pl_core_settings, _pl_set_core_settings),
+    Setting("polars", "display settings in environment variables (pl.Config's POLARS_FMT_*)",
+            _display_environment, _set_display_environment),
 )
 
 
@@ -337,7 +373,12 @@ def _same(a: Any, b: Any) -> bool:
     if t in _PLAIN:
         return a == b
     if t is dict:
-        return len(a) == len(b) and all(type(k) in _PLAIN for k in a) and \
+        if len(a) != len(b):
+            return False
+        if _PLAIN.issuperset(map(type, a)) and _PLAIN.issuperset(map(type, b)) and \
+                _PLAIN.issuperset(map(type, a.values())) and _PLAIN.issuperset(map(type, b.values())):
+            return a == b  # (plain data on both sides: the usual case, compared in C)
+        return all(type(k) in _PLAIN for k in a) and \
             all(k in b and _same(v, b[k]) for k, v in a.items())
     if t is list or t is tuple:
         return len(a) == len(b) and all(map(_same, a, b))
