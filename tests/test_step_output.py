@@ -178,3 +178,24 @@ def test_a_tool_prints_to_the_host() -> None:
             r = ex.execute("print(shout('hi'))")
     assert r.logs == "HI\n"
     assert host_out.getvalue() == "tool says hi\n"
+
+
+# -- in the worker: what native code writes to fds 1/2 itself ----------------------------------------
+NATIVE_PRINTS = ("print('before')\nimport numpy as np\nold = np.seterr(all='print')\n"
+                 "x = np.int16(32000) * np.int16(3)\nprint('after')\nnp.seterr(**old)\n")
+
+
+@pytest.mark.parametrize("policy", ["restricted", "open"])
+def test_native_writes_to_fds_keep_cpythons_order_in_the_worker(policy: str) -> None:
+    """numpy's seterr(all='print') writes with C's stdio, not sys.stderr: CPython's terminal
+    shows it between the two prints, and so do the worker's logs (step after step: nothing of one
+    step shows again in the next). In process such writes reach the host's fds (a limit the
+    README names)."""
+    expected = "before\nWarning: overflow encountered in scalar multiply\nafter\n"
+    with SubprocessExecutor(authorized_imports=["numpy"], limits=LIMITS, policy=policy) as ex:
+        for _ in range(2):
+            r = ex.execute(NATIVE_PRINTS)
+            assert r.error is None, r.error
+            assert r.logs == expected
+        r = ex.execute("print('quiet')")
+        assert r.logs == "quiet\n"

@@ -2,7 +2,8 @@
 
 `Reference(preload)` is one interpreter that imports the libraries once, then forks a child per
 program: the child runs it in a fresh `__main__` namespace, in an empty directory of its own,
-with stdout and stderr in one stream (as an executor's logs hold both, in order) and the source
+with stdout and stderr in one stream (as an executor's logs hold both, in order; what native code
+writes to fds 1 and 2 itself included, as a terminal shows it) and the source
 registered under the file name the executors show (`<code>`), so a warning reads as CPython
 prints it. With `repeat=N` the child runs it N-1 times more, each in another fresh namespace,
 and keeps the fastest of those runs: CPython with the library imported and the program's lazy modules loaded, the
@@ -21,7 +22,7 @@ from typing import Any
 FILENAME = "<code>"
 
 _SERVER = r"""
-import contextlib, importlib, io, json, linecache, os, shutil, signal, sys, tempfile, time
+import contextlib, ctypes, importlib, io, json, linecache, os, shutil, signal, sys, tempfile, time
 os.environ.setdefault("MPLBACKEND", "Agg")
 channel = os.fdopen(os.dup(1), "w")
 devnull = os.open(os.devnull, os.O_RDWR)
@@ -32,6 +33,25 @@ for name in json.loads(sys.argv[1]):
     except Exception:
         pass
 FILENAME = sys.argv[2]
+
+class Fd:
+    # a text stream straight onto a file descriptor: the program's prints and what native code
+    # writes to fds 1 and 2 itself (numpy's seterr(all='print'), Fortran solvers) in one order
+    encoding, errors = "utf-8", "replace"
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def write(self, text):
+        os.write(self.fd, text.encode("utf-8", "replace"))
+        return len(text)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
 
 def child(request, write):
     os.chdir(request["where"])
@@ -47,7 +67,13 @@ def child(request, write):
         compiled = None
         result.update(out="", files=[], first_seconds=0.0, error=f"{type(exc).__name__}: {exc}")
     for run in range(request.get("repeat", 1) if compiled is not None else 0):
-        out = io.StringIO()
+        # the first run prints onto fds 1 and 2 (a file outside the program's directory); the
+        # timed runs into memory, as before
+        captured = tempfile.TemporaryFile() if not run else None
+        if captured is not None:
+            os.dup2(captured.fileno(), 1)
+            os.dup2(captured.fileno(), 2)
+        out = Fd(1) if captured is not None else io.StringIO()
         start = time.perf_counter()
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
@@ -56,8 +82,14 @@ def child(request, write):
             if not run:
                 result["error"] = f"{type(exc).__name__}: {exc}"[:2000]
         seconds = time.perf_counter() - start
+        if captured is not None:
+            ctypes.CDLL(None).fflush(None)  # (C's stdout buffer: the child ends with _exit)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            captured.seek(0)
+            result["out"] = captured.read(200000).decode("utf-8", "replace")
+            captured.close()
         if not run:
-            result["out"] = out.getvalue()[:200000]
             result["files"] = sorted(os.listdir("."))
             result["first_seconds"] = seconds
             if result["error"]:

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 
-__all__ = ["CpuBackstop", "cap_memory", "close_other_fds", "confine", "harden", "has_children",
+__all__ = ["Capture", "CpuBackstop", "cap_memory", "close_other_fds", "confine", "harden", "has_children",
            "open_statm", "protect_channel"]
 
 
@@ -137,6 +138,58 @@ def protect_channel() -> tuple[int, int, int | None]:
         os.dup2(capture, 1)
         os.dup2(capture, 2)
     return fd_in, fd_out, capture
+
+
+class Capture:
+    """What the worker's fds 1/2 received: native code's own writes (numpy's seterr(all='print'),
+    a Fortran solver's progress, a child process) in the file `protect_channel` put there, read
+    back into the step's logs. Each print of a step first takes in what arrived since the last
+    look (`since`: the logs keep CPython's order); the step's end takes the rest and empties the
+    file (`drain`: only outside a step, the capability guard refuses os.truncate inside one)."""
+
+    def __init__(self, fd: int | None, limit: Callable[[], int]) -> None:
+        self.fd = fd
+        self.limit = limit  # the step's max_output_chars (it can change with each configure)
+        self.seen = 0  # bytes a print has taken in this step
+
+    def since(self) -> str:
+        """What arrived since the last look (in a step, before each print)."""
+        try:
+            # (lseek for the size: a fifth of fstat's cost, which builds a stat_result; the file
+            # is O_APPEND, so moving its offset changes no write)
+            size = os.lseek(self.fd, 0, os.SEEK_END)
+            if size <= self.seen:
+                return ""
+            data = self._read(self.seen, size)
+            self.seen = size
+            return data
+        except (OSError, TypeError):
+            return ""
+
+    def drain(self) -> str:
+        """The rest, and the file emptied (between steps)."""
+        if self.fd is None:
+            return ""
+        seen, self.seen = self.seen, 0
+        try:
+            size = os.fstat(self.fd).st_size
+            if not size:
+                return ""
+            data = self._read(seen, size) if size > seen else ""
+            os.ftruncate(self.fd, 0)
+            return data
+        except OSError:
+            return ""
+
+    def _read(self, start: int, end: int) -> str:
+        limit = self.limit()
+        if end - start <= 2 * limit:
+            data = os.pread(self.fd, end - start, start)
+        else:
+            # bytes, not characters: the middle is never read, so its characters are not counted
+            data = (os.pread(self.fd, limit, start) + f"\n... [{end - start - 2 * limit:,} bytes omitted] ...\n".encode()
+                    + os.pread(self.fd, limit, end - limit))
+        return data.decode("utf-8", "replace")
 
 
 def has_children() -> bool:

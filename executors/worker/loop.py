@@ -15,7 +15,7 @@ import time
 
 from .codec import Crossing, TooLargeToCross
 from .errors import ToolError
-from .harden import CpuBackstop, cap_memory, confine, open_statm
+from .harden import Capture, CpuBackstop, cap_memory, confine, open_statm
 from .open_runtime import OpenRuntime, Step, StepError
 from .warm import warm_up as import_authorized
 from .wire import (
@@ -25,6 +25,7 @@ from .wire import (
     Arena,
     FrameBuffer,
     FrameTooLarge,
+    OutputBuffer,
     ProtocolError,
     SourceRefs,
     attachments_to_wire,
@@ -89,6 +90,7 @@ class Worker:
         self.memory = memory  # address space the worker may add once ready (harden.cap_memory)
         self.fd_out = fd_out
         self.capture_fd = capture_fd
+        self.capture = Capture(capture_fd, self._output_limit)  # native writes to fds 1/2
         self.pid = os.getpid()
         self.frames = FrameBuffer(DEFAULT_MAX_FRAME_BYTES)
         self.max_frame_bytes = DEFAULT_MAX_FRAME_BYTES
@@ -179,6 +181,8 @@ class Worker:
         tools = {name: self._tool_stub(name) for name in sorted(self.tool_names)}
         if policy == "open":
             self.runtime = OpenRuntime(self.limits, tools)
+            if self.capture_fd is not None:
+                OutputBuffer.native = staticmethod(self.capture.since)
             return self._confine_and_answer(msg)
         try:
             served = _load_restricted(msg.get("package_paths") or [])
@@ -199,6 +203,8 @@ class Worker:
         except (ValueError, TypeError) as exc:
             return self._error(msg, "ConfigurationError", safe_str(exc))
         self._served = served
+        if self.capture_fd is not None:
+            served.read_native_output(self.capture.since)
         self._confine_and_answer(msg)
 
     def _payloads(self, msg: dict) -> None:
@@ -445,25 +451,7 @@ class Worker:
         self.send(result)
 
     def _drain_capture(self) -> str:
-        """Whatever was written to raw fds 1/2 (also by child processes) during the execute."""
-        fd = self.capture_fd
-        if fd is None:
-            return ""
-        try:
-            size = os.fstat(fd).st_size
-            if not size:
-                return ""
-            limit = self._output_limit()
-            if size <= 2 * limit:
-                data = os.pread(fd, size, 0)
-            else:
-                # bytes, not characters: the middle is never read, so its characters are not counted
-                data = (os.pread(fd, limit, 0) + f"\n... [{size - 2 * limit:,} bytes omitted] ...\n".encode()
-                        + os.pread(fd, limit, size - limit))
-            os.ftruncate(fd, 0)
-            return data.decode("utf-8", "replace")
-        except OSError:
-            return ""
+        return self.capture.drain()
 
 
 #: The restricted policy's runtime, a plugin of this package: imported by name from the package

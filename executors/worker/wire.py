@@ -401,9 +401,20 @@ class OutputBuffer:
         self.tail_len = 0
         self.total = 0
 
+    #: what native code wrote to fds 1/2 since the last look (the worker's capture file), taken
+    #: in before each write so the logs keep CPython's order
+    native = None
+
     def write(self, s) -> int:
         if not isinstance(s, str):
             raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        if self.native is not None and s != "\n":  # (not before print's own end: one look a line)
+            earlier = self.native()
+            if earlier:
+                self._add(earlier)
+        return self._add(s)
+
+    def _add(self, s: str) -> int:
         n = len(s)
         self.total += n
         if self.head_len < self.half:

@@ -9,9 +9,16 @@ from __future__ import annotations
 
 from ...base import Limits, ToolError
 from ..capabilities import Grants
+from ..limits.output import OutputBuffer
 from .runtime import RestrictedRuntime
 
-__all__ = ["ToolError", "build", "grants"]
+__all__ = ["ToolError", "build", "grants", "read_native_output"]
+
+
+def read_native_output(read) -> None:
+    """`read()`: what native code wrote to the worker's fds 1/2 since the last call; the step's
+    prints take it in first (CPython's order in the logs)."""
+    OutputBuffer.native = staticmethod(read)
 
 
 def build(*, tools: dict, authorized_imports: list, limits: dict, grants: Grants,

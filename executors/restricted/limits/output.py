@@ -10,7 +10,13 @@ from ...worker.wire import cut_parts
 
 
 class OutputBuffer:
-    """Keeps the head and the tail of everything printed, within `limit` characters."""
+    """Keeps the head and the tail of everything printed, within `limit` characters.
+
+    `native`: in a worker, what native code wrote to fds 1/2 itself since the last look (numpy's
+    seterr(all='print'), a Fortran solver's progress), taken in before each print so the logs
+    keep CPython's order; None in process (the host's fds are not the step's)."""
+
+    native: Callable[[], str] | None = None
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -23,6 +29,13 @@ class OutputBuffer:
         self.total = 0
 
     def write(self, text: str) -> int:
+        if self.native is not None and text != "\n":  # (not before print's own end: one look a line)
+            earlier = self.native()
+            if earlier:
+                self._add(earlier)
+        return self._add(text)
+
+    def _add(self, text: str) -> int:
         n = len(text)
         self.total += n
         room = self.head_limit - self.head_size
