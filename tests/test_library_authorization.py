@@ -1,7 +1,8 @@
 """The authorization rule, stated once (issue 44; issue 46's np.linalg and '*'):
 
 Authorizing a package authorizes its public modules — every module below it whose dotted path
-has no component starting with "_" — and the objects they export, in every executor; what stays
+has no component starting with "_" — and the objects they export, in every executor (also when
+imported from a private module that holds the same object: `from pkg._impl import f`); what stays
 guarded is what code does with them (members the table hides wherever they are found, the
 capability guard), not a module's name. Interchange dunders are allowed or refused by what they
 hand over. `authorized_imports=['*']` is refused up front, saying why, in every executor.
@@ -81,6 +82,44 @@ PUBLIC_MODULES = [  # refused before as "internal" (issue 44), each used by its 
     ("import pyarrow.compute as pc\nprint(repr(pc.field('a') > 3))",
      "<pyarrow.compute.Expression (a > 3)>\n"),
 ]
+
+
+# `from pkg._impl import f` where `f` is the very object the public package exports: libraries'
+# own docs import so; the model gets `f` as the public module hands it out (patched, checked)
+PUBLIC_NAMES_FROM_PRIVATE = [
+    ("from pandas.io.json._table_schema import build_table_schema\nimport pandas as pd\n"
+     "print(build_table_schema(pd.DataFrame({'a': [1]}), index=False, version=False))",
+     "{'fields': [{'name': 'a', 'type': 'integer'}]}\n"),
+    ("from sklearn.utils._repr_html.estimator import estimator_html_repr\n"
+     "from sklearn.utils import estimator_html_repr as public\nprint(estimator_html_repr is public)",
+     "True\n"),
+    ("from numpy._core.multiarray import frombuffer\nimport numpy as np\n"
+     "print(frombuffer(b'ab', dtype=np.uint8).tolist(), frombuffer is np.frombuffer)", "[97, 98] True\n"),
+    ("from pandas._config.config import set_option\nimport pandas as pd\n"
+     "print(set_option is pd.set_option)", "True\n"),  # (the proxy's patched one: host state kept)
+]
+PRIVATE_STAYS_PRIVATE = [  # the module itself, and names the public package does not export
+    ("import numpy._core", "private"),
+    ("from numpy._core.numerictypes import english_lower", "only what 'numpy' itself exports"),
+    ("from numpy._core.multiarray import normalize_axis_index", "only what 'numpy' itself exports"),
+    ("from numpy.lib._iotools import flatten_dtype", "only what 'numpy.lib' itself exports"),
+    ("from _thread import start_new_thread", "private module"),
+    ("from numpy._core import *", "import *"),
+]
+
+
+@pytest.mark.parametrize("code, logs", PUBLIC_NAMES_FROM_PRIVATE)
+def test_public_names_import_from_a_private_module(pydata: object, code: str, logs: str) -> None:
+    r = pydata.execute(code)
+    assert r.error is None, r.error
+    assert r.logs == logs
+
+
+@pytest.mark.parametrize("code, why", PRIVATE_STAYS_PRIVATE)
+def test_the_rest_of_a_private_module_stays_private(pydata: object, code: str, why: str) -> None:
+    r = pydata.execute(code)
+    assert r.error is not None and r.error.type in ("PolicyError", "ImportError"), r
+    assert why in r.error.message
 
 
 @pytest.mark.parametrize("code, logs", PUBLIC_MODULES)

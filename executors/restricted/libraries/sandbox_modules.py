@@ -160,6 +160,8 @@ class SandboxImporter:
         if not isinstance(name, str) or not name:
             raise ImportPolicyError(f"importing {name!r} is not allowed")
         if not public_path(name):
+            if fromlist and type(fromlist) is tuple:
+                return self._public_names_from_private(name, fromlist)
             raise ImportPolicyError(
                 f"importing '{name}' is not allowed: a module whose path has a part starting with "
                 "'_' is private to its package; import the public module that offers it")
@@ -199,6 +201,33 @@ class SandboxImporter:
                 return cached  # (every later step's `import pyarrow.compute`: no rebuild of pyarrow's)
             return self.proxy(top, refresh=True)
         return proxy
+
+    def _public_names_from_private(self, name: str, fromlist: tuple[Any, ...]) -> ModuleProxy:
+        """`from pkg.sub._impl import f` where `f` is the very object the public `pkg.sub` exports
+        as `f` (libraries' own docs import so: pandas' build_table_schema, scikit-learn's
+        estimator_html_repr): `f` as the public module's proxy hands it out. The private module's
+        other names, and the module itself, stay private."""
+        parts = name.split(".")
+        public = ".".join(parts[:next(i for i, p in enumerate(parts) if p.startswith("_"))])
+        private = (f"importing from '{name}' is not allowed: a module whose path has a part starting "
+                   "with '_' is private to its package")
+        if not public or not self._importable(public):
+            raise ImportPolicyError(f"{private}; import the public module that offers it")
+        module, exported = self._load(name), self._load(public)
+        proxy = self.proxy(public)
+        members: dict[str, Any] = {}
+        for item in fromlist:
+            if not isinstance(item, str) or item.startswith("_") or item == "*":
+                raise ImportPolicyError(f"importing {item!r} from {name} is not allowed")
+            value = getattr(module, item, _ABSENT)
+            if value is _ABSENT or getattr(exported, item, _ABSENT) is not value:
+                raise ImportPolicyError(f"{private}: only what '{public}' itself exports can be "
+                                        f"imported from it, and '{item}' is not among that")
+            try:
+                members[item] = getattr(proxy, item)
+            except AttributeError as exc:  # hidden there: the public module's reason
+                raise ImportPolicyError(f"cannot import '{item}' from '{name}': {exc}") from None
+        return ModuleProxy(name, members)
 
     def _refusal(self, name: str) -> str:
         allowed = ", ".join(sorted(self.auth.exact))
