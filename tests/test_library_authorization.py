@@ -272,3 +272,11 @@ def test_a_private_module_gives_exactly_the_public_packages_objects(package: str
             else:
                 assert f"only what '{public}' itself exports" in r.error.message, (module, name, r.error)
     assert 0 < sum(answered) < len(answered)  # (the sample holds both kinds)
+
+
+def test_a_relative_import_is_refused_for_what_it_is() -> None:
+    """One reason, not a private-module one besides (its module name is empty)."""
+    with LocalExecutor(limits=LIMITS) as ex:
+        r = ex.execute("from . import x")
+    assert r.error is not None and r.error.message == \
+        "relative imports are not allowed; import modules by their full name"

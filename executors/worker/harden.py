@@ -163,7 +163,7 @@ class Capture:
             data = self._read(self.seen, size)
             self.seen = size
             return data
-        except (OSError, TypeError):
+        except OSError:
             return ""
 
     def drain(self) -> str:

@@ -270,7 +270,7 @@ class Worker:
         else:  # the open runtime: the same packages (warm.py is imported with this module:
             # once confined, the worker's own directory may be unreadable)
             import_authorized(self.authorized)
-        self._drain_capture()  # what the libraries printed as they loaded is not a step's
+        self.capture.drain()  # what the libraries printed as they loaded is not a step's
         cap_memory(self.memory, statm)
 
     def on_reset(self, msg: dict) -> None:
@@ -403,7 +403,7 @@ class Worker:
             if os.getpid() != self.pid:  # a fork of the model code must never talk to the host
                 os._exit(0)
         logs = step.logs
-        raw = self._drain_capture()
+        raw = self.capture.drain()
         if raw:
             logs = truncate_text(logs + raw, self._output_limit())
         wire = getattr(self.runtime, "last_output_wire", None)
@@ -449,9 +449,6 @@ class Worker:
                 result[key] = truncate_text(result[key], 1000)
         result["output"] = {TAG: "repr", "v": "<too large to send>", "type": "too large"}
         self.send(result)
-
-    def _drain_capture(self) -> str:
-        return self.capture.drain()
 
 
 #: The restricted policy's runtime, a plugin of this package: imported by name from the package

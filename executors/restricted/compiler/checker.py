@@ -209,7 +209,7 @@ class PolicyChecker:
         if node.level:
             self.refuse(node, "relative imports are not allowed; import modules by their full name")
         module = node.module or ""
-        if not module or module.startswith("_"):
+        if module.startswith("_"):
             self.refuse(node, f"importing from '{module}' is not allowed (private module)")
         # (from a private module below a public package: the importer hands out only the names
         # the public package exports as the same objects, sandbox_modules.py)
